@@ -1,0 +1,36 @@
+# Quickstart: `make run` (demo tenant + server on SQLite) and `make test` (the whole suite).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test lint typecheck unit bench clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements.lock
+	$(BIN)/python -m pip install -q --no-deps -e .
+	touch $(STAMP)
+
+run: install
+	$(BIN)/marketsync demo
+	$(BIN)/marketsync serve
+
+lint: install
+	$(BIN)/ruff check marketsync tests bench examples
+	$(BIN)/ruff format --check marketsync tests bench examples
+
+typecheck: install
+	$(BIN)/mypy
+
+test: install lint typecheck
+	$(BIN)/python -m pytest
+
+bench: install
+	$(BIN)/python -m bench.run_all
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

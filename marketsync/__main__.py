@@ -1,0 +1,3 @@
+from marketsync.cli import main
+
+main()

@@ -1,0 +1,159 @@
+"""The application factory: routers of every domain, problem details, health, metrics, OpenAPI 3.1."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+from starlette.responses import JSONResponse, Response
+
+from marketsync import __version__
+from marketsync.auth import endpoints as auth_endpoints
+from marketsync.auth.scopes import ALL_SCOPES
+from marketsync.catalog import endpoints as catalog_endpoints
+from marketsync.errors import install_error_handlers
+from marketsync.inventory import endpoints as inventory_endpoints
+from marketsync.jobs import endpoints as jobs_endpoints
+from marketsync.marketplaces import endpoints as marketplaces_endpoints
+from marketsync.middleware import RequestContextMiddleware
+from marketsync.orders import endpoints as orders_endpoints
+from marketsync.runtime import Runtime
+from marketsync.webhooks import endpoints as webhooks_endpoints
+
+ROUTERS = (
+    auth_endpoints.router,
+    orders_endpoints.router,
+    inventory_endpoints.router,
+    catalog_endpoints.router,
+    marketplaces_endpoints.router,
+    jobs_endpoints.router,
+    webhooks_endpoints.router,
+)
+
+PROBLEM_SCHEMA = {
+    "type": "object",
+    "required": ["type", "title", "status", "code", "requestId", "errors"],
+    "properties": {
+        "type": {"type": "string", "example": "urn:service:error:validation-failed"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "code": {"type": "string"},
+        "requestId": {"type": "string"},
+        "errors": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+    },
+}
+_PROBLEMS = {
+    "400": "Validation failed: `errors` names every bad field.",
+    "401": "Missing, invalid or expired bearer token.",
+    "403": "The token lacks the required scope.",
+    "404": "Unknown id, or one of another account.",
+    "429": "Rate limited: see Retry-After, RateLimit and RateLimit-Policy.",
+}
+
+
+def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        stop = asyncio.Event()
+        worker_task = None
+        if run_workers:
+            from marketsync.worker import Worker
+
+            worker = Worker(rt)
+            rt.extras["worker"] = worker
+            worker_task = asyncio.create_task(worker.run(stop))
+        try:
+            yield
+        finally:
+            stop.set()
+            if worker_task is not None:
+                await worker_task
+
+    app = FastAPI(
+        title="marketsync",
+        version=__version__,
+        summary="Marketplace Inventory and Orders Service",
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.runtime = rt
+    install_error_handlers(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    _add_operational_routes(app, rt)
+    app.add_middleware(RequestContextMiddleware, max_body_bytes=rt.settings.max_body_bytes)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _add_operational_routes(app: FastAPI, rt: Runtime) -> None:
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    @app.get("/readyz", include_in_schema=False)
+    async def readyz() -> JSONResponse:
+        try:
+            async with rt.db.read() as session:
+                await session.execute(text("SELECT 1"))
+        except Exception:
+            return JSONResponse({"status": "unavailable", "database": "unreachable"}, status_code=503)
+        return JSONResponse({"status": "ok", "database": rt.db.dialect})
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+
+def _required_scope(route: APIRoute) -> str | None:
+    pending = list(route.dependant.dependencies)
+    while pending:
+        dependency = pending.pop()
+        name = getattr(dependency.call, "__name__", "")
+        if name.startswith("require_"):
+            return name.removeprefix("require_")
+        pending.extend(dependency.dependencies)
+    return None
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+    components = schema.setdefault("components", {})
+    components.setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
+    components["schemas"].pop("HTTPValidationError", None)
+    components["schemas"].pop("ValidationError", None)
+    components["securitySchemes"] = {
+        "oauth2": {
+            "type": "oauth2",
+            "flows": {"clientCredentials": {"tokenUrl": "/connect/token", "scopes": {s: s for s in ALL_SCOPES}}},
+        }
+    }
+    scopes = {(r.path, m.lower()): _required_scope(r) for r in app.routes if isinstance(r, APIRoute) for m in r.methods}
+    for path, operations in schema.get("paths", {}).items():
+        for method, operation in operations.items():
+            operation.get("responses", {}).pop("422", None)
+            scope = scopes.get((path, method))
+            if scope is None:
+                continue
+            operation["security"] = [{"oauth2": [scope]}]
+            responses = operation.setdefault("responses", {})
+            for status, description in _PROBLEMS.items():
+                responses.setdefault(
+                    status,
+                    {
+                        "description": description,
+                        "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
+                    },
+                )
+    app.openapi_schema = schema
+    return schema

@@ -1,0 +1,78 @@
+"""Bearer authentication (RFC 6750), per-credential rate limit, and scopes as typed dependency aliases.
+
+Each endpoint's signature names the scope it needs, e.g. `caller: OrdersReader`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated
+
+from fastapi import Depends, Request, Response
+
+from marketsync.auth import service
+from marketsync.auth.scopes import Scope
+from marketsync.auth.service import Caller
+from marketsync.errors import InsufficientScope, RateLimited, Unauthorized
+from marketsync.runtime import Runtime
+
+REALM = 'Bearer realm="marketsync"'
+
+
+def runtime_of(request: Request) -> Runtime:
+    rt: Runtime = request.app.state.runtime
+    return rt
+
+
+async def _authenticated(request: Request, response: Response) -> Caller:
+    rt = runtime_of(request)
+    header = request.headers.get("authorization")
+    if not header:
+        raise Unauthorized("A bearer token is required.", headers={"WWW-Authenticate": REALM})
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized(
+            "The Authorization header must be 'Bearer <token>'.",
+            headers={"WWW-Authenticate": f'{REALM}, error="invalid_request"'},
+        )
+    async with rt.db.read() as session:
+        caller = await service.authenticate(rt, session, token)
+    if caller is None:
+        raise Unauthorized(
+            "The access token is invalid or expired.",
+            headers={
+                "WWW-Authenticate": f'{REALM}, error="invalid_token", '
+                'error_description="The access token is invalid or expired"'
+            },
+        )
+    if rt.limiter is not None:
+        decision = await rt.limiter.hit(rt.settings.rate_limit, "api", caller.credential_id)
+        headers = decision.headers("credential")
+        if not decision.allowed:
+            raise RateLimited(headers=headers)
+        response.headers.update(headers)
+    request.state.caller = caller
+    return caller
+
+
+def require(scope: Scope) -> Callable[..., Awaitable[Caller]]:
+    async def _dependency(caller: Annotated[Caller, Depends(_authenticated)]) -> Caller:
+        if scope.value not in caller.scopes:
+            raise InsufficientScope(
+                f"This operation needs the {scope.value} scope.",
+                headers={"WWW-Authenticate": f'{REALM}, error="insufficient_scope", scope="{scope.value}"'},
+            )
+        return caller
+
+    _dependency.__name__ = f"require_{scope.value}"
+    return _dependency
+
+
+OrdersReader = Annotated[Caller, Depends(require(Scope.OrdersRead))]
+OrdersWriter = Annotated[Caller, Depends(require(Scope.OrdersWrite))]
+InventoryReader = Annotated[Caller, Depends(require(Scope.InventoryRead))]
+InventoryWriter = Annotated[Caller, Depends(require(Scope.InventoryWrite))]
+MarketplacesReader = Annotated[Caller, Depends(require(Scope.MarketplacesRead))]
+WebhooksWriter = Annotated[Caller, Depends(require(Scope.WebhooksWrite))]
+RuntimeDep = Annotated[Runtime, Depends(runtime_of)]

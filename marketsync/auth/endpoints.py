@@ -1,0 +1,138 @@
+"""POST /connect/token: RFC 6749 section 4.4 (client credentials) with section 5 responses."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from urllib.parse import parse_qsl, unquote_plus
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from pydantic import BaseModel
+
+from marketsync.auth import service
+from marketsync.auth.dependencies import runtime_of
+from marketsync.auth.service import TokenError
+from marketsync.kit import jsonio
+
+router = APIRouter(tags=["Token"])
+
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+BASIC_CHALLENGE = 'Basic realm="marketsync", charset="UTF-8"'
+
+
+class TokenResponse(BaseModel):
+    access_token: str
+    token_type: str = "Bearer"
+    expires_in: int
+    scope: str
+
+
+class TokenErrorResponse(BaseModel):
+    error: str
+    error_description: str
+
+
+def _error(exc: TokenError, *, basic: bool, retry_after: int | None = None) -> Response:
+    headers = dict(NO_STORE)
+    if exc.status == 401:
+        headers["WWW-Authenticate"] = BASIC_CHALLENGE
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    body = {"error": exc.error, "error_description": exc.description}
+    return Response(jsonio.dumps(body), status_code=exc.status, media_type="application/json", headers=headers)
+
+
+def _basic_credentials(header: str) -> tuple[str, str]:
+    try:
+        decoded = base64.b64decode(header.strip(), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError) as exc:
+        raise TokenError("invalid_client", "Malformed Basic credentials.", 401) from exc
+    client_id, sep, secret = decoded.partition(":")
+    if not sep:
+        raise TokenError("invalid_client", "Malformed Basic credentials.", 401)
+    # RFC 6749 section 2.3.1: both parts are form-urlencoded before Basic encoding.
+    return unquote_plus(client_id), unquote_plus(secret)
+
+
+def _form(raw: bytes) -> dict[str, str]:
+    try:
+        pairs = parse_qsl(raw.decode(), keep_blank_values=True, strict_parsing=False)
+    except UnicodeDecodeError as exc:
+        raise TokenError("invalid_request", "The body is not UTF-8 form data.") from exc
+    form: dict[str, str] = {}
+    for name, value in pairs:
+        if name in form:
+            raise TokenError("invalid_request", f"Parameter '{name}' is repeated.")
+        form[name] = value
+    return form
+
+
+@router.post(
+    "/connect/token",
+    response_model=TokenResponse,
+    responses={400: {"model": TokenErrorResponse}, 401: {"model": TokenErrorResponse}, 429: {"model": TokenErrorResponse}},
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/x-www-form-urlencoded": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["grant_type"],
+                        "properties": {
+                            "grant_type": {"type": "string", "enum": ["client_credentials"]},
+                            "client_id": {"type": "string"},
+                            "client_secret": {"type": "string"},
+                            "scope": {"type": "string", "description": "Space-separated scope names."},
+                        },
+                    }
+                }
+            },
+        }
+    },
+    summary="Exchange client credentials for an access token",
+)
+async def token(request: Request) -> Response:
+    rt = runtime_of(request)
+    authorization = request.headers.get("authorization", "")
+    basic = authorization[:6].lower() == "basic "
+    client_id = ""
+    try:
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type != "application/x-www-form-urlencoded":
+            raise TokenError("invalid_request", "The body must be application/x-www-form-urlencoded.")
+        form = _form(await request.body())
+        grant_type = form.get("grant_type")
+        if not grant_type:
+            raise TokenError("invalid_request", "Parameter 'grant_type' is required.")
+        if grant_type != "client_credentials":
+            raise TokenError("unsupported_grant_type", "Only grant_type=client_credentials is supported.")
+        in_body = "client_id" in form or "client_secret" in form
+        if basic and in_body:
+            raise TokenError("invalid_request", "Use one client authentication method, not both.")
+        if basic:
+            client_id, client_secret = _basic_credentials(authorization[6:])
+        elif in_body:
+            client_id, client_secret = form.get("client_id", ""), form.get("client_secret", "")
+            if not client_id or not client_secret:
+                raise TokenError("invalid_client", "Both client_id and client_secret are required.", 401)
+        else:
+            raise TokenError("invalid_client", "Client authentication is required.", 401)
+
+        failure_key = ("token-failures", client_id)
+        if rt.limiter is not None and not await rt.limiter.peek(rt.settings.token_failure_limit, *failure_key):
+            decision = await rt.limiter.hit(rt.settings.token_failure_limit, *failure_key)
+            exc = TokenError("temporarily_unavailable", "Too many failed attempts for this client.", 429)
+            return _error(exc, basic=basic, retry_after=max(1, decision.reset_in))
+        try:
+            async with rt.db.transaction() as session:
+                issued = await service.issue_token(rt, session, client_id, client_secret, form.get("scope"))
+        except TokenError as exc:
+            if exc.error == "invalid_client" and rt.limiter is not None:
+                await rt.limiter.hit(rt.settings.token_failure_limit, *failure_key)
+            raise
+    except TokenError as exc:
+        return _error(exc, basic=basic)
+    body = TokenResponse(access_token=issued.access_token, expires_in=issued.expires_in, scope=" ".join(issued.scopes))
+    return Response(body.model_dump_json().encode(), media_type="application/json", headers=NO_STORE)

@@ -1,0 +1,122 @@
+"""Use cases: accounts, credentials, issuing and authenticating access tokens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from marketsync.auth import repository
+from marketsync.auth.scopes import ALL_SCOPES, parse_scopes
+from marketsync.kit import crypto
+from marketsync.kit.ids import new_id
+from marketsync.models import AccessToken, Account, Credential
+from marketsync.runtime import Runtime
+
+TOKEN_PREFIX = "mst_"
+CLIENT_ID_PREFIX = "msc_"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The authenticated credential behind a request."""
+
+    account_id: str
+    credential_id: str
+    scopes: frozenset[str]
+
+
+@dataclass(frozen=True)
+class NewCredential:
+    credential_id: str
+    client_id: str
+    client_secret: str  # shown once
+    scopes: list[str]
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    access_token: str
+    expires_in: int
+    scopes: list[str]
+
+
+class TokenError(Exception):
+    """An RFC 6749 section 5.2 error."""
+
+    def __init__(self, error: str, description: str, status: int = 400) -> None:
+        super().__init__(description)
+        self.error, self.description, self.status = error, description, status
+
+
+async def create_account(rt: Runtime, session: AsyncSession, name: str) -> Account:
+    account = Account(id=new_id(), name=name, created_at=rt.clock.now())
+    session.add(account)
+    await session.flush()
+    return account
+
+
+async def create_credential(
+    rt: Runtime, session: AsyncSession, account_id: str, name: str, scopes: list[str]
+) -> NewCredential:
+    secret = crypto.random_secret(32)
+    credential = Credential(
+        id=new_id(),
+        account_id=account_id,
+        name=name,
+        client_id=CLIENT_ID_PREFIX + crypto.random_secret(15),
+        secret_hash=crypto.keyed_hash(rt.settings.hash_key, secret),
+        scopes=" ".join(scopes),
+        created_at=rt.clock.now(),
+    )
+    session.add(credential)
+    await session.flush()
+    return NewCredential(credential.id, credential.client_id, secret, scopes)
+
+
+async def issue_token(
+    rt: Runtime, session: AsyncSession, client_id: str, client_secret: str, requested_scope: str | None
+) -> IssuedToken:
+    credential = await repository.get_credential_by_client_id(session, client_id)
+    # Hash even for an unknown client so timing does not reveal which client_ids exist.
+    presented = crypto.keyed_hash(rt.settings.hash_key, client_secret)
+    if credential is None or not crypto.constant_time_equal(presented, credential.secret_hash):
+        raise TokenError("invalid_client", "Client authentication failed.", 401)
+    granted = credential.scopes.split()
+    if requested_scope is None or not requested_scope.strip():
+        scopes = granted  # docs/decisions/0003-token-scope-default.md
+    else:
+        try:
+            scopes = parse_scopes(requested_scope)
+        except ValueError as exc:
+            raise TokenError("invalid_scope", str(exc).capitalize() + ".") from exc
+        beyond = [s for s in scopes if s not in granted]
+        if beyond:
+            raise TokenError("invalid_scope", f"Scope not granted to this client: {' '.join(beyond)}.")
+    token = TOKEN_PREFIX + crypto.random_secret(32)
+    now = rt.clock.now()
+    session.add(
+        AccessToken(
+            token_hash=crypto.keyed_hash(rt.settings.hash_key, token),
+            credential_id=credential.id,
+            account_id=credential.account_id,
+            scopes=" ".join(scopes),
+            expires_at=now + timedelta(seconds=rt.settings.token_ttl_s),
+            created_at=now,
+        )
+    )
+    return IssuedToken(token, rt.settings.token_ttl_s, scopes)
+
+
+async def authenticate(rt: Runtime, session: AsyncSession, token: str) -> Caller | None:
+    if not token.startswith(TOKEN_PREFIX):
+        return None
+    row = await repository.find_live_token(session, crypto.keyed_hash(rt.settings.hash_key, token), rt.clock.now())
+    if row is None:
+        return None
+    return Caller(row.account_id, row.credential_id, frozenset(row.scopes.split()))
+
+
+def all_scopes() -> list[str]:
+    return list(ALL_SCOPES)

@@ -1,0 +1,1 @@
+"""Marketplace taxonomies, attribute schemas and validated product creation."""

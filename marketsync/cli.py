@@ -1,0 +1,104 @@
+"""The operator interface (DESIGN.md section 5). Names are fixed: outside checks drive them."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import typer
+import uvicorn
+
+from marketsync import migrate
+from marketsync.auth import commands as _auth_commands  # noqa: F401  (registers commands)
+from marketsync.catalog import commands as _catalog_commands  # noqa: F401
+from marketsync.config import Settings
+from marketsync.demo import run_demo
+from marketsync.inventory import commands as _inventory_commands  # noqa: F401
+from marketsync.kit.cli import JsonOption, app, db_app, emit, run_command
+from marketsync.logging import configure_logging
+from marketsync.marketplaces import commands as _marketplace_commands  # noqa: F401
+from marketsync.orders import commands as _orders_commands  # noqa: F401
+from marketsync.runtime import Runtime
+from marketsync.webhooks import commands as _webhooks_commands  # noqa: F401
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8000, "--port"),
+    no_workers: bool = typer.Option(False, "--no-workers", help="API only; run `marketsync worker` elsewhere."),
+) -> None:
+    """Serve the API (and, unless --no-workers, the workers in the same process)."""
+    from marketsync.app import create_app
+
+    settings = Settings()
+    configure_logging(settings.log_level)
+
+    async def main() -> None:
+        rt = Runtime.create(settings)
+        try:
+            await migrate.upgrade(rt.db)
+            api = create_app(rt, run_workers=not no_workers)
+            config = uvicorn.Config(api, host=host, port=port, log_config=None, access_log=False, proxy_headers=False)
+            typer.echo(f"marketsync serving on http://{host}:{port} (base_url {settings.base_url})", err=True)
+            await uvicorn.Server(config).serve()
+        finally:
+            await rt.close()
+
+    asyncio.run(main())
+
+
+@app.command()
+def worker() -> None:
+    """Run a worker: jobs, schedules and webhook deliveries. Stops gracefully on SIGTERM/SIGINT."""
+    from marketsync.worker import Worker
+
+    settings = Settings()
+    configure_logging(settings.log_level)
+
+    async def main() -> None:
+        rt = Runtime.create(settings)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await migrate.upgrade(rt.db)
+            await Worker(rt).run(stop)
+        finally:
+            await rt.close()
+
+    asyncio.run(main())
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply pending migrations."""
+
+    async def body(rt: Runtime) -> None:
+        return None
+
+    run_command(body)
+    typer.echo("database is up to date", err=True)
+
+
+@app.command()
+def demo(as_json: bool = JsonOption) -> None:
+    """Prepare the demo tenant (idempotent; a new secret each run, earlier ones stay valid)."""
+    result = run_command(run_demo, as_json=as_json)
+    settings = Settings()
+    human = (
+        f"Demo account {result['AccountId']}\n"
+        f"  client_id:     {result['client_id']}\n"
+        f"  client_secret: {result['client_secret']}   (shown once)\n"
+        f"  scopes:        {' '.join(result['Scopes'])}\n"
+        f"  base_url:      {settings.base_url}\n"
+        f"  auth_url:      {settings.base_url}/connect/token\n"
+        f"  OpenAPI:       {settings.base_url}/docs\n"
+        + "".join(f"  marketplace:   {m['Platform']} {m['Country']}  {m['MarketplaceId']}\n" for m in result["Marketplaces"])
+    )
+    emit(result, as_json, human)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,110 @@
+"""Engines and sessions. SQLite (embedded, WAL) and PostgreSQL share the code and the migrations.
+
+On SQLite every write transaction starts with BEGIN IMMEDIATE through a one-connection writer pool, so
+writers queue in-process instead of failing with SQLITE_BUSY on lock upgrade; readers use their own pool
+and never block on writers (WAL). On PostgreSQL both factories share one engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.sql.dml import Insert
+
+
+def async_url(url: str) -> str:
+    """Plain `sqlite:///PATH` / `postgresql://...` become their async-driver forms."""
+    parsed = make_url(url)
+    driver = parsed.drivername
+    if driver in ("sqlite", "sqlite+pysqlite"):
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+    elif driver in ("postgresql", "postgres", "postgresql+psycopg2", "postgresql+psycopg"):
+        parsed = parsed.set(drivername="postgresql+asyncpg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the driver, decide when a transaction begins.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+class Database:
+    """The one coordination point: a reader and a writer session factory over one database."""
+
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        self.url = async_url(url)
+        parsed = make_url(self.url)
+        self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        if self.is_sqlite:
+            if parsed.database and parsed.database != ":memory:":
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            self.engine = create_async_engine(self.url, echo=echo, pool_size=8, max_overflow=8)
+            _configure_sqlite(self.engine, immediate=False)
+            self.write_engine = create_async_engine(
+                self.url, echo=echo, pool_size=1, max_overflow=0, pool_timeout=60
+            )
+            _configure_sqlite(self.write_engine, immediate=True)
+        else:
+            self.engine = create_async_engine(
+                self.url, echo=echo, pool_size=10, max_overflow=10, pool_pre_ping=False
+            )
+            self.write_engine = self.engine
+        self._reader = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False)
+        self._writer = async_sessionmaker(self.write_engine, expire_on_commit=False, autoflush=False)
+
+    @property
+    def dialect(self) -> str:
+        return "sqlite" if self.is_sqlite else "postgresql"
+
+    def reader(self) -> AsyncSession:
+        return self._reader()
+
+    def writer(self) -> AsyncSession:
+        return self._writer()
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        """A write session committed once at the edge, rolled back on any exception."""
+        async with self._writer() as session, session.begin():
+            yield session
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncSession]:
+        async with self._reader() as session, session.begin():
+            yield session
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+        if self.write_engine is not self.engine:
+            await self.write_engine.dispose()
+
+
+def insert_for(session: AsyncSession, table: Any) -> Insert:
+    """A dialect insert offering on_conflict_do_nothing / on_conflict_do_update on both backends."""
+    name = session.get_bind().dialect.name
+    if name == "sqlite":
+        return sqlite.insert(table)
+    return postgresql.insert(table)
+
+
+def dialect_of(session: AsyncSession) -> str:
+    return session.get_bind().dialect.name

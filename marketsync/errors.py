@@ -1,0 +1,169 @@
+"""Errors are exceptions carrying their status and code; one handler renders RFC 9457 problem details."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from marketsync.kit import jsonio
+from marketsync.kit.requestid import current_request_id
+
+PROBLEM_JSON = "application/problem+json"
+log = structlog.get_logger("marketsync.errors")
+
+_STATUS_CODES = {
+    400: ("validation-failed", "The request is invalid."),
+    401: ("unauthorized", "Authentication is required."),
+    403: ("insufficient-scope", "The token lacks the scope this operation needs."),
+    404: ("not-found", "No such resource."),
+    405: ("method-not-allowed", "The method is not allowed on this resource."),
+    406: ("not-acceptable", "Only application/json responses are available."),
+    409: ("conflict", "The request conflicts with the current state."),
+    413: ("payload-too-large", "The request body is too large."),
+    415: ("unsupported-media-type", "The request body must be application/json."),
+    422: ("unprocessable", "The request cannot be processed."),
+    429: ("rate-limited", "Too many requests."),
+    500: ("internal-error", "An unexpected error occurred."),
+    503: ("unavailable", "The service is temporarily unavailable."),
+}
+
+
+class ApiError(Exception):
+    status: int = 500
+    code: str = "internal-error"
+    title: str = "An unexpected error occurred."
+
+    def __init__(
+        self,
+        title: str | None = None,
+        *,
+        errors: Mapping[str, Sequence[str]] | None = None,
+        headers: Mapping[str, str] | None = None,
+        code: str | None = None,
+    ) -> None:
+        self.title = title or type(self).title
+        self.errors = {k: list(v) for k, v in (errors or {}).items()}
+        self.headers = dict(headers or {})
+        if code:
+            self.code = code
+        super().__init__(self.title)
+
+
+class ValidationFailed(ApiError):
+    status, code, title = 400, "validation-failed", "One or more fields are invalid."
+
+
+class Unauthorized(ApiError):
+    status, code, title = 401, "unauthorized", "A valid bearer token is required."
+
+
+class InsufficientScope(ApiError):
+    status, code, title = 403, "insufficient-scope", "The token lacks the scope this operation needs."
+
+
+class NotFound(ApiError):
+    status, code, title = 404, "not-found", "No such resource."
+
+
+class Conflict(ApiError):
+    status, code, title = 409, "conflict", "The request conflicts with the current state."
+
+
+class IdempotencyInFlight(ApiError):
+    status, code, title = 409, "idempotency-in-flight", "A request with this Idempotency-Key is still in progress."
+
+
+class IdempotencyMismatch(ApiError):
+    status, code = 422, "idempotency-key-reused"
+    title = "This Idempotency-Key was used with a different request body."
+
+
+class RateLimited(ApiError):
+    status, code, title = 429, "rate-limited", "Too many requests; retry after the time given in Retry-After."
+
+
+class ServiceUnavailable(ApiError):
+    status, code, title = 503, "unavailable", "The service is temporarily unavailable."
+
+
+def problem_response(
+    status: int,
+    code: str,
+    title: str,
+    errors: Mapping[str, list[str]] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    body = {
+        "type": f"urn:service:error:{code}",
+        "title": title,
+        "status": status,
+        "code": code,
+        "requestId": current_request_id(),
+        "errors": dict(errors or {}),
+    }
+    return Response(jsonio.dumps(body), status_code=status, media_type=PROBLEM_JSON, headers=dict(headers or {}))
+
+
+def field_key(loc: Sequence[Any]) -> str:
+    """('body', 'Items', 3, 'Price') -> 'Items[3].Price'; query and path parameters keep their own name."""
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    key = ""
+    for part in parts:
+        if isinstance(part, int):
+            key += f"[{part}]"
+        elif key:
+            key += f".{part}"
+        else:
+            key = str(part)
+    return key or "body"
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    kind = error.get("type", "")
+    if kind == "missing":
+        return "Required."
+    if kind == "extra_forbidden":
+        return "Unknown field; field names are case-exact."
+    if kind == "json_invalid":
+        return "The body is not valid JSON."
+    message = str(error.get("msg", "Invalid value."))
+    return message[:1].upper() + message[1:] + ("" if message.endswith(".") else ".")
+
+
+def validation_errors(errors: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for error in errors:
+        loc = list(error.get("loc", ()))
+        # Union members add their type name to the path (e.g. 'function-after[...]'); drop those.
+        loc = [p for p in loc if not (isinstance(p, str) and ("[" in p or p in ("function-after", "json-or-python")))]
+        grouped.setdefault(field_key(loc), []).append(_message(error))
+    return grouped
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_request: Request, exc: ApiError) -> Response:
+        return problem_response(exc.status, exc.code, exc.title, exc.errors, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_request: Request, exc: RequestValidationError) -> Response:
+        return problem_response(400, "validation-failed", ValidationFailed.title, validation_errors(exc.errors()))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> Response:
+        code, title = _STATUS_CODES.get(exc.status_code, ("error", "The request failed."))
+        return problem_response(exc.status_code, code, title, None, exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_request: Request, exc: Exception) -> Response:
+        log.exception("unhandled_error", error_class=type(exc).__name__)
+        code, title = _STATUS_CODES[500]
+        return problem_response(500, code, title)

@@ -1,0 +1,1 @@
+"""The catalogue: products, listings, the price/stock push and InventoryChanged events."""

@@ -1,0 +1,1 @@
+"""Asynchronous jobs: rows enqueued in the caller's transaction, claimed by workers with leases."""

@@ -1,0 +1,149 @@
+"""All job and schedule queries: enqueue, claim with lease, heartbeat, finish."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from marketsync.db import insert_for
+from marketsync.models import Job, Schedule
+
+QUEUED = ("NotStarted", "Published")
+TERMINAL = ("Completed", "Failed", "Cancelled")
+
+
+async def get_job(session: AsyncSession, account_id: str, job_id: str) -> Job | None:
+    result = await session.execute(select(Job).where(Job.id == job_id, Job.account_id == account_id))
+    return result.scalar_one_or_none()
+
+
+async def claim_next(
+    session: AsyncSession, worker_id: str, now: datetime, lease_s: float, types: Iterable[str]
+) -> tuple[Job, bool] | None:
+    """Take one runnable job: an expired lease first (recovery), else the oldest queued one.
+
+    Returns the job and whether it was recovered from a dead worker.
+    """
+    types = list(types)
+    expired = and_(Job.status == "InProcess", Job.lease_expires_at < now, Job.type.in_(types))
+    queued = and_(Job.status.in_(QUEUED), Job.run_after <= now, Job.type.in_(types))
+    for condition, recovered in ((expired, True), (queued, False)):
+        candidate = (
+            select(Job.id).where(condition).order_by(Job.run_after, Job.id).limit(1).with_for_update(skip_locked=True)
+        )
+        job_id = (await session.execute(candidate)).scalar_one_or_none()
+        if job_id is None:
+            continue
+        values: dict[str, Any] = {
+            "status": "InProcess",
+            "lease_owner": worker_id,
+            "lease_expires_at": now + timedelta(seconds=lease_s),
+            "updated_at": now,
+        }
+        if recovered:
+            values["recovery_count"] = Job.recovery_count + 1
+        result = await session.execute(
+            update(Job).where(Job.id == job_id, condition).values(**values).returning(Job)
+        )
+        job = result.scalar_one_or_none()
+        if job is not None:
+            if job.started_at is None:
+                job.started_at = now
+            return job, recovered
+    return None
+
+
+async def renew_lease(session: AsyncSession, job_id: str, worker_id: str, now: datetime, lease_s: float) -> bool:
+    result = await session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == "InProcess")
+        .values(lease_expires_at=now + timedelta(seconds=lease_s))
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+async def set_progress(
+    session: AsyncSession, job_id: str, worker_id: str, now: datetime, done: int | None, total: int | None
+) -> bool:
+    result = await session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == "InProcess")
+        .values(progress_done=done, progress_total=total, updated_at=now)
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+async def finish(
+    session: AsyncSession,
+    job_id: str,
+    worker_id: str,
+    now: datetime,
+    status: str,
+    failure_reason: str | None = None,
+) -> bool:
+    result = await session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == "InProcess")
+        .values(
+            status=status,
+            finished_at=now,
+            updated_at=now,
+            lease_owner=None,
+            lease_expires_at=None,
+            failure_reason=failure_reason,
+        )
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+async def requeue(session: AsyncSession, job_id: str, worker_id: str, now: datetime, run_after: datetime) -> bool:
+    """Hand a running job back to the queue (throttled, or a graceful shutdown)."""
+    result = await session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == "InProcess")
+        .values(status="Published", run_after=run_after, lease_owner=None, lease_expires_at=None, updated_at=now)
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+async def cancel_queued(session: AsyncSession, now: datetime, *conditions: Any) -> int:
+    result = await session.execute(
+        update(Job)
+        .where(Job.status.in_(QUEUED), *conditions)
+        .values(status="Cancelled", finished_at=now, updated_at=now)
+    )
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def claim_schedule(
+    session: AsyncSession, name: str, worker_id: str, now: datetime, lease_s: float
+) -> bool:
+    await session.execute(
+        insert_for(session, Schedule)
+        .values(name=name, next_run_at=now, last_run_at=None, lease_owner=None, lease_expires_at=None)
+        .on_conflict_do_nothing(index_elements=["name"])
+    )
+    result = await session.execute(
+        update(Schedule)
+        .where(
+            Schedule.name == name,
+            Schedule.next_run_at <= now,
+            (Schedule.lease_expires_at.is_(None)) | (Schedule.lease_expires_at < now),
+        )
+        .values(lease_owner=worker_id, lease_expires_at=now + timedelta(seconds=lease_s))
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+async def release_schedule(
+    session: AsyncSession, name: str, worker_id: str, now: datetime, next_run_at: datetime
+) -> None:
+    await session.execute(
+        update(Schedule)
+        .where(Schedule.name == name, Schedule.lease_owner == worker_id)
+        .values(lease_owner=None, lease_expires_at=None, last_run_at=now, next_run_at=next_run_at)
+    )

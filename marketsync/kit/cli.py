@@ -1,0 +1,73 @@
+"""The CLI's command groups and helpers. Each domain adds its commands in `<domain>/commands.py`."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import typer
+
+from marketsync import migrate
+from marketsync.config import Settings
+from marketsync.errors import ApiError
+from marketsync.kit import jsonio
+from marketsync.logging import configure_logging
+from marketsync.runtime import Runtime
+
+T = TypeVar("T")
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="marketsync: marketplace inventory and orders service.")
+db_app = typer.Typer(no_args_is_help=True, help="Database maintenance.")
+admin = typer.Typer(no_args_is_help=True, help="Operator commands (the app, until the web console exists).")
+account_app = typer.Typer(no_args_is_help=True, help="Merchant accounts.")
+credential_app = typer.Typer(no_args_is_help=True, help="API credentials.")
+marketplace_app = typer.Typer(no_args_is_help=True, help="Marketplace connections.")
+dataflow_app = typer.Typer(no_args_is_help=True, help="Data Flow: who owns Price and Stock.")
+taxonomy_app = typer.Typer(no_args_is_help=True, help="Marketplace taxonomies.")
+webhooks_app = typer.Typer(no_args_is_help=True, help="Webhook subscriptions and delivery log.")
+sandbox = typer.Typer(no_args_is_help=True, help="Drive the built-in sandbox marketplaces.")
+
+app.add_typer(db_app, name="db")
+app.add_typer(admin, name="admin")
+app.add_typer(sandbox, name="sandbox")
+admin.add_typer(account_app, name="account")
+admin.add_typer(credential_app, name="credential")
+admin.add_typer(marketplace_app, name="marketplace")
+admin.add_typer(dataflow_app, name="dataflow")
+admin.add_typer(taxonomy_app, name="taxonomy")
+admin.add_typer(webhooks_app, name="webhooks")
+
+JsonOption = typer.Option(False, "--json", help="Print exactly one JSON object on stdout.")
+
+
+def emit(result: dict[str, Any], as_json: bool, human: str | None = None) -> None:
+    if as_json:
+        sys.stdout.write(jsonio.dumps(result).decode() + "\n")
+    else:
+        typer.echo(human if human is not None else "\n".join(f"{k}: {v}" for k, v in result.items()))
+
+
+def run_command(body: Callable[[Runtime], Awaitable[T]], *, as_json: bool = False, settings: Settings | None = None) -> T:
+    """Open the runtime, apply pending migrations, run, close. Service errors exit 1 with their message."""
+    settings = settings or Settings()
+    configure_logging(settings.log_level)
+
+    async def main() -> T:
+        rt = Runtime.create(settings)
+        try:
+            await migrate.upgrade(rt.db)
+            return await body(rt)
+        finally:
+            await rt.close()
+
+    try:
+        return asyncio.run(main())
+    except ApiError as exc:
+        if as_json:
+            sys.stdout.write(jsonio.dumps({"error": exc.code, "title": exc.title, "errors": exc.errors}).decode() + "\n")
+        else:
+            details = "".join(f"\n  {k}: {' '.join(v)}" for k, v in exc.errors.items())
+            typer.echo(f"error: {exc.title}{details}", err=True)
+        raise typer.Exit(1) from None

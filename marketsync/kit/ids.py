@@ -1,0 +1,21 @@
+"""Opaque identifiers: 26-character, time-ordered (ULID layout, Crockford base32)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def new_id() -> str:
+    value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_ALPHABET[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def is_id(value: str) -> bool:
+    return len(value) == 26 and all(c in _ALPHABET for c in value)

@@ -1,0 +1,28 @@
+"""orjson in one place: exact decimals, UTC timestamps, sorted output where bytes must be stable."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import orjson
+
+from marketsync.kit.clock import iso
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        # Prices carry at most 4 decimals and 14 significant digits, so a float's shortest repr is exact.
+        return float(value)
+    if isinstance(value, datetime):
+        return iso(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def dumps(value: Any) -> bytes:
+    return orjson.dumps(value, default=_default)
+
+
+def loads(raw: bytes | str) -> Any:
+    return orjson.loads(raw)

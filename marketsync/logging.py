@@ -1,0 +1,39 @@
+"""structlog as JSON lines on stderr, with the request id in every line."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import structlog
+
+from marketsync.kit.requestid import _request_id
+
+
+def _add_request_id(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    request_id = _request_id.get()
+    if request_id is not None:
+        event.setdefault("request_id", request_id)
+    return event
+
+
+def configure_logging(level: str = "INFO") -> None:
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        numeric = logging.INFO
+    logging.basicConfig(stream=sys.stderr, level=numeric, format="%(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            _add_request_id,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )

@@ -1,0 +1,1 @@
+"""Marketplace kinds, connections, connectors and the sandbox marketplaces."""

@@ -1,0 +1,187 @@
+"""The connector interface every marketplace (sandbox or real) implements, and the data it exchanges.
+
+Services and tasks never talk HTTP to a marketplace themselves: they ask `connector_for(rt, connection)`
+and speak these types. A real marketplace later is a new kind (kinds.py) plus a class implementing
+`Connector`, registered in CONNECTOR_FACTORIES.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal, Protocol
+
+from marketsync.models import MarketplaceConnection
+from marketsync.runtime import Runtime
+
+FeedKind = Literal["Product listing", "Price & stock", "Order updates"]
+
+
+class MarketplaceError(Exception):
+    """Any failure talking to a marketplace."""
+
+
+class AuthorizationRevoked(MarketplaceError):
+    """The merchant's authorisation is gone; only reconnecting in the app clears it."""
+
+
+class Throttled(MarketplaceError):
+    def __init__(self, retry_after_s: float) -> None:
+        super().__init__(f"throttled; retry after {retry_after_s}s")
+        self.retry_after_s = retry_after_s
+
+
+class Unavailable(MarketplaceError):
+    """Transient: timeouts, 5xx. Retrying may clear it."""
+
+
+@dataclass(frozen=True)
+class AuthStatus:
+    ok: bool
+    health_status: str  # e.g. Healthy, UnAuthorized, Unavailable
+    message: str
+
+
+@dataclass(frozen=True)
+class PostalAddress:
+    name: str
+    line1: str
+    line2: str | None
+    city: str
+    region: str | None
+    postal_code: str
+    country_code: str
+    phone: str | None = None
+
+
+@dataclass(frozen=True)
+class MarketplaceOrderItem:
+    marketplace_item_id: str
+    sku: str
+    title: str
+    quantity: int
+    unit_price: Decimal
+    status: str  # the marketplace's own item status
+
+
+@dataclass(frozen=True)
+class MarketplaceOrder:
+    marketplace_order_id: str
+    status: str
+    purchase_date: datetime
+    changed_at: datetime  # the marketplace's last change of the order
+    currency: str
+    items: list[MarketplaceOrderItem]
+    buyer_name: str
+    buyer_email: str | None
+    buyer_phone: str | None
+    shipping_address: PostalAddress
+    shipping_total: Decimal = Decimal("0")
+    tax_total: Decimal = Decimal("0")
+
+
+@dataclass(frozen=True)
+class OrderPage:
+    orders: list[MarketplaceOrder]
+    next_cursor: str | None  # pass back to continue; the last page's cursor is kept for the next pull
+
+
+@dataclass(frozen=True)
+class MarketplaceListing:
+    listing_id: str
+    sku: str  # the merchant SKU the marketplace associates with the listing
+    external_sku: str
+    listing_url: str
+    price: Decimal | None
+    quantity: int | None
+    category_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ListingPage:
+    listings: list[MarketplaceListing]
+    total: int
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class PriceStockLine:
+    external_sku: str
+    price: Decimal | None
+    quantity: int | None
+
+
+@dataclass(frozen=True)
+class ListingDraft:
+    reference: str  # our listing row id; the marketplace echoes it back
+    sku: str
+    external_sku: str | None  # None for a new listing
+    listing_id: str | None  # set for a revision
+    category_id: str | None
+    attributes: dict[str, Any]
+    title: str | None
+    price: Decimal | None
+    quantity: int | None
+
+
+@dataclass(frozen=True)
+class OrderUpdateLine:
+    reference: str  # our order item id
+    marketplace_order_id: str
+    marketplace_item_id: str
+    action: Literal["Confirm", "Cancel", "Refund"]
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ItemError:
+    reference: str  # external sku, listing reference or order item reference
+    message: str
+
+
+@dataclass(frozen=True)
+class FeedResult:
+    """A feed's end state. Status Done with errors means ProcessedWithErrors; Rejected means nothing processed."""
+
+    feed_id: str
+    status: Literal["Processing", "Done", "Rejected"]
+    processed: int
+    errors: list[ItemError]
+    message: str = ""
+    # For listing publishes: reference -> (listing_id, external_sku, listing_url) of accepted items.
+    published: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+
+
+class Connector(Protocol):
+    async def check_authorization(self) -> AuthStatus: ...
+
+    async def pull_orders(self, cursor: str | None, limit: int = 100) -> OrderPage: ...
+
+    async def pull_listings(self, cursor: str | None, limit: int = 200) -> ListingPage: ...
+
+    async def submit_price_stock(self, feed_id: str, lines: list[PriceStockLine]) -> str:
+        """Submit a feed; `feed_id` is our idempotency key (a resubmission returns the same marketplace feed)."""
+        ...
+
+    async def publish_listings(self, feed_id: str, drafts: list[ListingDraft]) -> str: ...
+
+    async def send_order_updates(self, feed_id: str, lines: list[OrderUpdateLine]) -> str: ...
+
+    async def feed_result(self, marketplace_feed_id: str) -> FeedResult: ...
+
+
+ConnectorFactory = Callable[[Runtime, MarketplaceConnection], Connector]
+CONNECTOR_FACTORIES: dict[str, ConnectorFactory] = {}
+
+
+def connector_for(rt: Runtime, connection: MarketplaceConnection) -> Connector:
+    try:
+        factory = CONNECTOR_FACTORIES[connection.platform]
+    except KeyError:
+        # The sandbox registers itself for every kind on import.
+        import marketsync.marketplaces.sandbox.connector  # noqa: F401
+
+        factory = CONNECTOR_FACTORIES[connection.platform]
+    return factory(rt, connection)

@@ -1,0 +1,35 @@
+"""Marketplace kinds as data (spec section 1). Adding a real marketplace is adding a kind and a connector."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MarketplaceKind:
+    platform: str
+    orders_pulled: bool
+    order_write_back: bool
+    category_required_on_create: bool
+    # Whether attributes hang off a product type (P1) or off the category itself.
+    attributes_by_product_type: bool
+
+
+KINDS: dict[str, MarketplaceKind] = {
+    kind.platform: kind
+    for kind in (
+        MarketplaceKind("P1", orders_pulled=True, order_write_back=True, category_required_on_create=False, attributes_by_product_type=True),
+        MarketplaceKind("P2", orders_pulled=True, order_write_back=False, category_required_on_create=True, attributes_by_product_type=False),
+        MarketplaceKind("P3", orders_pulled=False, order_write_back=False, category_required_on_create=True, attributes_by_product_type=False),
+        MarketplaceKind("P4", orders_pulled=False, order_write_back=False, category_required_on_create=True, attributes_by_product_type=False),
+    )
+}
+
+
+def kind_of(platform: str) -> MarketplaceKind:
+    return KINDS[platform]
+
+
+def marketplace_name(platform: str, country: str) -> str:
+    """The human name used as `Marketplace` in event payloads, e.g. 'P1 UK'."""
+    return f"{platform} {country}"

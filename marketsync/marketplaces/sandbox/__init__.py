@@ -1,0 +1,1 @@
+"""The sandbox marketplaces P1..P4."""

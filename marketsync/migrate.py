@@ -1,0 +1,35 @@
+"""Apply pending migrations. Every command does this on start (DESIGN.md section 5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import text
+
+from marketsync.db import Database
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+# Any constant: serialises concurrent upgrades from several processes on PostgreSQL.
+_PG_LOCK = 74_210_001
+
+
+def alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return config
+
+
+def _upgrade(connection: Any, revision: str) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.upgrade(config, revision)
+
+
+async def upgrade(db: Database, revision: str = "head") -> None:
+    async with db.write_engine.begin() as connection:
+        if not db.is_sqlite:
+            await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK})
+        await connection.run_sync(_upgrade, revision)

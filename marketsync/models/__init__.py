@@ -1,0 +1,23 @@
+"""All tables. Import order only matters for Alembic autogenerate seeing every model."""
+
+from marketsync.models.accounts import AccessToken, Account, Credential
+from marketsync.models.base import Base
+from marketsync.models.events import Event
+from marketsync.models.idempotency import IdempotencyRecord
+from marketsync.models.inventory import Listing, Product
+from marketsync.models.jobs import Job, Schedule
+from marketsync.models.marketplaces import MarketplaceConnection
+
+__all__ = [
+    "AccessToken",
+    "Account",
+    "Base",
+    "Credential",
+    "Event",
+    "IdempotencyRecord",
+    "Job",
+    "Listing",
+    "MarketplaceConnection",
+    "Product",
+    "Schedule",
+]

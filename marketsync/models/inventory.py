@@ -1,0 +1,60 @@
+"""The catalogue: products (SKUs) and their marketplace listings."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from marketsync.models.base import ID, Base
+
+
+class Product(Base):
+    __tablename__ = "products"
+    __table_args__ = (
+        # Exact casing is unique; case variants may coexist (spec: Ambiguous / 409 conflict).
+        UniqueConstraint("account_id", "sku", name="uq_products_account_sku"),
+        Index("ix_products_account_sku_lower", "account_id", "sku_lower"),
+        Index("ix_products_account_modified", "account_id", "modified_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    account_id: Mapped[str] = mapped_column(ID, ForeignKey("accounts.id", ondelete="CASCADE"))
+    sku: Mapped[str] = mapped_column(String(200))
+    sku_lower: Mapped[str] = mapped_column(String(200))
+    price: Mapped[Decimal | None]
+    quantity: Mapped[int] = mapped_column(Integer, default=0)
+    title: Mapped[str | None] = mapped_column(String(500))
+    modified_at: Mapped[datetime]
+    created_at: Mapped[datetime]
+
+
+class Listing(Base):
+    """The durable record of where a SKU exists: it makes an update revise instead of duplicate."""
+
+    __tablename__ = "listings"
+    __table_args__ = (
+        UniqueConstraint("product_id", "marketplace_id", name="uq_listings_product_marketplace"),
+        Index("ix_listings_marketplace", "marketplace_id", "product_id"),
+    )
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    account_id: Mapped[str] = mapped_column(ID, ForeignKey("accounts.id", ondelete="CASCADE"), index=True)
+    product_id: Mapped[str] = mapped_column(ID, ForeignKey("products.id", ondelete="CASCADE"))
+    marketplace_id: Mapped[str] = mapped_column(ID, ForeignKey("marketplace_connections.id", ondelete="CASCADE"))
+    # The marketplace's own ids, known once the listing exists there.
+    listing_id: Mapped[str | None] = mapped_column(String(100))
+    external_sku: Mapped[str | None] = mapped_column(String(200))
+    listing_url: Mapped[str | None] = mapped_column(String(500))
+    category_id: Mapped[str | None] = mapped_column(String(40))
+    attributes: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # Draft | Pending | Live | Rejected
+    status: Mapped[str] = mapped_column(String(16), default="Draft")
+    # Values as the marketplace holds them (mirror), for drift and feeds.
+    marketplace_price: Mapped[Decimal | None]
+    marketplace_quantity: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]

@@ -1,0 +1,1 @@
+"""Orders: the order record, list/read, confirm/cancel/refund/update, write-back to P1."""

@@ -1,0 +1,1 @@
+"""Outbound webhooks: the event outbox, subscriptions, signed SSRF-safe delivery."""
