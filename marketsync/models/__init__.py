@@ -8,6 +8,12 @@ from marketsync.models.inventory import Listing, Product
 from marketsync.models.jobs import Job, Schedule
 from marketsync.models.marketplaces import MarketplaceConnection
 
+# Domain table modules: importing them registers their tables on Base.metadata.
+from marketsync.models import catalog as _catalog  # noqa: F401, E402
+from marketsync.models import orders as _orders  # noqa: F401, E402
+from marketsync.models import sandbox as _sandbox  # noqa: F401, E402
+from marketsync.models import webhooks as _webhooks  # noqa: F401, E402
+
 __all__ = [
     "AccessToken",
     "Account",

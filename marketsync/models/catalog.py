@@ -1,0 +1,3 @@
+"""Tables of the catalog domain."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Tables of the orders domain."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Tables of the sandbox domain."""
+
+from __future__ import annotations

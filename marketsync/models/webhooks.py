@@ -1,0 +1,3 @@
+"""Tables of the webhooks domain."""
+
+from __future__ import annotations
