@@ -113,7 +113,12 @@ def _add_operational_routes(app: FastAPI, rt: Runtime) -> None:
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 
-def _required_scope(route: APIRoute) -> str | None:
+def api_routes() -> list[APIRoute]:
+    """Every route of the domain routers (they carry full paths: no router prefixes are used)."""
+    return [route for router in ROUTERS for route in router.routes if isinstance(route, APIRoute)]
+
+
+def required_scope(route: APIRoute) -> str | None:
     pending = list(route.dependant.dependencies)
     while pending:
         dependency = pending.pop()
@@ -138,7 +143,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             "flows": {"clientCredentials": {"tokenUrl": "/connect/token", "scopes": {s: s for s in ALL_SCOPES}}},
         }
     }
-    scopes = {(r.path, m.lower()): _required_scope(r) for r in app.routes if isinstance(r, APIRoute) for m in r.methods}
+    scopes = {(r.path_format, m.lower()): required_scope(r) for r in api_routes() for m in (r.methods or ())}
     for path, operations in schema.get("paths", {}).items():
         for method, operation in operations.items():
             operation.get("responses", {}).pop("422", None)

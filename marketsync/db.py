@@ -16,7 +16,6 @@ from sqlalchemy import event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
-from sqlalchemy.sql.dml import Insert
 
 
 def async_url(url: str) -> str:
@@ -59,14 +58,10 @@ class Database:
                 Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
             self.engine = create_async_engine(self.url, echo=echo, pool_size=8, max_overflow=8)
             _configure_sqlite(self.engine, immediate=False)
-            self.write_engine = create_async_engine(
-                self.url, echo=echo, pool_size=1, max_overflow=0, pool_timeout=60
-            )
+            self.write_engine = create_async_engine(self.url, echo=echo, pool_size=1, max_overflow=0, pool_timeout=60)
             _configure_sqlite(self.write_engine, immediate=True)
         else:
-            self.engine = create_async_engine(
-                self.url, echo=echo, pool_size=10, max_overflow=10, pool_pre_ping=False
-            )
+            self.engine = create_async_engine(self.url, echo=echo, pool_size=10, max_overflow=10, pool_pre_ping=False)
             self.write_engine = self.engine
         self._reader = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False)
         self._writer = async_sessionmaker(self.write_engine, expire_on_commit=False, autoflush=False)
@@ -98,7 +93,7 @@ class Database:
             await self.write_engine.dispose()
 
 
-def insert_for(session: AsyncSession, table: Any) -> Insert:
+def insert_for(session: AsyncSession, table: Any) -> sqlite.Insert | postgresql.Insert:
     """A dialect insert offering on_conflict_do_nothing / on_conflict_do_update on both backends."""
     name = session.get_bind().dialect.name
     if name == "sqlite":

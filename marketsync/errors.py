@@ -84,6 +84,10 @@ class IdempotencyMismatch(ApiError):
     title = "This Idempotency-Key was used with a different request body."
 
 
+class PayloadTooLarge(ApiError):
+    status, code, title = 413, "payload-too-large", "The request body is too large."
+
+
 class RateLimited(ApiError):
     status, code, title = 429, "rate-limited", "Too many requests; retry after the time given in Retry-After."
 

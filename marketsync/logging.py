@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
@@ -11,7 +12,7 @@ import structlog
 from marketsync.kit.requestid import _request_id
 
 
-def _add_request_id(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+def _add_request_id(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     request_id = _request_id.get()
     if request_id is not None:
         event.setdefault("request_id", request_id)

@@ -10,7 +10,7 @@ from typing import Any
 import structlog
 from prometheus_client import Counter, Histogram
 
-from marketsync.errors import problem_response
+from marketsync.errors import PayloadTooLarge, problem_response
 from marketsync.kit.requestid import begin_request
 
 Scope = MutableMapping[str, Any]
@@ -30,10 +30,6 @@ LATENCY = Histogram(
 _JSON_BODY_METHODS = {b"POST", b"PUT", b"PATCH"}
 
 
-class BodyTooLarge(Exception):
-    pass
-
-
 class RequestContextMiddleware:
     def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
         self.app = app
@@ -51,8 +47,11 @@ class RequestContextMiddleware:
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status_holder[0] = message["status"]
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+                extra = [(b"x-request-id", request_id.encode())]
+                rate_headers = scope.get("state", {}).get("rate_limit_headers")
+                if rate_headers and message["status"] != 429:
+                    extra += [(k.lower().encode(), v.encode()) for k, v in rate_headers.items()]
+                message["headers"] = [*message.get("headers", []), *extra]
             await send(message)
 
         rejection = self._reject(scope, headers)
@@ -61,8 +60,8 @@ class RequestContextMiddleware:
                 await rejection(scope, receive, send_with_id)
             else:
                 await self.app(scope, self._limited(receive), send_with_id)
-        except BodyTooLarge:
-            await problem_response(413, "payload-too-large", "The request body is too large.")(scope, receive, send_with_id)
+        except PayloadTooLarge as exc:  # raised before the app's own handlers could render it
+            await problem_response(exc.status, exc.code, exc.title)(scope, receive, send_with_id)
         finally:
             route = scope.get("route")
             template = getattr(route, "path", "unmatched")
@@ -103,7 +102,7 @@ class RequestContextMiddleware:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
-                    raise BodyTooLarge()
+                    raise PayloadTooLarge(f"The request body exceeds {limit} bytes.")
             return message
 
         return wrapped

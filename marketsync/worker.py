@@ -53,7 +53,9 @@ class Worker:
                 if not busy:
                     self._wake.clear()
                     waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
-                    await asyncio.wait(waiters, timeout=self.rt.settings.worker_poll_s, return_when=asyncio.FIRST_COMPLETED)
+                    await asyncio.wait(
+                        waiters, timeout=self.rt.settings.worker_poll_s, return_when=asyncio.FIRST_COMPLETED
+                    )
                     for waiter in waiters:
                         waiter.cancel()
         finally:
@@ -100,6 +102,13 @@ class Worker:
         return run
 
     async def _execute(self, run: JobRun) -> None:
+        try:
+            await self._run_to_end(run)
+        finally:
+            # Only now is the job's end state committed: drain() and shutdown() rely on this.
+            self._running.pop(run.job_id, None)
+
+    async def _run_to_end(self, run: JobRun) -> None:
         handler = registry.TASKS[run.type]
         heartbeat = asyncio.create_task(self._heartbeat(run, asyncio.current_task()))
         status, reason = "Completed", None
@@ -119,7 +128,6 @@ class Worker:
             log.exception("job_failed", job_id=run.job_id, type=run.type)
         finally:
             heartbeat.cancel()
-            self._running.pop(run.job_id, None)
         async with self.rt.db.transaction() as session:
             await repository.finish(session, run.job_id, self.worker_id, self.rt.clock.now(), status, reason)
         log.info("job_finished", job_id=run.job_id, type=run.type, status=status)
@@ -172,7 +180,9 @@ class Worker:
         finally:
             now = self.rt.clock.now()
             async with self.rt.db.transaction() as session:
-                await repository.release_schedule(session, spec.name, self.worker_id, now, now + timedelta(seconds=interval))
+                await repository.release_schedule(
+                    session, spec.name, self.worker_id, now, now + timedelta(seconds=interval)
+                )
 
     async def shutdown(self, grace_s: float = 10.0) -> None:
         """Stop side work, let running jobs finish briefly, then hand the rest back to the queue."""

@@ -17,9 +17,12 @@ from marketsync.app import create_app
 from marketsync.config import Settings
 from marketsync.kit.clock import Clock, SystemClock
 from marketsync.kit.ratelimit import RateLimiter
+from marketsync.logging import configure_logging
 from marketsync.runtime import Runtime
 from tests.support.databases import PostgresSessionDatabase, SqliteTemplate, postgres_or_skip
 from tests.support.server import serve
+
+configure_logging("INFO")  # JSON lines, as in production (the dev renderer is slow on tracebacks)
 
 TEST_ENCRYPTION_KEYS = "t1:" + base64.urlsafe_b64encode(b"k" * 32).decode()
 TEST_HASH_KEY = base64.urlsafe_b64encode(b"h" * 32).decode()
@@ -80,7 +83,9 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-async def rt(database_url: str, tmp_path: Path, settings_overrides: dict[str, Any], clock: Clock) -> AsyncIterator[Runtime]:
+async def rt(
+    database_url: str, tmp_path: Path, settings_overrides: dict[str, Any], clock: Clock
+) -> AsyncIterator[Runtime]:
     settings = test_settings(database_url, tmp_path / "var", **settings_overrides)
     runtime = Runtime.create(settings, clock=clock)
     try:

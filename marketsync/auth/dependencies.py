@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
-from fastapi import Depends, Request, Response
+from fastapi import Depends, Request
 
 from marketsync.auth import service
 from marketsync.auth.scopes import Scope
@@ -24,7 +24,7 @@ def runtime_of(request: Request) -> Runtime:
     return rt
 
 
-async def _authenticated(request: Request, response: Response) -> Caller:
+async def _authenticated(request: Request) -> Caller:
     rt = runtime_of(request)
     header = request.headers.get("authorization")
     if not header:
@@ -51,7 +51,8 @@ async def _authenticated(request: Request, response: Response) -> Caller:
         headers = decision.headers("credential")
         if not decision.allowed:
             raise RateLimited(headers=headers)
-        response.headers.update(headers)
+        # The middleware adds these to whatever response follows, errors included.
+        request.state.rate_limit_headers = headers
     request.state.caller = caller
     return caller
 

@@ -71,7 +71,11 @@ def _form(raw: bytes) -> dict[str, str]:
 @router.post(
     "/connect/token",
     response_model=TokenResponse,
-    responses={400: {"model": TokenErrorResponse}, 401: {"model": TokenErrorResponse}, 429: {"model": TokenErrorResponse}},
+    responses={
+        400: {"model": TokenErrorResponse},
+        401: {"model": TokenErrorResponse},
+        429: {"model": TokenErrorResponse},
+    },
     openapi_extra={
         "requestBody": {
             "required": True,

@@ -46,9 +46,7 @@ async def claim_next(
         }
         if recovered:
             values["recovery_count"] = Job.recovery_count + 1
-        result = await session.execute(
-            update(Job).where(Job.id == job_id, condition).values(**values).returning(Job)
-        )
+        result = await session.execute(update(Job).where(Job.id == job_id, condition).values(**values).returning(Job))
         job = result.scalar_one_or_none()
         if job is not None:
             if job.started_at is None:
@@ -119,9 +117,7 @@ async def cancel_queued(session: AsyncSession, now: datetime, *conditions: Any) 
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-async def claim_schedule(
-    session: AsyncSession, name: str, worker_id: str, now: datetime, lease_s: float
-) -> bool:
+async def claim_schedule(session: AsyncSession, name: str, worker_id: str, now: datetime, lease_s: float) -> bool:
     await session.execute(
         insert_for(session, Schedule)
         .values(name=name, next_run_at=now, last_run_at=None, lease_owner=None, lease_expires_at=None)

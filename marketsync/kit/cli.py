@@ -18,7 +18,9 @@ from marketsync.runtime import Runtime
 
 T = TypeVar("T")
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="marketsync: marketplace inventory and orders service.")
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="marketsync: marketplace inventory and orders service."
+)
 db_app = typer.Typer(no_args_is_help=True, help="Database maintenance.")
 admin = typer.Typer(no_args_is_help=True, help="Operator commands (the app, until the web console exists).")
 account_app = typer.Typer(no_args_is_help=True, help="Merchant accounts.")
@@ -49,7 +51,9 @@ def emit(result: dict[str, Any], as_json: bool, human: str | None = None) -> Non
         typer.echo(human if human is not None else "\n".join(f"{k}: {v}" for k, v in result.items()))
 
 
-def run_command(body: Callable[[Runtime], Awaitable[T]], *, as_json: bool = False, settings: Settings | None = None) -> T:
+def run_command(
+    body: Callable[[Runtime], Awaitable[T]], *, as_json: bool = False, settings: Settings | None = None
+) -> T:
     """Open the runtime, apply pending migrations, run, close. Service errors exit 1 with their message."""
     settings = settings or Settings()
     configure_logging(settings.log_level)
@@ -66,7 +70,9 @@ def run_command(body: Callable[[Runtime], Awaitable[T]], *, as_json: bool = Fals
         return asyncio.run(main())
     except ApiError as exc:
         if as_json:
-            sys.stdout.write(jsonio.dumps({"error": exc.code, "title": exc.title, "errors": exc.errors}).decode() + "\n")
+            sys.stdout.write(
+                jsonio.dumps({"error": exc.code, "title": exc.title, "errors": exc.errors}).decode() + "\n"
+            )
         else:
             details = "".join(f"\n  {k}: {' '.join(v)}" for k, v in exc.errors.items())
             typer.echo(f"error: {exc.title}{details}", err=True)

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 import orjson
 from fastapi import Request
-from sqlalchemy import delete, select, update
+from sqlalchemy import ColumnElement, delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
@@ -95,13 +95,15 @@ async def run(
         # Nothing was applied: free the key so the caller may retry it.
         async with rt.db.transaction() as session:
             await session.execute(
-                delete(IdempotencyRecord).where(*_identity(account_id, operation, key), IdempotencyRecord.state == "InFlight")
+                delete(IdempotencyRecord).where(
+                    *_identity(account_id, operation, key), IdempotencyRecord.state == "InFlight"
+                )
             )
         raise
     return Response(outcome.body, status_code=outcome.status, media_type=outcome.media_type)
 
 
-def _identity(account_id: str, operation: str, key: str) -> tuple[object, ...]:
+def _identity(account_id: str, operation: str, key: str) -> tuple[ColumnElement[bool], ...]:
     return (
         IdempotencyRecord.account_id == account_id,
         IdempotencyRecord.operation == operation,

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from limits import RateLimitItem, parse
 from limits.aio.storage import MemoryStorage, Storage
-from limits.storage import storage_from_string
 from limits.aio.strategies import FixedWindowRateLimiter
+from limits.storage import storage_from_string
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,168 @@
+"""Bearer authentication (RFC 6750), the scope matrix over every /api route, problem details (spec section 7)."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from marketsync.app import api_routes, required_scope
+from marketsync.auth.scopes import ALL_SCOPES
+from marketsync.jobs import service as job_service
+from marketsync.runtime import Runtime
+from tests.support.factories import fetch_token, make_account, make_credential, make_tenant, problem
+
+UNKNOWN_ID = "01ABCDEFGHJKMNPQRSTVWXYZ00"
+
+
+def scoped_routes() -> list[tuple[str, str, str]]:
+    """(method, path, scope) of every /api route of the real app, so new routes join the matrix by themselves."""
+    routes = []
+    for route in api_routes():
+        if route.path.startswith("/api/"):
+            scope = required_scope(route)
+            assert scope in ALL_SCOPES, f"{route.path} has no scope dependency"
+            for method in sorted(route.methods or ()):
+                routes.append((method, re.sub(r"\{[^}]+\}", UNKNOWN_ID, route.path), scope))
+    return routes
+
+
+async def call(api: httpx.AsyncClient, method: str, path: str, token: str) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {token}"}
+    if method == "GET":
+        return await api.get(path, headers=headers)
+    return await api.request(method, path, headers=headers, json={})
+
+
+async def test_every_api_route_requires_its_scope(rt: Runtime, api: httpx.AsyncClient) -> None:
+    account_id = await make_account(rt)
+    tokens = {}
+    for scope in ALL_SCOPES:
+        cred = await make_credential(rt, account_id, [scope])
+        tokens[scope] = await fetch_token(api, cred.client_id, cred.client_secret)
+    routes = scoped_routes()
+    assert ("GET", "/api/marketplaces", "MarketplacesRead") in routes
+    for method, path, scope in routes:
+        allowed = await call(api, method, path, tokens[scope])
+        assert allowed.status_code not in (401, 403), (method, path, allowed.text)
+        other = next(s for s in ALL_SCOPES if s != scope)
+        refused = await call(api, method, path, tokens[other])
+        assert refused.status_code == 403, (method, path, other)
+        body = problem(refused)
+        assert body["code"] == "insufficient-scope"
+        assert f'scope="{scope}"' in refused.headers["www-authenticate"]
+
+
+@pytest.mark.parametrize(
+    ("authorization", "error"),
+    [
+        (None, None),
+        ("Bearer", "invalid_request"),
+        ("Basic abc", "invalid_request"),
+        ("Bearer mst_nope", "invalid_token"),
+    ],
+)
+async def test_missing_or_bad_token_is_401(
+    rt: Runtime, api: httpx.AsyncClient, authorization: str | None, error: str | None
+) -> None:
+    headers = {"Authorization": authorization} if authorization else {}
+    response = await api.get("/api/marketplaces", headers=headers)
+    assert response.status_code == 401
+    body = problem(response)
+    assert body["code"] == "unauthorized"
+    challenge = response.headers["www-authenticate"]
+    assert challenge.startswith("Bearer")
+    if error:
+        assert f'error="{error}"' in challenge
+    else:
+        assert "error=" not in challenge
+
+
+async def test_deleted_credential_tokens_fail_at_once(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api)
+    assert (await api.get("/api/marketplaces", headers=tenant.headers)).status_code == 200
+    from marketsync.auth import repository
+
+    async with rt.db.transaction() as session:
+        credential = await repository.get_credential(session, tenant.account_id, tenant.credential.credential_id)
+        assert credential is not None
+        await repository.delete_credential(session, credential)
+    response = await api.get("/api/marketplaces", headers=tenant.headers)
+    assert response.status_code == 401
+    denied = await api.post(
+        "/connect/token",
+        data={
+            "grant_type": "client_credentials",
+            "client_id": tenant.credential.client_id,
+            "client_secret": tenant.credential.client_secret,
+        },
+    )
+    assert denied.status_code == 401
+
+
+async def test_another_accounts_job_is_404_not_403(rt: Runtime, api: httpx.AsyncClient) -> None:
+    owner = await make_tenant(rt, api)
+    stranger = await make_tenant(rt, api)
+    async with rt.db.transaction() as session:
+        job = job_service.enqueue(session, rt.clock.now(), owner.account_id, "PriceStockPush", {})
+    assert (await api.get(f"/api/jobs/{job.id}", headers=owner.headers)).status_code == 200
+    response = await api.get(f"/api/jobs/{job.id}", headers=stranger.headers)
+    assert response.status_code == 404
+    assert problem(response)["code"] == "not-found"
+
+
+async def test_another_accounts_marketplaces_are_invisible(rt: Runtime, api: httpx.AsyncClient) -> None:
+    owner = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    stranger = await make_tenant(rt, api)
+    response = await api.get("/api/marketplaces", headers=stranger.headers)
+    assert response.json() == {"Marketplaces": []}
+    assert (await api.get("/api/marketplaces", headers=owner.headers)).json()["Marketplaces"][0]["Platform"] == "P1"
+
+
+async def test_unknown_route_is_problem_404(rt: Runtime, api: httpx.AsyncClient) -> None:
+    response = await api.get("/api/nothing-here")
+    assert response.status_code == 404
+    assert problem(response)["code"] == "not-found"
+
+
+async def test_wrong_method_is_405_with_allow(rt: Runtime, api: httpx.AsyncClient) -> None:
+    response = await api.get("/connect/token")
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+    assert problem(response)["code"] == "method-not-allowed"
+
+
+async def test_non_json_body_is_415(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api)
+    response = await api.post(
+        "/api/webhooks/List", headers={**tenant.headers, "Content-Type": "text/plain"}, content=b"{}"
+    )
+    assert response.status_code == 415
+    assert problem(response)["code"] == "unsupported-media-type"
+
+
+@pytest.mark.parametrize("settings_overrides", [{"max_body_bytes": 1024}])
+async def test_oversized_body_is_413(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api)
+    response = await api.post("/api/webhooks/List", headers=tenant.headers, json={"padding": "x" * 2048})
+    assert response.status_code == 413
+    assert problem(response)["code"] == "payload-too-large"
+
+    async def chunks():  # no Content-Length: the streaming guard must catch it
+        for _ in range(4):
+            yield b"x" * 512
+
+    streamed = await api.post(
+        "/connect/token", headers={"Content-Type": "application/x-www-form-urlencoded"}, content=chunks()
+    )
+    assert streamed.status_code == 413
+    assert problem(streamed)["code"] == "payload-too-large"
+
+
+async def test_request_id_is_echoed_when_well_formed(rt: Runtime, api: httpx.AsyncClient) -> None:
+    response = await api.get("/api/marketplaces", headers={"X-Request-Id": "caller-correlation-1"})
+    assert response.headers["x-request-id"] == "caller-correlation-1"
+    assert response.json()["requestId"] == "caller-correlation-1"
+    minted = await api.get("/api/marketplaces", headers={"X-Request-Id": "bad id with spaces"})
+    assert minted.headers["x-request-id"] != "bad id with spaces"

@@ -1,0 +1,181 @@
+"""Jobs (spec sections 2 and 3): GET /api/jobs/{id}, the worker, leases, recovery after kill -9, schedules."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from marketsync.jobs import registry
+from marketsync.jobs import service as job_service
+from marketsync.jobs.run import JobRun, RetryLater
+from marketsync.models import Account, Job, Schedule
+from marketsync.runtime import Runtime
+from marketsync.worker import Worker
+from tests.support import tasks as test_tasks
+from tests.support.factories import make_account, make_tenant
+from tests.support.processes import spawn
+
+JOB_FIELDS = {
+    "JobId", "Type", "Status", "IsComplete", "IsSuccessful", "StartedAt",
+    "ProgressDone", "ProgressTotal", "RecoveryCount",
+}  # fmt: skip
+
+
+@pytest.fixture
+def settings_overrides() -> dict[str, object]:
+    return {"task_modules": "tests.support.tasks", "job_lease_s": 1.0}
+
+
+async def enqueue(rt: Runtime, account_id: str, job_type: str, **payload: object) -> str:
+    async with rt.db.transaction() as session:
+        job = job_service.enqueue(session, rt.clock.now(), account_id, job_type, dict(payload))
+        return job.id
+
+
+async def job_row(rt: Runtime, job_id: str) -> Job:
+    async with rt.db.read() as session:
+        job = await session.get(Job, job_id)
+        assert job is not None
+        return job
+
+
+async def test_queued_job_as_the_api_shows_it(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api)
+    job_id = await enqueue(rt, tenant.account_id, test_tasks.SLOW_EFFECT)
+    body = (await api.get(f"/api/jobs/{job_id}", headers=tenant.headers)).json()
+    assert set(body) == JOB_FIELDS
+    assert body["Status"] == "Published"
+    assert body["IsComplete"] is False and body["IsSuccessful"] is False
+    assert body["StartedAt"] is None
+    assert body["ProgressDone"] is None and body["ProgressTotal"] is None  # does not count rows: null, not zero
+    assert body["RecoveryCount"] == 0
+
+
+async def test_completed_job_counts_progress(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api)
+    job_id = await enqueue(rt, tenant.account_id, test_tasks.SLOW_EFFECT)
+    await Worker(rt).drain()
+    body = (await api.get(f"/api/jobs/{job_id}", headers=tenant.headers)).json()
+    assert (body["Status"], body["IsComplete"], body["IsSuccessful"]) == ("Completed", True, True)
+    assert (body["ProgressDone"], body["ProgressTotal"]) == (1, 1)
+    assert body["StartedAt"].endswith("Z")
+
+
+async def test_failed_job_is_complete_unsuccessful_and_hides_its_reason(rt: Runtime, api: httpx.AsyncClient) -> None:
+    @registry.task("Test.Boom")
+    async def boom(_rt: Runtime, _job: JobRun) -> None:
+        raise RuntimeError("secret internal detail")
+
+    tenant = await make_tenant(rt, api)
+    job_id = await enqueue(rt, tenant.account_id, "Test.Boom")
+    await Worker(rt).drain()
+    response = await api.get(f"/api/jobs/{job_id}", headers=tenant.headers)
+    body = response.json()
+    assert (body["Status"], body["IsComplete"], body["IsSuccessful"]) == ("Failed", True, False)
+    assert "secret internal detail" not in response.text
+    assert "secret internal detail" in (await job_row(rt, job_id)).failure_reason  # kept for the app
+
+
+async def test_retry_later_requeues_without_failing(rt: Runtime) -> None:
+    attempts: list[int] = []
+
+    @registry.task("Test.Throttled")
+    async def throttled(_rt: Runtime, _job: JobRun) -> None:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise RetryLater(0.0)
+
+    account_id = await make_account(rt)
+    job_id = await enqueue(rt, account_id, "Test.Throttled")
+    await Worker(rt).drain()
+    job = await job_row(rt, job_id)
+    assert (job.status, len(attempts), job.recovery_count) == ("Completed", 2, 0)
+
+
+async def test_jobs_enqueued_in_a_rolled_back_transaction_do_not_exist(rt: Runtime) -> None:
+    account_id = await make_account(rt)
+    with pytest.raises(RuntimeError):
+        async with rt.db.transaction() as session:
+            job_service.enqueue(session, rt.clock.now(), account_id, test_tasks.SLOW_EFFECT)
+            raise RuntimeError("the change failed")
+    async with rt.db.read() as session:
+        assert (await session.execute(select(func.count()).select_from(Job))).scalar_one() == 0
+
+
+async def test_expired_lease_is_taken_over_in_process(rt: Runtime) -> None:
+    account_id = await make_account(rt)
+    job_id = await enqueue(rt, account_id, test_tasks.SLOW_EFFECT, sleep_s=0)
+    from marketsync.jobs import repository
+
+    async with rt.db.transaction() as session:  # a worker claims it, then vanishes without a heartbeat
+        claimed = await repository.claim_next(session, "dead-worker", rt.clock.now(), 0.2, [test_tasks.SLOW_EFFECT])
+        assert claimed is not None
+    await asyncio.sleep(0.3)
+    await Worker(rt, worker_id="survivor").drain()
+    job = await job_row(rt, job_id)
+    assert (job.status, job.recovery_count) == ("Completed", 1)
+
+
+async def wait_for(rt: Runtime, job_id: str, predicate: object, timeout: float = 60.0) -> Job:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        job = await job_row(rt, job_id)
+        if predicate(job):  # type: ignore[operator]
+            return job
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"job {job_id} never reached the expected state: {job.status}")
+
+
+@pytest.mark.slow
+async def test_job_survives_kill_9_of_its_worker(rt: Runtime, tmp_path: Path) -> None:
+    account_id = await make_account(rt)
+    job_id = await enqueue(rt, account_id, test_tasks.SLOW_EFFECT, sleep_s=3)
+    first = spawn(rt, "worker", log_path=tmp_path / "first.log")
+    try:
+        await wait_for(rt, job_id, lambda j: j.status == "InProcess" and j.progress_total == 1)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    second = spawn(rt, "worker", log_path=tmp_path / "second.log")
+    try:
+        job = await wait_for(rt, job_id, lambda j: j.status == "Completed")
+    finally:
+        second.terminate()
+        second.wait(timeout=30)
+    assert job.recovery_count == 1
+    assert job.progress_done == 1
+    async with rt.db.read() as session:
+        effects = await session.execute(select(func.count()).where(Account.name == test_tasks.effect_name(job_id)))
+        assert effects.scalar_one() == 1
+
+
+async def test_a_schedule_runs_on_one_worker_at_a_time(rt: Runtime) -> None:
+    runs: list[str] = []
+    gate = asyncio.Event()
+
+    @registry.schedule("test.exclusive", interval_s=lambda s: 3600.0)
+    async def exclusive(_rt: Runtime) -> None:
+        runs.append("run")
+        await gate.wait()
+
+    try:
+        first, second = Worker(rt, worker_id="w1"), Worker(rt, worker_id="w2")
+        spec = registry.SCHEDULES["test.exclusive"]
+        running = asyncio.create_task(first._run_schedule(spec))
+        await asyncio.sleep(0.2)
+        await second._run_schedule(spec)  # leased by w1: skipped
+        gate.set()
+        await running
+        await second._run_schedule(spec)  # not due for an hour: skipped
+        assert runs == ["run"]
+        async with rt.db.read() as session:
+            row = await session.get(Schedule, "test.exclusive")
+            assert row is not None and row.lease_owner is None and row.last_run_at is not None
+    finally:
+        registry.SCHEDULES.pop("test.exclusive", None)

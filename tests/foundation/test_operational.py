@@ -1,0 +1,69 @@
+"""OpenAPI 3.1 document, /healthz, /readyz, /metrics, and `marketsync serve` as a real process."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+from pathlib import Path
+
+import httpx
+
+from marketsync.app import api_routes, required_scope
+from marketsync.runtime import Runtime
+from tests.support.processes import spawn
+
+
+async def test_openapi_documents_every_route_with_scopes_and_problems(rt: Runtime, api: httpx.AsyncClient) -> None:
+    document = (await api.get("/openapi.json")).json()
+    assert document["openapi"].startswith("3.1")
+    flows = document["components"]["securitySchemes"]["oauth2"]["flows"]["clientCredentials"]
+    assert flows["tokenUrl"] == "/connect/token"
+    assert "/connect/token" in document["paths"]
+    assert "application/x-www-form-urlencoded" in document["paths"]["/connect/token"]["post"]["requestBody"]["content"]
+    for route in api_routes():
+        if not route.path.startswith("/api/"):
+            continue
+        for method in route.methods or ():
+            operation = document["paths"][route.path_format][method.lower()]
+            assert operation["security"] == [{"oauth2": [required_scope(route)]}]
+            responses = operation["responses"]
+            assert "422" not in responses, route.path
+            for status in ("400", "401", "403", "404", "429"):
+                assert "application/problem+json" in responses[status]["content"], (route.path, status)
+
+
+async def test_health_readiness_and_metrics(rt: Runtime, api: httpx.AsyncClient) -> None:
+    assert (await api.get("/healthz")).json() == {"status": "ok"}
+    ready = await api.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["database"] in ("sqlite", "postgresql")
+    await api.get("/api/marketplaces")
+    metrics = await api.get("/metrics")
+    assert metrics.status_code == 200
+    assert 'marketsync_http_requests_total{method="GET",route="/api/marketplaces",status="401"}' in metrics.text
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_serve_runs_as_a_process_and_stops_on_sigterm(rt: Runtime, tmp_path: Path) -> None:
+    port = free_port()
+    server = spawn(rt, "serve", "--port", str(port), "--no-workers", log_path=tmp_path / "serve.log")
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            for _ in range(600):
+                try:
+                    response = await client.get("/readyz")
+                    break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.1)
+            else:
+                raise AssertionError("server did not start")
+            assert response.json()["status"] == "ok"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        # uvicorn shuts down gracefully, then re-raises the signal it captured.
+        assert server.wait(timeout=30) in (0, -signal.SIGTERM)

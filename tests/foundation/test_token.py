@@ -1,0 +1,184 @@
+"""POST /connect/token: RFC 6749 sections 4.4 and 5, spec section 4 (Token) and 5."""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote_plus
+
+import httpx
+import pytest
+
+from marketsync.auth.scopes import ALL_SCOPES
+from marketsync.kit.clock import FrozenClock
+from marketsync.runtime import Runtime
+from tests.support.factories import fetch_token, make_account, make_credential
+
+GRANT = {"grant_type": "client_credentials"}
+
+
+def basic(client_id: str, secret: str) -> dict[str, str]:
+    raw = f"{quote_plus(client_id)}:{quote_plus(secret)}".encode()
+    return {"Authorization": "Basic " + base64.b64encode(raw).decode()}
+
+
+async def credential(rt: Runtime, scopes: tuple[str, ...] = ("OrdersRead", "InventoryRead")) -> Any:
+    return await make_credential(rt, await make_account(rt), scopes)
+
+
+def assert_oauth_error(response: httpx.Response, status: int, error: str) -> None:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.headers["cache-control"] == "no-store"
+    body = response.json()
+    assert body["error"] == error
+    assert isinstance(body["error_description"], str) and body["error_description"]
+
+
+async def test_client_secret_post_issues_bearer_token(rt: Runtime, api: httpx.AsyncClient) -> None:
+    cred = await credential(rt)
+    response = await api.post(
+        "/connect/token", data={**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["token_type"] == "Bearer"
+    assert body["expires_in"] == 3600
+    assert body["scope"] == "OrdersRead InventoryRead"
+    assert "refresh_token" not in body
+    assert response.headers["cache-control"] == "no-store"
+    assert response.headers["pragma"] == "no-cache"
+    ok = await api.get(
+        "/api/jobs/01ABCDEFGHJKMNPQRSTVWXYZ00", headers={"Authorization": f"Bearer {body['access_token']}"}
+    )
+    assert ok.status_code == 404  # authenticated, unknown job
+
+
+async def test_client_secret_basic_issues_token(rt: Runtime, api: httpx.AsyncClient) -> None:
+    cred = await credential(rt)
+    response = await api.post("/connect/token", data=GRANT, headers=basic(cred.client_id, cred.client_secret))
+    assert response.status_code == 200, response.text
+    assert response.json()["access_token"].startswith("mst_")
+
+
+async def test_both_authentication_methods_is_invalid_request(rt: Runtime, api: httpx.AsyncClient) -> None:
+    cred = await credential(rt)
+    response = await api.post(
+        "/connect/token",
+        data={**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret},
+        headers=basic(cred.client_id, cred.client_secret),
+    )
+    assert_oauth_error(response, 400, "invalid_request")
+
+
+@pytest.mark.parametrize(
+    ("form", "error"),
+    [
+        ({}, "invalid_request"),
+        ({"grant_type": "authorization_code"}, "unsupported_grant_type"),
+        ({"grant_type": "password"}, "unsupported_grant_type"),
+    ],
+)
+async def test_grant_type_errors(rt: Runtime, api: httpx.AsyncClient, form: dict[str, str], error: str) -> None:
+    cred = await credential(rt)
+    response = await api.post(
+        "/connect/token", data={**form, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    )
+    assert_oauth_error(response, 400, error)
+
+
+async def test_repeated_parameter_is_invalid_request(rt: Runtime, api: httpx.AsyncClient) -> None:
+    cred = await credential(rt)
+    grant = "grant_type=client_credentials"
+    body = f"{grant}&{grant}&client_id={cred.client_id}&client_secret={cred.client_secret}"
+    response = await api.post(
+        "/connect/token", content=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
+    )
+    assert_oauth_error(response, 400, "invalid_request")
+
+
+async def test_json_body_is_invalid_request(rt: Runtime, api: httpx.AsyncClient) -> None:
+    cred = await credential(rt)
+    response = await api.post(
+        "/connect/token", json={**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    )
+    assert_oauth_error(response, 400, "invalid_request")
+
+
+@pytest.mark.parametrize("method", ["post", "basic"])
+async def test_wrong_secret_and_unknown_client_are_invalid_client(
+    rt: Runtime, api: httpx.AsyncClient, method: str
+) -> None:
+    cred = await credential(rt)
+    for client_id, secret in ((cred.client_id, "wrong"), ("msc_unknown", cred.client_secret)):
+        if method == "post":
+            response = await api.post("/connect/token", data={**GRANT, "client_id": client_id, "client_secret": secret})
+        else:
+            response = await api.post("/connect/token", data=GRANT, headers=basic(client_id, secret))
+        assert_oauth_error(response, 401, "invalid_client")
+        assert response.headers["www-authenticate"].startswith("Basic")
+
+
+async def test_missing_client_authentication_is_invalid_client(rt: Runtime, api: httpx.AsyncClient) -> None:
+    response = await api.post("/connect/token", data=GRANT)
+    assert_oauth_error(response, 401, "invalid_client")
+
+
+async def test_scope_subset_granted_and_beyond_refused(rt: Runtime, api: httpx.AsyncClient) -> None:
+    cred = await credential(rt)
+    form = {**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    narrowed = await api.post("/connect/token", data={**form, "scope": "InventoryRead"})
+    assert narrowed.status_code == 200 and narrowed.json()["scope"] == "InventoryRead"
+    beyond = await api.post("/connect/token", data={**form, "scope": "InventoryRead WebhooksWrite"})
+    assert_oauth_error(beyond, 400, "invalid_scope")
+    unknown = await api.post("/connect/token", data={**form, "scope": "Everything"})
+    assert_oauth_error(unknown, 400, "invalid_scope")
+
+
+async def test_omitted_scope_means_every_granted_scope(rt: Runtime, api: httpx.AsyncClient) -> None:
+    cred = await make_credential(rt, await make_account(rt), ALL_SCOPES)
+    response = await api.post(
+        "/connect/token", data={**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    )
+    assert response.json()["scope"].split() == list(ALL_SCOPES)
+
+
+async def test_narrowed_token_is_limited_to_its_scopes(rt: Runtime, api: httpx.AsyncClient) -> None:
+    cred = await make_credential(rt, await make_account(rt), ALL_SCOPES)
+    token = await fetch_token(api, cred.client_id, cred.client_secret, scope="OrdersRead")
+    response = await api.get("/api/marketplaces", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 403
+
+
+@pytest.mark.parametrize("settings_overrides", [{"token_failure_limit": "3/minute"}])
+async def test_repeated_bad_secrets_are_throttled(rt: Runtime, api: httpx.AsyncClient) -> None:
+    cred = await credential(rt)
+    bad = {**GRANT, "client_id": cred.client_id, "client_secret": "nope"}
+    statuses = [(await api.post("/connect/token", data=bad)).status_code for _ in range(3)]
+    assert statuses == [401, 401, 401]
+    throttled = await api.post("/connect/token", data={**bad, "client_secret": cred.client_secret})
+    assert throttled.status_code == 429
+    assert int(throttled.headers["retry-after"]) >= 1
+    assert throttled.json()["error"] == "temporarily_unavailable"
+
+
+clock_start = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("settings_overrides", [{"token_ttl_s": 60}])
+@pytest.mark.parametrize("clock", [FrozenClock(clock_start)])
+async def test_tokens_expire_after_ttl(rt: Runtime, api: httpx.AsyncClient, clock: FrozenClock) -> None:
+    clock._now = clock_start
+    cred = await credential(rt)
+    token_response = await api.post(
+        "/connect/token", data={**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    )
+    assert token_response.json()["expires_in"] == 60
+    headers = {"Authorization": f"Bearer {token_response.json()['access_token']}"}
+    clock.advance(seconds=59)
+    assert (await api.get("/api/jobs/01ABCDEFGHJKMNPQRSTVWXYZ00", headers=headers)).status_code == 404
+    clock.advance(seconds=2)
+    expired = await api.get("/api/jobs/01ABCDEFGHJKMNPQRSTVWXYZ00", headers=headers)
+    assert expired.status_code == 401
+    assert 'error="invalid_token"' in expired.headers["www-authenticate"]
