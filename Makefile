@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck unit bench clean
+.PHONY: install run test lint typecheck bench bench-tools clean
 
 install: $(STAMP)
 
@@ -29,8 +29,11 @@ typecheck: install
 test: install lint typecheck
 	$(BIN)/python -m pytest
 
-bench: install
-	$(BIN)/python -m bench.run_all
+bench-tools:
+	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+
+bench: install bench-tools
+	$(BIN)/python -m bench.foundation_http
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,111 @@
+"""Shared pieces of the benchmarks: processes on loopback, wrk runs, a PostgreSQL scratch database."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+PG_ADMIN = os.environ.get("MARKETSYNC_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def marketsync(env: dict[str, str], *args: str) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-m", "marketsync", *args, "--json"], env=env, cwd=REPO, check=True, capture_output=True
+    )
+    parsed: dict[str, object] = json.loads(out.stdout)
+    return parsed
+
+
+def wait_ready(url: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} did not come up")
+
+
+@contextlib.contextmanager
+def process(command: list[str], env: dict[str, str], ready_url: str) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_ready(ready_url)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def scratch_database(backend: str) -> Iterator[str]:
+    """A fresh database URL for one benchmark run, removed afterwards."""
+    if backend == "sqlite":
+        directory = tempfile.mkdtemp(prefix="msbench-")
+        try:
+            yield f"sqlite:///{directory}/bench.db"
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+        return
+    import asyncio
+
+    import asyncpg
+
+    name = f"ms_bench_{uuid.uuid4().hex[:8]}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(PG_ADMIN)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"{PG_ADMIN.rsplit('/', 1)[0]}/{name}"
+    finally:
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def wrk(url: str, *, seconds: int, connections: int, headers: dict[str, str] | None = None, lua: str | None = None) -> dict[str, float]:
+    """Requests per second and latency percentiles (ms) from one wrk run (one thread: the server has the other core)."""
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is required: `apt-get install -y wrk` (make bench installs it)")
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    for name, value in (headers or {}).items():
+        command += ["-H", f"{name}: {value}"]
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(lua or "")
+    if lua:
+        command += ["-s", script.name]
+    output = subprocess.run([*command, url], check=True, capture_output=True, text=True).stdout
+    os.unlink(script.name)
+    result = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))}  # type: ignore[union-attr]
+    non_2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
+    result["non_2xx"] = float(non_2xx.group(1)) if non_2xx else 0.0
+    for pct in ("50", "99"):
+        match = re.search(rf"^\s+{pct}%\s+([\d.]+)(us|ms|s)", output, re.M)
+        if match:
+            value, unit = float(match.group(1)), match.group(2)
+            result[f"p{pct}_ms"] = value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+    return result
