@@ -24,7 +24,8 @@ def configure_logging(level: str = "INFO") -> None:
     if not isinstance(numeric, int):
         numeric = logging.INFO
     logging.basicConfig(stream=sys.stderr, level=numeric, format="%(message)s")
-    logging.getLogger("alembic").setLevel(logging.WARNING)
+    for noisy in ("alembic", "httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
