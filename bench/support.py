@@ -87,7 +87,9 @@ def scratch_database(backend: str) -> Iterator[str]:
         asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
-def wrk(url: str, *, seconds: int, connections: int, headers: dict[str, str] | None = None, lua: str | None = None) -> dict[str, float]:
+def wrk(
+    url: str, *, seconds: int, connections: int, headers: dict[str, str] | None = None, lua: str | None = None
+) -> dict[str, float]:
     """Requests per second and latency percentiles (ms) from one wrk run (one thread: the server has the other core)."""
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is required: `apt-get install -y wrk` (make bench installs it)")

@@ -95,7 +95,9 @@ def demo(as_json: bool = JsonOption) -> None:
         f"  base_url:      {settings.base_url}\n"
         f"  auth_url:      {settings.base_url}/connect/token\n"
         f"  OpenAPI:       {settings.base_url}/docs\n"
-        + "".join(f"  marketplace:   {m['Platform']} {m['Country']}  {m['MarketplaceId']}\n" for m in result["Marketplaces"])
+        + "".join(
+            f"  marketplace:   {m['Platform']} {m['Country']}  {m['MarketplaceId']}\n" for m in result["Marketplaces"]
+        )
     )
     emit(result, as_json, human)
 

@@ -166,8 +166,8 @@ def install_error_handlers(app: FastAPI) -> None:
         code, title = _STATUS_CODES.get(exc.status_code, ("error", "The request failed."))
         return problem_response(exc.status_code, code, title, None, exc.headers)
 
-    @app.exception_handler(Exception)
-    async def _unexpected(_request: Request, exc: Exception) -> Response:
-        log.exception("unhandled_error", error_class=type(exc).__name__)
-        code, title = _STATUS_CODES[500]
-        return problem_response(500, code, title)
+
+def internal_error_response() -> Response:
+    """The answer to an unexpected exception: a bare 500 problem, never a stack trace."""
+    code, title = _STATUS_CODES[500]
+    return problem_response(500, code, title)

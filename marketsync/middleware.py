@@ -10,7 +10,7 @@ from typing import Any
 import structlog
 from prometheus_client import Counter, Histogram
 
-from marketsync.errors import PayloadTooLarge, problem_response
+from marketsync.errors import PayloadTooLarge, internal_error_response, problem_response
 from marketsync.kit.requestid import begin_request
 
 Scope = MutableMapping[str, Any]
@@ -43,9 +43,11 @@ class RequestContextMiddleware:
         request_id = begin_request(headers.get(b"x-request-id", b"").decode("latin-1") or None)
         started = time.perf_counter()
         status_holder = [500]
+        started_response = [False]
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
+                started_response[0] = True
                 status_holder[0] = message["status"]
                 extra = [(b"x-request-id", request_id.encode())]
                 rate_headers = scope.get("state", {}).get("rate_limit_headers")
@@ -62,6 +64,12 @@ class RequestContextMiddleware:
                 await self.app(scope, self._limited(receive), send_with_id)
         except PayloadTooLarge as exc:  # raised before the app's own handlers could render it
             await problem_response(exc.status, exc.code, exc.title)(scope, receive, send_with_id)
+        except Exception as exc:
+            # Rendered here rather than by Starlette's outer error middleware, so it carries X-Request-Id.
+            log.exception("unhandled_error", error_class=type(exc).__name__)
+            if started_response[0]:
+                raise
+            await internal_error_response()(scope, receive, send_with_id)
         finally:
             route = scope.get("route")
             template = getattr(route, "path", "unmatched")
@@ -83,7 +91,11 @@ class RequestContextMiddleware:
         path: str = scope["path"]
         if path.startswith("/api/") and scope["method"].encode() in _JSON_BODY_METHODS:
             media = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
-            if media != b"application/json" and not (media.startswith(b"application/") and media.endswith(b"+json")):
+            bodiless = (
+                not media and headers.get(b"content-length", b"0") == b"0" and b"transfer-encoding" not in headers
+            )
+            is_json = media == b"application/json" or (media.startswith(b"application/") and media.endswith(b"+json"))
+            if not (is_json or bodiless):
                 return problem_response(
                     415,
                     "unsupported-media-type",

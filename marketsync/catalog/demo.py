@@ -1,9 +1,11 @@
-"""This domain's part of `marketsync demo` (idempotent)."""
+"""This domain's part of `marketsync demo`: the four shipped taxonomies (idempotent: an import of
+unchanged content is a no-op)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from marketsync.catalog import service, taxonomy
 from marketsync.runtime import Runtime
 
 if TYPE_CHECKING:
@@ -11,4 +13,7 @@ if TYPE_CHECKING:
 
 
 async def seed(rt: Runtime, tenant: DemoTenant) -> None:
-    return None
+    for platform in taxonomy.PLATFORMS:
+        generated = taxonomy.generate(platform)
+        async with rt.db.transaction() as session:
+            await service.import_taxonomy(rt, session, generated)

@@ -1,7 +1,102 @@
-"""HTTP endpoints of this domain (thin: parse, call the service, shape the response)."""
+"""POST /api/product-types/Search, GET /api/product-types/Schema (InventoryRead) and
+POST /api/products/Create (InventoryWrite)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Any
 
-router = APIRouter()
+import orjson
+from fastapi import APIRouter, Query, Request
+from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.responses import Response
+
+from marketsync.auth.dependencies import InventoryReader, InventoryWriter, RuntimeDep
+from marketsync.catalog import service
+from marketsync.catalog.schemas import (
+    CreateProductIn,
+    CreateProductOut,
+    ProductTypeOut,
+    SchemaOut,
+    SearchIn,
+    SearchOut,
+)
+from marketsync.errors import ValidationFailed
+from marketsync.kit import idempotency, jsonio
+from marketsync.kit.requestid import current_request_id
+
+router = APIRouter(tags=["Product types"])
+
+
+@router.post("/api/product-types/Search", response_model=SearchOut, summary="Search leaf categories")
+async def search_product_types(body: SearchIn, caller: InventoryReader, rt: RuntimeDep) -> SearchOut:
+    limit = body.Limit if body.Limit is not None else service.SEARCH_DEFAULT_LIMIT
+    async with rt.db.read() as session:
+        rows, total = await service.search(
+            session, caller.account_id, body.MarketplaceId, body.SearchText, limit, body.Offset or 0
+        )
+    return SearchOut(
+        ProductTypes=[ProductTypeOut(CategoryId=r.category_id, Title=r.name, Path=r.path) for r in rows],
+        TotalCount=total,
+    )
+
+
+@router.get("/api/product-types/Schema", response_model=SchemaOut, summary="Attribute schema of a leaf category")
+async def product_type_schema(
+    caller: InventoryReader,
+    rt: RuntimeDep,
+    marketplaceId: Annotated[str, Query(min_length=1)],
+    categoryId: Annotated[str, Query(min_length=1)],
+) -> SchemaOut:
+    async with rt.db.read() as session:
+        schema = await service.get_schema(session, caller.account_id, marketplaceId, categoryId)
+    return SchemaOut.of(schema.view, schema.attributes)
+
+
+_CREATE_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": CreateProductIn.model_json_schema()}},
+    }
+}
+
+
+@router.post(
+    "/api/products/Create",
+    response_model=CreateProductOut,
+    summary="Create or update a product and queue its publish",
+    openapi_extra=_CREATE_BODY,
+)
+async def create_product(request: Request, caller: InventoryWriter, rt: RuntimeDep) -> Response:
+    raw = _json_body(await request.body())
+    if isinstance(raw, dict) and raw.get("ValidateOnly") is True:
+        # Writes nothing, so it needs neither a write transaction nor the Idempotency-Key record.
+        async with rt.db.read() as session:
+            outcome = await service.create_product(rt, session, caller.account_id, raw)
+        return Response(_create_body(outcome), media_type="application/json")
+
+    async def work(session: AsyncSession) -> idempotency.Outcome:
+        outcome = await service.create_product(rt, session, caller.account_id, raw)
+        return idempotency.Outcome(200, _create_body(outcome))
+
+    return await idempotency.run(rt, request, caller.account_id, "products.create", work)
+
+
+def _json_body(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw or b"null")
+    except orjson.JSONDecodeError:
+        raise ValidationFailed(errors={"body": ["The body is not valid JSON."]}) from None
+
+
+def _create_body(outcome: service.CreateOutcome) -> bytes:
+    return jsonio.dumps(
+        CreateProductOut(
+            RequestId=current_request_id(),
+            ProductId=outcome.product_id,
+            Sku=outcome.sku,
+            ListingAction=outcome.listing_action,
+            ExistingListingId=outcome.existing_listing_id,
+            JobId=outcome.job_id,
+            Warnings=outcome.warnings,
+        ).model_dump()
+    )

@@ -1,1 +1,14 @@
-"""Task handlers and schedules of this domain."""
+"""Task handlers of the catalog domain."""
+
+from __future__ import annotations
+
+from marketsync.catalog import service
+from marketsync.jobs.registry import task
+from marketsync.jobs.run import JobRun
+from marketsync.runtime import Runtime
+
+
+@task(service.LISTING_PUBLISH_JOB)
+async def publish_listings(rt: Runtime, job: JobRun) -> None:
+    """Publish a batch of listings to one marketplace (payload: MarketplaceId, ListingIds, JourneyId)."""
+    await service.publish_journey(rt, job)

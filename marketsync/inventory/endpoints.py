@@ -1,7 +1,102 @@
-"""HTTP endpoints of this domain (thin: parse, call the service, shape the response)."""
+"""Catalogue endpoints (spec §4): the price/stock push and the catalogue reads. Thin: parse, call the
+service, shape the response (serialised once with orjson)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated, Any
 
-router = APIRouter()
+from fastapi import APIRouter, Body, Request
+from starlette.responses import Response
+
+from marketsync.auth.dependencies import InventoryReader, InventoryWriter, RuntimeDep
+from marketsync.inventory import rules, service
+from marketsync.inventory.schemas import (
+    ProductEnvelopeOut,
+    ProductListIn,
+    ProductsOut,
+    PushIn,
+    PushOut,
+    inline_schema,
+    listing_dicts,
+    parse_push,
+)
+from marketsync.kit import jsonio
+from marketsync.kit.requestid import current_request_id
+
+router = APIRouter(tags=["Inventory"])
+
+DEFAULT_LIMIT = 50
+
+
+def _json(body: dict[str, Any]) -> Response:
+    return Response(jsonio.dumps(body), media_type="application/json")
+
+
+@router.post(
+    "/api/inventory/price-quantity",
+    response_model=PushOut,
+    summary="Push price and stock changes (1 to 500 SKUs)",
+    openapi_extra={
+        "requestBody": {"required": True, "content": {"application/json": {"schema": inline_schema(PushIn)}}}
+    },
+)
+async def push_price_quantity(request: Request, caller: InventoryWriter, rt: RuntimeDep) -> Response:
+    body = parse_push(await request.body())
+    async with rt.db.transaction() as session:
+        result = await service.push_price_quantity(
+            rt, session, caller.account_id, body.items(), propagate=body.propagate
+        )
+    return _json(
+        {
+            "RequestId": current_request_id(),
+            "Results": [{"Sku": line.sku, "Result": line.result} for line in result.results],
+            **{outcome: result.count(outcome) for outcome in rules.PUSH_OUTCOMES},
+            "JobIds": result.job_ids,
+            "Warnings": result.warnings,
+        }
+    )
+
+
+@router.post("/api/products/List", response_model=ProductsOut, summary="List the catalogue (no prices)")
+async def list_products(
+    caller: InventoryReader, rt: RuntimeDep, body: Annotated[ProductListIn | None, Body()] = None
+) -> Response:
+    query = body or ProductListIn()
+    async with rt.db.read() as session:
+        views, total = await service.list_products(
+            session,
+            caller.account_id,
+            sku=query.Sku,
+            modified_since=query.ModifiedSince,
+            limit=query.Limit or DEFAULT_LIMIT,
+            offset=query.Offset or 0,
+        )
+    return _json(
+        {
+            "Products": [
+                {
+                    "Sku": view.product.sku,
+                    "Quantity": view.product.quantity,
+                    "LastModifiedDate": rules.wire_timestamp(view.product.modified_at),
+                    "Listings": listing_dicts(view.listings),
+                }
+                for view in views
+            ],
+            "TotalCount": total,
+        }
+    )
+
+
+@router.get("/api/products/{sku:path}", response_model=ProductEnvelopeOut, summary="One product by SKU")
+async def get_product(sku: str, caller: InventoryReader, rt: RuntimeDep) -> Response:
+    async with rt.db.read() as session:
+        view = await service.get_product(session, caller.account_id, sku)
+    return _json(
+        {
+            "Product": {
+                "Sku": view.product.sku,
+                "Quantity": view.product.quantity,
+                "Listings": listing_dicts(view.listings),
+            }
+        }
+    )

@@ -21,7 +21,8 @@ def _default(value: Any) -> Any:
 
 
 def dumps(value: Any) -> bytes:
-    return orjson.dumps(value, default=_default)
+    # Datetimes go through iso() (milliseconds, Z) rather than orjson's own format.
+    return orjson.dumps(value, default=_default, option=orjson.OPT_PASSTHROUGH_DATETIME)
 
 
 def loads(raw: bytes | str) -> Any:

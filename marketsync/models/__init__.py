@@ -1,5 +1,10 @@
 """All tables. Import order only matters for Alembic autogenerate seeing every model."""
 
+# Domain table modules: importing them registers their tables on Base.metadata.
+from marketsync.models import catalog as _catalog  # noqa: F401
+from marketsync.models import orders as _orders  # noqa: F401
+from marketsync.models import sandbox as _sandbox  # noqa: F401
+from marketsync.models import webhooks as _webhooks  # noqa: F401
 from marketsync.models.accounts import AccessToken, Account, Credential
 from marketsync.models.base import Base
 from marketsync.models.events import Event
@@ -7,12 +12,6 @@ from marketsync.models.idempotency import IdempotencyRecord
 from marketsync.models.inventory import Listing, Product
 from marketsync.models.jobs import Job, Schedule
 from marketsync.models.marketplaces import MarketplaceConnection
-
-# Domain table modules: importing them registers their tables on Base.metadata.
-from marketsync.models import catalog as _catalog  # noqa: F401, E402
-from marketsync.models import orders as _orders  # noqa: F401, E402
-from marketsync.models import sandbox as _sandbox  # noqa: F401, E402
-from marketsync.models import webhooks as _webhooks  # noqa: F401, E402
 
 __all__ = [
     "AccessToken",

@@ -6,7 +6,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from marketsync.models.base import ID, Base
@@ -57,4 +57,24 @@ class Listing(Base):
     marketplace_price: Mapped[Decimal | None]
     marketplace_quantity: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    # Catalog (migration 0005): the schema version the attributes were validated against, the publish
+    # job (journey) that must still report on this listing, and the marketplace's last rejection text.
+    product_type_view_id: Mapped[str | None] = mapped_column(String(26))
+    journey_id: Mapped[str | None] = mapped_column(String(26))
+    last_error: Mapped[str | None] = mapped_column(Text)
+
+
+class DataFlow(Base):
+    """Data Flow (spec section 1): per account and data kind, who owns the value.
+
+    Kind is Price or Stock; Owner is Merchant (the merchant's own system) or Marketplace. No row means
+    the merchant never set it, which reads as Marketplace (docs/decisions/0021-data-flow-default.md).
+    """
+
+    __tablename__ = "data_flows"
+
+    account_id: Mapped[str] = mapped_column(ID, ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(16))
     updated_at: Mapped[datetime]

@@ -1,3 +1,133 @@
-"""Tables of the orders domain."""
+"""Tables of the orders domain: orders, their items, shipments, refunds, and the write-back feeds.
+
+Orders keep `marketplace_id`, `platform` and `country` as plain columns (no foreign key): an order is a
+financial record and outlives a disconnected marketplace connection.
+"""
 
 from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+
+from sqlalchemy import ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from marketsync.models.base import ID, Base
+
+
+class Order(Base):
+    __tablename__ = "orders"
+    __table_args__ = (
+        UniqueConstraint("account_id", "marketplace_id", "marketplace_order_id", name="uq_orders_marketplace_order"),
+        # Keyset paging of POST /api/orders/List: (updated_at, id) within one account.
+        Index("ix_orders_account_updated", "account_id", "updated_at", "id"),
+        Index("ix_orders_account_status_updated", "account_id", "status", "updated_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    account_id: Mapped[str] = mapped_column(ID, ForeignKey("accounts.id", ondelete="CASCADE"))
+    marketplace_id: Mapped[str] = mapped_column(ID)
+    platform: Mapped[str] = mapped_column(String(8))
+    country: Mapped[str] = mapped_column(String(8))
+    marketplace_order_id: Mapped[str] = mapped_column(String(100))
+    # Our status (rules.ORDER_STATUSES), derived from the items after every change.
+    status: Mapped[str] = mapped_column(String(24))
+    # The marketplace's own status as last pulled.
+    marketplace_status: Mapped[str] = mapped_column(String(40))
+    purchase_date: Mapped[datetime]
+    marketplace_changed_at: Mapped[datetime]
+    currency: Mapped[str] = mapped_column(String(3))
+    items_total: Mapped[Decimal]
+    shipping_total: Mapped[Decimal]
+    tax_total: Mapped[Decimal]
+    refunded_total: Mapped[Decimal]
+    external_reference: Mapped[str | None] = mapped_column(String(200))
+    # Personal data: only serialised with IncludeCustomerData, never logged.
+    buyer_name: Mapped[str] = mapped_column(String(200))
+    buyer_email: Mapped[str | None] = mapped_column(String(320))
+    buyer_phone: Mapped[str | None] = mapped_column(String(50))
+    ship_name: Mapped[str] = mapped_column(String(200))
+    ship_line1: Mapped[str] = mapped_column(String(200))
+    ship_line2: Mapped[str | None] = mapped_column(String(200))
+    ship_city: Mapped[str] = mapped_column(String(100))
+    ship_region: Mapped[str | None] = mapped_column(String(100))
+    ship_postal_code: Mapped[str] = mapped_column(String(20))
+    ship_country_code: Mapped[str] = mapped_column(String(8))
+    ship_phone: Mapped[str | None] = mapped_column(String(50))
+    created_at: Mapped[datetime]
+    # The last-changed time: moved by every change (pull, confirm, cancel, refund, update).
+    updated_at: Mapped[datetime]
+
+
+class OrderItem(Base):
+    __tablename__ = "order_items"
+    __table_args__ = (
+        UniqueConstraint("order_id", "marketplace_item_id", name="uq_order_items_marketplace_item"),
+        Index("ix_order_items_order", "order_id", "position"),
+    )
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    order_id: Mapped[str] = mapped_column(ID, ForeignKey("orders.id", ondelete="CASCADE"))
+    account_id: Mapped[str] = mapped_column(ID)
+    position: Mapped[int] = mapped_column(Integer)
+    marketplace_item_id: Mapped[str] = mapped_column(String(100))
+    sku: Mapped[str] = mapped_column(String(200))
+    title: Mapped[str] = mapped_column(String(500))
+    quantity: Mapped[int] = mapped_column(Integer)
+    unit_price: Mapped[Decimal]
+    status: Mapped[str] = mapped_column(String(24))
+    marketplace_status: Mapped[str] = mapped_column(String(40))
+    shipped_quantity: Mapped[int] = mapped_column(Integer, default=0)
+    cancelled_quantity: Mapped[int] = mapped_column(Integer, default=0)
+    refunded_quantity: Mapped[int] = mapped_column(Integer, default=0)
+    refunded_amount: Mapped[Decimal]
+    cancel_reason: Mapped[str | None] = mapped_column(String(40))
+
+
+class OrderShipment(Base):
+    __tablename__ = "order_shipments"
+    __table_args__ = (Index("ix_order_shipments_order", "order_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    order_id: Mapped[str] = mapped_column(ID, ForeignKey("orders.id", ondelete="CASCADE"))
+    order_item_id: Mapped[str] = mapped_column(ID, ForeignKey("order_items.id", ondelete="CASCADE"))
+    quantity: Mapped[int] = mapped_column(Integer)
+    ship_date: Mapped[datetime]
+    carrier_code: Mapped[str | None] = mapped_column(String(40))
+    carrier_name: Mapped[str | None] = mapped_column(String(100))
+    service_level: Mapped[str | None] = mapped_column(String(60))
+    tracking_number: Mapped[str | None] = mapped_column(String(100))
+    created_at: Mapped[datetime]
+
+
+class OrderRefundLine(Base):
+    """One item's share of a refund; lines with the same refund_id form one refund."""
+
+    __tablename__ = "order_refund_lines"
+    __table_args__ = (Index("ix_order_refund_lines_order", "order_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    refund_id: Mapped[str] = mapped_column(ID)
+    order_id: Mapped[str] = mapped_column(ID, ForeignKey("orders.id", ondelete="CASCADE"))
+    order_item_id: Mapped[str] = mapped_column(ID, ForeignKey("order_items.id", ondelete="CASCADE"))
+    quantity: Mapped[int] = mapped_column(Integer)
+    amount: Mapped[Decimal]
+    reason: Mapped[str] = mapped_column(String(40))
+    currency: Mapped[str] = mapped_column(String(3))
+    created_at: Mapped[datetime]
+
+
+class OrderFeed(Base):
+    """One OrderWriteBack job's feed at the marketplace: makes the handler safe to run again."""
+
+    __tablename__ = "order_feeds"
+
+    job_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    account_id: Mapped[str] = mapped_column(ID, ForeignKey("accounts.id", ondelete="CASCADE"), index=True)
+    marketplace_id: Mapped[str] = mapped_column(ID)
+    marketplace_feed_id: Mapped[str | None] = mapped_column(String(100))
+    # Submitted | Done | ProcessedWithErrors | Rejected
+    status: Mapped[str] = mapped_column(String(24))
+    failed_count: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]

@@ -1,1 +1,135 @@
-"""Task handlers and schedules of this domain."""
+"""OrderWriteBack: send confirmed, cancelled and refunded items to the marketplace (P1 kinds only).
+
+The job's payload is {"MarketplaceId", "Action", "Lines": [{"Reference", "MarketplaceOrderId",
+"MarketplaceItemId", "Action", "Details"}]}, written in the transaction that recorded the change.
+The handler is safe to run again after a worker crash: the feed is submitted with the job id as its
+idempotency key, and its outcome (with any FeedOutcome event) is recorded once, in one transaction,
+in the order_feeds row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal, cast
+
+import structlog
+
+from marketsync.jobs.registry import task
+from marketsync.jobs.run import JobRun, RetryLater
+from marketsync.marketplaces import events
+from marketsync.marketplaces.connector import (
+    Connector,
+    FeedResult,
+    OrderUpdateLine,
+    Throttled,
+    Unavailable,
+    connector_for,
+)
+from marketsync.models.orders import OrderFeed
+from marketsync.orders import repository
+from marketsync.orders.service import WRITE_BACK_JOB
+from marketsync.runtime import Runtime
+
+log = structlog.get_logger("marketsync.orders.tasks")
+
+POLL_ATTEMPTS = 10
+POLL_INTERVAL_S = 0.2
+PROCESSING_RETRY_S = 1.0
+UNAVAILABLE_RETRY_S = 5.0
+
+
+def update_lines(payload: dict[str, Any]) -> list[OrderUpdateLine]:
+    return [
+        OrderUpdateLine(
+            reference=str(line["Reference"]),
+            marketplace_order_id=str(line["MarketplaceOrderId"]),
+            marketplace_item_id=str(line["MarketplaceItemId"]),
+            action=cast(Literal["Confirm", "Cancel", "Refund"], line["Action"]),
+            details=dict(line.get("Details") or {}),
+        )
+        for line in payload.get("Lines", [])
+    ]
+
+
+@task(WRITE_BACK_JOB)
+async def order_write_back(rt: Runtime, job: JobRun) -> None:
+    marketplace_id = str(job.payload["MarketplaceId"])
+    async with rt.db.read() as session:
+        connection = await repository.connection(session, job.account_id, marketplace_id)
+        feed = await repository.order_feed(session, job.job_id)
+    if feed is not None and feed.status != "Submitted":
+        return  # finished by an earlier run of this job
+    if connection is None:
+        log.warning("order_write_back_disconnected", job_id=job.job_id, marketplace_id=marketplace_id)
+        return
+    lines = update_lines(job.payload)
+    connector = connector_for(rt, connection)
+    try:
+        marketplace_feed_id = feed.marketplace_feed_id if feed is not None else None
+        if marketplace_feed_id is None:
+            marketplace_feed_id = await connector.send_order_updates(feed_id=job.job_id, lines=lines)
+            await _record_submission(rt, job, marketplace_id, marketplace_feed_id)
+        result = await _await_result(connector, marketplace_feed_id)
+    except Throttled as exc:
+        raise RetryLater(exc.retry_after_s, "marketplace throttled the order feed") from exc
+    except Unavailable as exc:
+        raise RetryLater(UNAVAILABLE_RETRY_S, "marketplace unavailable") from exc
+    if result.status == "Processing":
+        raise RetryLater(PROCESSING_RETRY_S, "order feed still processing")
+
+    async with rt.db.transaction() as session:
+        feed = await repository.order_feed(session, job.job_id)
+        if feed is None or feed.status != "Submitted":
+            return
+        connection = await repository.connection(session, job.account_id, marketplace_id)
+        feed.finished_at = rt.clock.now()
+        if result.status == "Rejected":
+            feed.status, feed.failed_count = "Rejected", len(lines)
+            if connection is not None:
+                events.feed_outcome(rt, session, connection, "Order updates", "Rejected", result.status, len(lines))
+        elif result.errors:
+            feed.status, feed.failed_count = "ProcessedWithErrors", len(result.errors)
+            if connection is not None:
+                events.feed_outcome(
+                    rt, session, connection, "Order updates", "ProcessedWithErrors", result.status, len(result.errors)
+                )
+        else:
+            feed.status = "Done"
+    log.info(
+        "order_write_back_finished",
+        job_id=job.job_id,
+        lines=len(lines),
+        outcome=feed.status,
+        failed_references=[error.reference for error in result.errors],
+    )
+
+
+async def _record_submission(rt: Runtime, job: JobRun, marketplace_id: str, marketplace_feed_id: str) -> None:
+    async with rt.db.transaction() as session:
+        feed = await repository.order_feed(session, job.job_id)
+        if feed is None:
+            session.add(
+                OrderFeed(
+                    job_id=job.job_id,
+                    account_id=job.account_id,
+                    marketplace_id=marketplace_id,
+                    marketplace_feed_id=marketplace_feed_id,
+                    status="Submitted",
+                    failed_count=0,
+                    created_at=rt.clock.now(),
+                    finished_at=None,
+                )
+            )
+        else:
+            feed.marketplace_feed_id = marketplace_feed_id
+
+
+async def _await_result(connector: Connector, marketplace_feed_id: str) -> FeedResult:
+    """The sandbox (like real marketplaces) processes feeds asynchronously: poll briefly, then requeue."""
+    result = await connector.feed_result(marketplace_feed_id)
+    for _ in range(POLL_ATTEMPTS):
+        if result.status != "Processing":
+            break
+        await asyncio.sleep(POLL_INTERVAL_S)
+        result = await connector.feed_result(marketplace_feed_id)
+    return result

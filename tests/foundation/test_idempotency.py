@@ -132,6 +132,8 @@ async def test_failed_request_frees_the_key(rt: Runtime, client: tuple[httpx.Asy
     await make_account(rt, "taken")
     failing = await http.post("/api/test/effect", json={"Name": "taken"}, headers={"Idempotency-Key": "key-5"})
     assert failing.status_code == 500  # unique name violated: nothing applied
+    assert problem(failing)["code"] == "internal-error"
+    assert "Traceback" not in failing.text and "IntegrityError" not in failing.text
     async with rt.db.read() as session:
         assert (await session.execute(select(func.count()).select_from(IdempotencyRecord))).scalar_one() == 0
 

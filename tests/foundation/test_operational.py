@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import socket
 from pathlib import Path
@@ -63,7 +64,11 @@ async def test_serve_runs_as_a_process_and_stops_on_sigterm(rt: Runtime, tmp_pat
             else:
                 raise AssertionError("server did not start")
             assert response.json()["status"] == "ok"
+            tagged = await client.get("/healthz", headers={"X-Request-Id": "trace-me-12345"})
+            assert tagged.headers["x-request-id"] == "trace-me-12345"
     finally:
         server.send_signal(signal.SIGTERM)
         # uvicorn shuts down gracefully, then re-raises the signal it captured.
         assert server.wait(timeout=30) in (0, -signal.SIGTERM)
+    lines = [json.loads(line) for line in (tmp_path / "serve.log").read_text().splitlines() if line.startswith("{")]
+    assert any(line.get("request_id") == "trace-me-12345" and line["event"] == "request" for line in lines)

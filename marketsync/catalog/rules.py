@@ -1,0 +1,324 @@
+"""Pure rules of product creation (no I/O): the create request's shape and the attribute validator.
+
+`validate_attributes` is the heart of spec section 4, "creating a product", check list: codes must exist
+and be settable through the API, closed sets are case-insensitive unless custom values are allowed,
+values must fit their type (whole numbers for Integer, dot decimals for Decimal), and every required
+attribute must be present, counting the values the existing listing already holds.
+Errors are keyed `Attributes.<code>`, so one 400 can name every bad field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from marketsync.catalog.taxonomy import AttributeSpec
+
+MAX_TEXT_LENGTH = 1000
+MAX_SKU_LENGTH = 200
+MAX_QUANTITY = 2**31 - 1
+MAX_INTEGER = 10**15
+_INTEGER = re.compile(r"^[+-]?\d+$")
+_DECIMAL = re.compile(r"^[+-]?(\d+(\.\d+)?|\.\d+)$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_SHOWN_VALUES = 20
+
+REQUIRED = "Required."
+UNKNOWN_FIELD = "Unknown field; field names are case-exact."
+CREATE_FIELDS = ("Sku", "Quantity", "MarketplaceId", "ProductTypeViewId", "CategoryId", "Attributes", "ValidateOnly")
+
+Errors = dict[str, list[str]]
+
+
+def add_error(errors: Errors, key: str, message: str) -> None:
+    errors.setdefault(key, []).append(message)
+
+
+# --------------------------------------------------------------------------------------------------
+# The create request
+
+
+@dataclass(frozen=True)
+class CreateRequest:
+    """A create payload after its shape checks. Fields that failed a shape check are None."""
+
+    sku: str | None
+    quantity: int | None
+    marketplace_id: str | None
+    product_type_view_id: str | None
+    category_id: str | None
+    attributes: dict[str, Any] | None
+    validate_only: bool
+    # Whether the field was present and not null (Attributes without CategoryId is a 400 even if malformed).
+    attributes_sent: bool
+
+
+def parse_create_request(raw: Any) -> tuple[CreateRequest, Errors]:
+    """Check the payload's shape field by field, collecting every problem (nothing stops at the first)."""
+    errors: Errors = {}
+    if not isinstance(raw, dict):
+        add_error(errors, "body", "The body must be a JSON object.")
+        return CreateRequest(None, None, None, None, None, None, False, False), errors
+    for key in raw:
+        if key not in CREATE_FIELDS:
+            add_error(errors, str(key), UNKNOWN_FIELD)
+
+    sku = raw.get("Sku")
+    if sku is None or (isinstance(sku, str) and not sku.strip()):
+        add_error(errors, "Sku", REQUIRED)
+        sku = None
+    elif not isinstance(sku, str):
+        add_error(errors, "Sku", "Must be a string.")
+        sku = None
+    elif len(sku) > MAX_SKU_LENGTH:
+        add_error(errors, "Sku", f"At most {MAX_SKU_LENGTH} characters.")
+        sku = None
+    elif sku != sku.strip():
+        add_error(errors, "Sku", "Must not start or end with white space.")
+        sku = None
+
+    quantity = raw.get("Quantity")
+    if quantity is not None:
+        if isinstance(quantity, bool) or not isinstance(quantity, int):
+            add_error(errors, "Quantity", "Must be a whole number.")
+            quantity = None
+        elif not 0 <= quantity <= MAX_QUANTITY:
+            add_error(errors, "Quantity", f"Must be between 0 and {MAX_QUANTITY}.")
+            quantity = None
+
+    marketplace_id = _id_field(raw, "MarketplaceId", errors, required=True)
+    view_id = _id_field(raw, "ProductTypeViewId", errors, required=False)
+    category_id = raw.get("CategoryId")
+    if category_id is not None and not isinstance(category_id, str):
+        add_error(errors, "CategoryId", "Must be a string: category ids can exceed the exact JSON number range.")
+        category_id = None
+    elif isinstance(category_id, str):
+        category_id = category_id.strip() or None
+        if category_id is None:
+            add_error(errors, "CategoryId", "Must not be empty; omit it instead.")
+
+    attributes = raw.get("Attributes")
+    attributes_sent = attributes is not None
+    if attributes is not None and not isinstance(attributes, dict):
+        add_error(errors, "Attributes", "Must be an object whose keys are attribute codes.")
+        attributes = None
+
+    validate_only = raw.get("ValidateOnly", False)
+    if validate_only is None:
+        validate_only = False
+    if not isinstance(validate_only, bool):
+        add_error(errors, "ValidateOnly", "Must be true or false.")
+        validate_only = False
+
+    request = CreateRequest(
+        sku=sku,
+        quantity=quantity,
+        marketplace_id=marketplace_id,
+        product_type_view_id=view_id,
+        category_id=category_id,
+        attributes=attributes,
+        validate_only=validate_only,
+        attributes_sent=attributes_sent,
+    )
+    return request, errors
+
+
+def _id_field(raw: dict[str, Any], name: str, errors: Errors, *, required: bool) -> str | None:
+    value = raw.get(name)
+    if value is None:
+        if required:
+            add_error(errors, name, REQUIRED)
+        return None
+    if not isinstance(value, str) or not value.strip():
+        add_error(errors, name, "Must be a non-empty string.")
+        return None
+    return value.strip()
+
+
+# --------------------------------------------------------------------------------------------------
+# Attribute values
+
+
+class ValueProblem(ValueError):
+    """A value that does not fit its attribute; the message is the user-facing text."""
+
+
+def normalize_value(attribute: AttributeSpec, value: Any) -> Any:
+    """The stored form of one value (Text/Date/Decimal as strings, Integer as int, Boolean as bool),
+    or ValueProblem. Closed-set values come back as the schema's own code."""
+    if isinstance(value, (list, dict)):
+        raise ValueProblem("Must be a single value, not an array or object.")
+    kind = attribute.type
+    normalized: Any
+    if kind == "Text":
+        if not isinstance(value, str):
+            raise ValueProblem("Must be a string.")
+        normalized = value.strip()
+        if len(normalized) > MAX_TEXT_LENGTH:
+            raise ValueProblem(f"At most {MAX_TEXT_LENGTH} characters.")
+    elif kind == "Integer":
+        normalized = _integer(value)
+    elif kind == "Decimal":
+        normalized = _decimal(value)
+    elif kind == "Date":
+        normalized = _date(value)
+    else:
+        normalized = _boolean(value)
+    if attribute.allowed_values:
+        match = _allowed_match(attribute, normalized)
+        if match is not None:
+            return match
+        if not attribute.allows_custom_values:
+            shown = ", ".join(v.value for v in attribute.allowed_values[:_SHOWN_VALUES])
+            more = ", ..." if len(attribute.allowed_values) > _SHOWN_VALUES else ""
+            raise ValueProblem(f"'{_display(normalized)}' is not allowed in this category; one of: {shown}{more}.")
+    return normalized
+
+
+def _display(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _allowed_match(attribute: AttributeSpec, normalized: Any) -> Any:
+    """The schema's code that `normalized` denotes (case-insensitive; numerically for numbers)."""
+    for allowed in attribute.allowed_values:
+        if attribute.type == "Integer":
+            if _INTEGER.match(allowed.value) and int(allowed.value) == normalized:
+                return normalized
+        elif attribute.type == "Decimal":
+            if _DECIMAL.match(allowed.value) and Decimal(allowed.value) == Decimal(normalized):
+                return allowed.value
+        elif attribute.type == "Boolean":
+            if allowed.value.lower() == _display(normalized):
+                return normalized
+        elif allowed.value.casefold() == str(normalized).casefold():
+            return allowed.value
+    return None
+
+
+def _integer(value: Any) -> int:
+    message = "Must be a whole number."
+    if isinstance(value, bool):
+        raise ValueProblem(message)
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            raise ValueProblem(message)
+        number = int(value)
+    elif isinstance(value, str) and _INTEGER.match(value.strip()):
+        number = int(value.strip())
+    else:
+        raise ValueProblem(message)
+    if abs(number) > MAX_INTEGER:
+        raise ValueProblem(f"Must be between -{MAX_INTEGER} and {MAX_INTEGER}.")
+    return number
+
+
+def _decimal(value: Any) -> str:
+    message = "Must be a dot-decimal number, e.g. 12.5."
+    if isinstance(value, bool):
+        raise ValueProblem(message)
+    if isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueProblem(message)
+        text = repr(value)
+        if "e" in text or "E" in text:
+            text = format(Decimal(text), "f")
+    elif isinstance(value, str) and _DECIMAL.match(value.strip()):
+        text = value.strip()
+    else:
+        raise ValueProblem(message)
+    try:
+        number = Decimal(text)
+    except InvalidOperation as exc:
+        raise ValueProblem(message) from exc
+    if abs(number) > MAX_INTEGER:
+        raise ValueProblem(f"Must be between -{MAX_INTEGER} and {MAX_INTEGER}.")
+    # Canonical text: no exponent, no superfluous sign or trailing zeros after the point.
+    canonical = format(number.normalize(), "f") if number != number.to_integral_value() else str(int(number))
+    return canonical
+
+
+def _date(value: Any) -> str:
+    message = "Must be a date as YYYY-MM-DD."
+    if not isinstance(value, str) or not _DATE.match(value.strip()):
+        raise ValueProblem(message)
+    try:
+        return date.fromisoformat(value.strip()).isoformat()
+    except ValueError as exc:
+        raise ValueProblem(message) from exc
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ValueProblem("Must be true or false.")
+
+
+def _is_blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def validate_attributes(
+    schema: Sequence[AttributeSpec],
+    sent: Mapping[str, Any] | None,
+    existing: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], Errors]:
+    """Validate `sent` against a category schema, merged over the values `existing` already holds.
+
+    Returns the merged, normalized values and the errors keyed `Attributes.<code>`. A code sent as null
+    (or a blank string) clears the value. Existing values carry over when their code is in this schema
+    and they still fit it (a re-import or a category change may have narrowed it); others are dropped.
+    """
+    by_code = {a.code: a for a in schema}
+    folded = {a.code.casefold(): a.code for a in schema if a.api_settable}
+    errors: Errors = {}
+    merged: dict[str, Any] = {}
+
+    for code, value in (existing or {}).items():
+        attribute = by_code.get(code)
+        if attribute is None or _is_blank(value):
+            continue
+        try:
+            merged[code] = normalize_value(attribute, value)
+        except ValueProblem:
+            continue
+
+    for code, value in (sent or {}).items():
+        key = f"Attributes.{code}"
+        attribute = by_code.get(code)
+        if attribute is None:
+            hint = folded.get(str(code).casefold())
+            suffix = f" Did you mean '{hint}'?" if hint else ""
+            add_error(
+                errors, key, f"Not an attribute of this category's schema (GET /api/product-types/Schema).{suffix}"
+            )
+            continue
+        if not attribute.api_settable:
+            add_error(errors, key, "Managed in the app; it cannot be set through the API.")
+            continue
+        if _is_blank(value):
+            merged.pop(code, None)
+            continue
+        try:
+            merged[code] = normalize_value(attribute, value)
+        except ValueProblem as problem:
+            add_error(errors, key, str(problem))
+
+    for attribute in schema:
+        key = f"Attributes.{attribute.code}"
+        if attribute.is_required and attribute.api_settable and attribute.code not in merged and key not in errors:
+            add_error(errors, key, REQUIRED)
+    return merged, errors

@@ -1,0 +1,617 @@
+"""Use cases of the catalog: taxonomy import, category search, attribute schemas, validated product
+creation (spec section 4, "creating a product") and publishing listings to a marketplace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from marketsync.catalog import repository, rules
+from marketsync.catalog.repository import LeafRow
+from marketsync.catalog.taxonomy import AttributeSpec, Taxonomy
+from marketsync.errors import NotFound, ValidationFailed
+from marketsync.inventory.service import ChangeSource, SkuChange, apply_inventory_changes
+from marketsync.jobs import service as jobs
+from marketsync.jobs.run import JobRun, RetryLater
+from marketsync.kit.ids import new_id
+from marketsync.marketplaces import events
+from marketsync.marketplaces import service as marketplaces
+from marketsync.marketplaces.connector import (
+    AuthorizationRevoked,
+    FeedResult,
+    ListingDraft,
+    Throttled,
+    Unavailable,
+    connector_for,
+)
+from marketsync.marketplaces.kinds import kind_of
+from marketsync.models import Listing, MarketplaceConnection, Product
+from marketsync.models.catalog import ProductTypeView, TaxonomyCategory, TaxonomyImport
+from marketsync.runtime import Runtime
+
+LISTING_PUBLISH_JOB = "ListingPublish"
+SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT = 50, 200
+
+# --------------------------------------------------------------------------------------------------
+# Taxonomy import
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    platform: str
+    sequence: int
+    revision: int
+    source: str
+    categories: int
+    leaves: int
+    added: int
+    changed: int
+    removed: int
+    unchanged: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "Platform": self.platform,
+            "Sequence": self.sequence,
+            "Revision": self.revision,
+            "Source": self.source,
+            "Categories": self.categories,
+            "Leaves": self.leaves,
+            "Added": self.added,
+            "Changed": self.changed,
+            "Removed": self.removed,
+            "Unchanged": self.unchanged,
+        }
+
+
+Progress = Callable[[int, int], None]
+
+
+def taxonomy_hash(taxonomy: Taxonomy) -> str:
+    digest = hashlib.sha256()
+    for c in taxonomy.categories:
+        digest.update(f"{c.category_id}\x1f{c.parent_id}\x1f{c.name}\x1f".encode())
+        if c.is_leaf:
+            digest.update(c.content_hash().encode())
+        digest.update(b"\x1e")
+    return digest.hexdigest()
+
+
+async def import_taxonomy(
+    rt: Runtime, session: AsyncSession, taxonomy: Taxonomy, progress: Progress | None = None
+) -> ImportSummary:
+    """Load or re-import one kind's taxonomy in the caller's transaction.
+
+    A leaf whose schema content changed (or that is new) gets a new ProductTypeViewId and SchemaVersion;
+    the old view stays on record, no longer current, so create can say why it refuses it. Importing
+    identical content is a no-op.
+    """
+    platform = taxonomy.platform
+    now = rt.clock.now()
+    content = taxonomy_hash(taxonomy)
+    latest = await repository.latest_import(session, platform)
+    leaves = [c for c in taxonomy.categories if c.is_leaf]
+    total_steps = len(taxonomy.categories) + len(leaves)
+    if latest is not None and latest.content_hash == content:
+        if progress:
+            progress(total_steps, total_steps)
+        return ImportSummary(
+            platform,
+            latest.sequence,
+            latest.revision,
+            latest.source,
+            latest.category_count,
+            latest.leaf_count,
+            0,
+            0,
+            0,
+            unchanged=True,
+        )
+    sequence = (latest.sequence if latest else 0) + 1
+    import_id = new_id()
+    current = await repository.current_views(session, platform)
+
+    view_rows: list[dict[str, Any]] = []
+    view_of: dict[str, str] = {}
+    retired: list[str] = []
+    added = changed = 0
+    for leaf in leaves:
+        digest = leaf.content_hash()
+        existing = current.get(leaf.category_id)
+        if existing is not None and existing.content_hash == digest:
+            view_of[leaf.category_id] = existing.view_id
+            continue
+        if existing is None:
+            added += 1
+        else:
+            changed += 1
+            retired.append(existing.view_id)
+        view_id = new_id()
+        view_of[leaf.category_id] = view_id
+        view_rows.append(
+            {
+                "id": view_id,
+                "platform": platform,
+                "category_id": leaf.category_id,
+                "category_path": leaf.path,
+                "product_type_code": leaf.product_type_code or leaf.category_id,
+                "schema_version": f"{sequence}.{digest[:8]}",
+                "content_hash": digest,
+                "attributes": orjson.dumps([a.to_json() for a in leaf.attributes]),
+                "off_api_requirements": list(leaf.off_api_requirements),
+                "is_current": True,
+                "import_id": import_id,
+                "created_at": now,
+            }
+        )
+    removed = [v.view_id for category_id, v in current.items() if category_id not in view_of]
+    retired.extend(removed)
+
+    done = 0
+    await repository.delete_categories(session, platform)
+    batch: list[dict[str, Any]] = []
+    for position, category in enumerate(taxonomy.categories):
+        batch.append(
+            {
+                "platform": platform,
+                "category_id": category.category_id,
+                "parent_id": category.parent_id,
+                "name": category.name,
+                "name_lower": category.name.lower(),
+                "path": category.path,
+                "depth": category.depth,
+                "is_leaf": category.is_leaf,
+                "position": position,
+                "view_id": view_of.get(category.category_id),
+            }
+        )
+        if len(batch) >= repository.BATCH:
+            await repository.insert_rows(session, TaxonomyCategory, batch)
+            done += len(batch)
+            batch = []
+            if progress:
+                progress(done, total_steps)
+    await repository.insert_rows(session, TaxonomyCategory, batch)
+    done += len(batch)
+    await repository.retire_views(session, retired)
+    for start in range(0, len(view_rows), repository.BATCH):
+        await repository.insert_rows(session, ProductTypeView, view_rows[start : start + repository.BATCH])
+        if progress:
+            progress(done + min(len(leaves), start + repository.BATCH), total_steps)
+    if progress:
+        progress(total_steps, total_steps)
+    repository.add_import(
+        session,
+        TaxonomyImport(
+            id=import_id,
+            platform=platform,
+            sequence=sequence,
+            revision=taxonomy.revision,
+            source=taxonomy.source,
+            content_hash=content,
+            category_count=len(taxonomy.categories),
+            leaf_count=len(leaves),
+            added_count=added,
+            changed_count=changed,
+            removed_count=len(removed),
+            imported_at=now,
+        ),
+    )
+    return ImportSummary(
+        platform,
+        sequence,
+        taxonomy.revision,
+        taxonomy.source,
+        len(taxonomy.categories),
+        len(leaves),
+        added,
+        changed,
+        len(removed),
+        unchanged=False,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Search and schema
+
+
+async def active_connection(session: AsyncSession, account_id: str, marketplace_id: str) -> MarketplaceConnection:
+    """The caller's active connection; another account's, a paused or an unknown one is 404."""
+    connection = await marketplaces.get(session, account_id, marketplace_id)
+    if connection.state != "Active":
+        raise NotFound("No active marketplace connection with this id.")
+    return connection
+
+
+async def search(
+    session: AsyncSession, account_id: str, marketplace_id: str, text: str | None, limit: int, offset: int
+) -> tuple[list[LeafRow], int]:
+    connection = await active_connection(session, account_id, marketplace_id)
+    text = (text or "").strip() or None
+    return await repository.search_leaves(session, connection.platform, text, limit, offset)
+
+
+@dataclass(frozen=True)
+class Schema:
+    view: ProductTypeView
+    attributes: tuple[AttributeSpec, ...]
+
+
+_SCHEMA_CACHE: OrderedDict[str, tuple[AttributeSpec, ...]] = OrderedDict()
+_SCHEMA_CACHE_SIZE = 2048
+
+
+def schema_of(view: ProductTypeView) -> tuple[AttributeSpec, ...]:
+    """Parsed attributes of a view. A view's content never changes, so parsing is cached by its id."""
+    cached = _SCHEMA_CACHE.get(view.id)
+    if cached is None:
+        cached = tuple(AttributeSpec.from_json(a) for a in orjson.loads(view.attributes))
+        _SCHEMA_CACHE[view.id] = cached
+        if len(_SCHEMA_CACHE) > _SCHEMA_CACHE_SIZE:
+            _SCHEMA_CACHE.popitem(last=False)
+    return cached
+
+
+async def get_schema(session: AsyncSession, account_id: str, marketplace_id: str, category_id: str) -> Schema:
+    connection = await active_connection(session, account_id, marketplace_id)
+    category = await repository.get_category(session, connection.platform, category_id.strip())
+    if category is None:
+        raise NotFound(f"No category with this id on {connection.platform}.")
+    if not category.is_leaf or category.view_id is None:
+        raise ValidationFailed(errors={"categoryId": [_NOT_A_LEAF]})
+    view = await repository.get_view(session, category.view_id)
+    if view is None:  # pragma: no cover - the import writes both in one transaction
+        raise NotFound("No schema for this category.")
+    return Schema(view, schema_of(view))
+
+
+_NOT_A_LEAF = "Not a leaf category: listings go in leaf categories (POST /api/product-types/Search returns only those)."
+
+
+# --------------------------------------------------------------------------------------------------
+# Product create
+
+
+@dataclass
+class CreateOutcome:
+    product_id: str | None
+    sku: str
+    listing_action: str
+    existing_listing_id: str | None
+    job_id: str | None
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Plan:
+    """Everything create decided while validating; nothing has been written yet."""
+
+    request: rules.CreateRequest
+    connection: MarketplaceConnection
+    product: Product | None
+    listing: Listing | None
+    category_id: str | None
+    view: ProductTypeView | None
+    attributes: dict[str, Any] | None
+    warnings: list[str]
+
+
+async def create_product(rt: Runtime, session: AsyncSession, account_id: str, raw: Any) -> CreateOutcome:
+    """Validate completely, then (unless ValidateOnly) upsert the product, its listing and the publish job.
+
+    Every check runs before anything is written: a rejected payload leaves no product, listing or job.
+    """
+    plan = await _validate(session, account_id, raw)
+    listing = plan.listing
+    action = "Revise" if listing is not None and listing.listing_id else "Create"
+    existing_listing_id = listing.listing_id if listing is not None and action == "Revise" else None
+    sku = plan.request.sku or ""
+    if plan.request.validate_only:
+        return CreateOutcome(
+            plan.product.id if plan.product else None, sku, action, existing_listing_id, None, plan.warnings
+        )
+    product_id, job_id = await _write(rt, session, account_id, plan)
+    return CreateOutcome(product_id, sku, action, existing_listing_id, job_id, plan.warnings)
+
+
+async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
+    request, errors = rules.parse_create_request(raw)
+    not_found: str | None = None
+    connection: MarketplaceConnection | None = None
+    category: TaxonomyCategory | None = None
+    view: ProductTypeView | None = None
+
+    if request.marketplace_id is not None:
+        try:
+            connection = await active_connection(session, account_id, request.marketplace_id)
+        except NotFound:
+            not_found = "No active marketplace connection with this MarketplaceId."
+
+    if request.category_id is None and "CategoryId" not in errors:
+        if request.attributes_sent:
+            rules.add_error(
+                errors, "Attributes", "Send CategoryId with Attributes: they are validated against its schema."
+            )
+        if request.product_type_view_id is not None:
+            rules.add_error(errors, "ProductTypeViewId", "Send it with the CategoryId whose schema returned it.")
+        if connection is not None and kind_of(connection.platform).category_required_on_create:
+            rules.add_error(
+                errors,
+                "CategoryId",
+                f"Required for {connection.platform}: find a leaf category with POST /api/product-types/Search, "
+                "fetch its schema with GET /api/product-types/Schema, then send CategoryId, ProductTypeViewId "
+                "and Attributes.",
+            )
+
+    if connection is not None and request.category_id is not None:
+        platform = connection.platform
+        category = await repository.get_category(session, platform, request.category_id)
+        if category is None:
+            not_found = not_found or f"CategoryId {request.category_id} is not a category of {platform}."
+        elif not category.is_leaf or category.view_id is None:
+            rules.add_error(errors, "CategoryId", _NOT_A_LEAF)
+        else:
+            view = await repository.get_view(session, category.view_id)
+        if request.product_type_view_id is not None and category is not None:
+            problem = await _view_problem(session, platform, category.category_id, request.product_type_view_id)
+            if problem:
+                rules.add_error(errors, "ProductTypeViewId", problem)
+
+    product: Product | None = None
+    if request.sku is not None:
+        candidates = await repository.products_by_sku(session, account_id, request.sku)
+        product = next((p for p in candidates if p.sku == request.sku), None)
+        if product is None and candidates:
+            stored = ", ".join(f"'{p.sku}'" for p in candidates[:5])
+            rules.add_error(
+                errors,
+                "Sku",
+                f"Products differing only in letter case exist ({stored}); create matches SKUs exactly: "
+                "send the SKU exactly as stored to update it.",
+            )
+
+    listing: Listing | None = None
+    if product is not None and connection is not None:
+        listing = await repository.get_listing(session, product.id, connection.id)
+
+    attributes: dict[str, Any] | None = None
+    if view is not None:
+        existing = listing.attributes if listing is not None else {}
+        attributes, attribute_errors = rules.validate_attributes(schema_of(view), request.attributes, existing)
+        for key, messages in attribute_errors.items():
+            errors.setdefault(key, []).extend(messages)
+
+    if errors:
+        raise ValidationFailed(errors=errors)
+    if not_found is not None or connection is None:
+        raise NotFound(not_found or "No active marketplace connection with this MarketplaceId.")
+
+    category_id = request.category_id or (listing.category_id if listing is not None else None)
+    warnings = await _warnings(session, connection, view, category_id)
+    return _Plan(request, connection, product, listing, request.category_id, view, attributes, warnings)
+
+
+async def _view_problem(session: AsyncSession, platform: str, category_id: str, view_id: str) -> str | None:
+    sent = await repository.get_view(session, view_id)
+    if sent is None:
+        return "Unknown ProductTypeViewId: fetch it with GET /api/product-types/Schema."
+    if sent.platform != platform:
+        return (
+            f"Belongs to a {sent.platform} marketplace, not this {platform} one: fetch the schema for this "
+            "MarketplaceId."
+        )
+    if sent.category_id != category_id:
+        return f"Belongs to category {sent.category_id}, not CategoryId {category_id}."
+    if not sent.is_current:
+        return (
+            "Superseded: the taxonomy was re-imported and this category's schema changed. Fetch "
+            "GET /api/product-types/Schema again and re-check the attributes."
+        )
+    return None
+
+
+async def _warnings(
+    session: AsyncSession, connection: MarketplaceConnection, view: ProductTypeView | None, category_id: str | None
+) -> list[str]:
+    """Required things the API cannot carry: they never fail the create, they come back as warnings."""
+    if view is None and category_id is not None:
+        category = await repository.get_category(session, connection.platform, category_id)
+        if category is not None and category.view_id is not None:
+            view = await repository.get_view(session, category.view_id)
+    if view is None:
+        return []
+    platform = connection.platform
+    return [
+        f"{name}: required by {platform} for this category but cannot be sent through the API. The listing is "
+        f"saved and queued; {platform} rejects it until {name} is filled in in the app."
+        for name in view.off_api_requirements
+    ]
+
+
+async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: _Plan) -> tuple[str, str]:
+    """Upsert product and listing and enqueue the publish job, all in the caller's transaction."""
+    now = rt.clock.now()
+    request, connection = plan.request, plan.connection
+    sku = request.sku or ""
+    title = plan.attributes.get("Title") if plan.attributes else None
+    product = plan.product
+    if product is None:
+        product = Product(
+            id=new_id(),
+            account_id=account_id,
+            sku=sku,
+            sku_lower=sku.lower(),
+            price=None,
+            quantity=0,
+            title=title if isinstance(title, str) else None,
+            modified_at=now,
+            created_at=now,
+        )
+        session.add(product)
+        await session.flush()
+    elif isinstance(title, str) and title != product.title:
+        product.title = title
+    if request.quantity is not None and request.quantity != product.quantity:
+        await apply_inventory_changes(
+            rt,
+            session,
+            account_id,
+            [SkuChange(product.id, None, request.quantity)],
+            ChangeSource("MerchantPush", "Api", None),
+        )
+
+    job = jobs.enqueue(session, now, account_id, LISTING_PUBLISH_JOB, {}, progress_total=1)
+    listing = plan.listing
+    if listing is None:
+        listing = Listing(
+            id=new_id(),
+            account_id=account_id,
+            product_id=product.id,
+            marketplace_id=connection.id,
+            listing_id=None,
+            external_sku=None,
+            listing_url=None,
+            category_id=plan.category_id,
+            attributes=plan.attributes or {},
+            status="Pending",
+            marketplace_price=None,
+            marketplace_quantity=None,
+            created_at=now,
+            updated_at=now,
+        )
+        session.add(listing)
+    elif plan.category_id is not None:
+        listing.category_id = plan.category_id
+        listing.attributes = plan.attributes or {}
+    listing.status = "Pending"
+    listing.journey_id = job.id
+    listing.last_error = None
+    listing.updated_at = now
+    if plan.view is not None:
+        listing.product_type_view_id = plan.view.id
+    # The journey is the job: ListingPublished's JourneyId matches the JobId create returned.
+    job.payload = {"MarketplaceId": connection.id, "ListingIds": [listing.id], "JourneyId": job.id}
+    return product.id, job.id
+
+
+# --------------------------------------------------------------------------------------------------
+# Publishing (the ListingPublish job)
+
+# Seconds between feed polls inside one run; after these the job goes back to the queue.
+_POLL_DELAYS = (0.1, 0.2, 0.4, 0.8, 1.5)
+_REQUEUE_PROCESSING_S = 2.0
+_REQUEUE_UNAVAILABLE_S = 10.0
+
+
+async def publish_journey(rt: Runtime, job: JobRun) -> None:
+    """Send the job's listings to the marketplace, wait for the feed, record the outcome once.
+
+    Idempotent: the feed is submitted with the job id as its feed id (a resubmission returns the same
+    marketplace feed), and the outcome is recorded in one transaction that also marks the job payload
+    `Finalized`, so a recovered run neither re-applies nor re-fires events.
+    """
+    payload = dict(job.payload)
+    if payload.get("Finalized"):
+        return
+    async with rt.db.read() as session:
+        try:
+            connection = await marketplaces.get(session, job.account_id, str(payload["MarketplaceId"]))
+        except NotFound:
+            return  # disconnected: its listings went with it
+        if connection.state != "Active":
+            raise RetryLater(300.0, "marketplace connection paused")
+        rows = await repository.listings_with_products(
+            session, job.account_id, connection.id, [str(i) for i in payload.get("ListingIds", [])]
+        )
+    drafts = [
+        ListingDraft(
+            reference=listing.id,
+            sku=product.sku,
+            external_sku=listing.external_sku,
+            listing_id=listing.listing_id,
+            category_id=listing.category_id,
+            attributes=dict(listing.attributes or {}),
+            title=product.title,
+            price=product.price,
+            quantity=product.quantity,
+        )
+        for listing, product in rows
+    ]
+    if not drafts:
+        return
+    await job.progress(0, len(drafts))
+    connector = connector_for(rt, connection)
+    try:
+        feed_id = await connector.publish_listings(job.job_id, drafts)
+        result = await connector.feed_result(feed_id)
+        for delay in _POLL_DELAYS:
+            if result.status != "Processing":
+                break
+            await asyncio.sleep(delay)
+            result = await connector.feed_result(feed_id)
+    except Throttled as exc:
+        raise RetryLater(exc.retry_after_s, "marketplace throttled") from exc
+    except Unavailable as exc:
+        raise RetryLater(_REQUEUE_UNAVAILABLE_S, "marketplace unavailable") from exc
+    except AuthorizationRevoked:
+        revoked = FeedResult(job.job_id, "Rejected", 0, [], "The marketplace authorisation was revoked.")
+        await _record_outcome(rt, job, connection, revoked, feed_rejected=False)
+        raise
+    if result.status == "Processing":
+        raise RetryLater(_REQUEUE_PROCESSING_S, "feed still processing")
+    await _record_outcome(rt, job, connection, result, feed_rejected=result.status == "Rejected")
+    await job.progress(len(drafts), len(drafts))
+
+
+async def _record_outcome(
+    rt: Runtime, job: JobRun, connection: MarketplaceConnection, result: FeedResult, *, feed_rejected: bool
+) -> None:
+    now = rt.clock.now()
+    errors = {e.reference: e.message for e in result.errors}
+    async with rt.db.transaction() as session:
+        payload = await repository.job_payload(session, job.job_id) or dict(job.payload)
+        if payload.get("Finalized"):
+            return
+        rows = await repository.listings_with_products(
+            session, job.account_id, connection.id, [str(i) for i in payload.get("ListingIds", [])]
+        )
+        published = failed = 0
+        for listing, product in rows:
+            ids = None if result.status == "Rejected" else result.published.get(listing.id)
+            if ids is not None:
+                # The marketplace's ids are facts: record them even if a newer publish is queued.
+                listing.listing_id, listing.external_sku, listing.listing_url = ids
+                listing.marketplace_price = product.price
+                listing.marketplace_quantity = product.quantity
+                published += 1
+            else:
+                failed += 1
+            if listing.journey_id != job.job_id:
+                continue  # a newer publish of this listing will report its own state
+            listing.status = "Live" if ids is not None else "Rejected"
+            listing.last_error = (
+                None
+                if ids is not None
+                else (errors.get(listing.id) or result.message or "Not published by the marketplace.")
+            )
+            listing.journey_id = None
+            listing.updated_at = now
+        journey_id = str(payload.get("JourneyId") or job.job_id)
+        events.listing_published(rt, session, connection, journey_id, published, failed)
+        if feed_rejected:
+            events.feed_outcome(rt, session, connection, "Product listing", "Rejected", result.status, failed)
+        elif failed and result.status == "Done":
+            events.feed_outcome(
+                rt, session, connection, "Product listing", "ProcessedWithErrors", result.status, failed
+            )
+        await repository.mark_job_payload(
+            session, job.job_id, {**payload, "Finalized": True, "PublishedCount": published, "FailedCount": failed}
+        )

@@ -1,0 +1,275 @@
+"""Pure rules of the catalogue and the price/stock push (spec sections 4 and 6). No I/O here.
+
+Everything the push decides (which item wins, which product a SKU names, what moved, what the
+InventoryChanged event says, which warnings apply) is a function of plain values, tested in
+tests/unit/test_inventory_rules.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import ROUND_DOWN, Decimal, InvalidOperation
+from typing import Any, Literal
+
+from marketsync.kit.clock import iso
+
+Writer = Literal["MerchantPush", "MasterMirror"]
+Channel = Literal["Api", "FileImport", "Marketplace"]
+DataKind = Literal["Price", "Stock"]
+DataOwner = Literal["Merchant", "Marketplace"]
+PushOutcome = Literal["Updated", "Unchanged", "NotFound", "Ambiguous", "Failed"]
+
+DATA_KINDS: tuple[DataKind, ...] = ("Price", "Stock")
+DATA_OWNERS: tuple[DataOwner, ...] = ("Merchant", "Marketplace")
+# Spec section 1: until the merchant chooses their own system, a marketplace may still own the value.
+DEFAULT_DATA_OWNER: DataOwner = "Marketplace"
+PUSH_OUTCOMES: tuple[PushOutcome, ...] = ("Updated", "Unchanged", "NotFound", "Ambiguous", "Failed")
+
+MAX_PUSH_ITEMS = 500
+EVENT_CHANGED_CAP = 500
+MAX_SKU_LENGTH = 200
+PRICE_DECIMAL_PLACES = 4
+# 15 significant digits at most (11 before the point, 4 after): exact in every JSON parser and far
+# inside the scaled BIGINT the price is stored as.
+MAX_PRICE = Decimal("99999999999.9999")
+MAX_QUANTITY = 2**31 - 1
+_PRICE_QUANTUM = Decimal(1).scaleb(-PRICE_DECIMAL_PLACES)
+
+
+@dataclass(frozen=True)
+class SkuChange:
+    """Values to set on one product; None means not provided (left alone, never zero)."""
+
+    product_id: str
+    price: Decimal | None
+    quantity: int | None
+
+
+@dataclass(frozen=True)
+class ChangeSource:
+    """Who moved the values: spec section 6, InventoryChanged `source`."""
+
+    writer: Writer
+    channel: Channel
+    user_platform_id: str | None = None
+
+
+@dataclass(frozen=True)
+class AppliedChange:
+    """A product whose values actually moved. `price`/`quantity` are the new values, None when unmoved."""
+
+    product_id: str
+    sku: str
+    price: Decimal | None
+    quantity: int | None
+
+
+@dataclass(frozen=True)
+class StoredProduct:
+    """The stored values of one product, as read (and locked) before a write."""
+
+    id: str
+    sku: str
+    price: Decimal | None
+    quantity: int
+
+
+@dataclass(frozen=True)
+class PushItem:
+    """One item of a push request (or one row of an import file)."""
+
+    sku: str
+    price: Decimal | None = None
+    quantity: int | None = None
+
+
+def sku_key(sku: str) -> str:
+    """The case-insensitive matching key of a SKU (stored as products.sku_lower)."""
+    return sku.lower()
+
+
+def price_problem(value: Decimal) -> str | None:
+    """Why a price is unacceptable, or None. Prices are exact decimals: never rounded, never floats."""
+    if not value.is_finite():
+        return "Must be a finite decimal number."
+    if value < 0:
+        return "Must not be negative."
+    if value > MAX_PRICE:
+        return f"Must not exceed {MAX_PRICE}."
+    # Numeric, not textual: 1.50000 has one decimal place.
+    if value != value.quantize(_PRICE_QUANTUM, rounding=ROUND_DOWN):
+        return f"At most {PRICE_DECIMAL_PLACES} decimal places."
+    return None
+
+
+def quantity_problem(value: int) -> str | None:
+    if value < 0:
+        return "Must not be negative."
+    if value > MAX_QUANTITY:
+        return f"Must not exceed {MAX_QUANTITY}."
+    return None
+
+
+def sku_problem(value: str) -> str | None:
+    if not value.strip():
+        return "Must not be empty."
+    if len(value) > MAX_SKU_LENGTH:
+        return f"At most {MAX_SKU_LENGTH} characters."
+    return None
+
+
+def collapse_last(items: Sequence[PushItem]) -> list[tuple[int, PushItem]]:
+    """Spec rule 2: a repeated SKU collapses to its last occurrence before anything is written.
+
+    Returns (position of the winning occurrence, item), one per distinct SKU, in order of first appearance.
+    """
+    slots: dict[str, int] = {}
+    collapsed: list[tuple[int, PushItem]] = []
+    for position, item in enumerate(items):
+        slot = slots.get(item.sku)
+        if slot is None:
+            slots[item.sku] = len(collapsed)
+            collapsed.append((position, item))
+        else:
+            collapsed[slot] = (position, item)
+    return collapsed
+
+
+def resolve_sku(sku: str, candidates: Sequence[StoredProduct]) -> StoredProduct | Literal["NotFound", "Ambiguous"]:
+    """Which product a SKU names: exact casing wins; one case-insensitive match is that product;
+    several case variants and none exact is Ambiguous (spec: Result Ambiguous / GET 409 conflict)."""
+    if not candidates:
+        return "NotFound"
+    for candidate in candidates:
+        if candidate.sku == sku:
+            return candidate
+    if len(candidates) == 1:
+        return candidates[0]
+    return "Ambiguous"
+
+
+def moved_values(stored: StoredProduct, change: SkuChange) -> tuple[Decimal | None, int | None]:
+    """The values that differ from what is stored (None where not provided or equal)."""
+    price = change.price if change.price is not None and change.price != stored.price else None
+    quantity = change.quantity if change.quantity is not None and change.quantity != stored.quantity else None
+    return price, quantity
+
+
+def modification_times(now: datetime, count: int) -> list[datetime]:
+    """LastModifiedDate of `count` products changed together, one microsecond apart.
+
+    Products written in one batch get distinct timestamps (in SKU order), so a ModifiedSince walk with
+    an inclusive bound always moves forward, even through a 500-SKU batch and a Limit of 200
+    (docs/decisions/0020-modified-since-walk.md).
+    """
+    return [now + timedelta(microseconds=index) for index in range(count)]
+
+
+def wire_timestamp(ts: datetime) -> str:
+    """LastModifiedDate on the wire: ISO 8601 UTC with microseconds, the precision it is stored with."""
+    return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def inventory_changed_payload(
+    occurred_at: datetime, source: ChangeSource, changes: Iterable[AppliedChange]
+) -> dict[str, Any]:
+    """The InventoryChanged body, exactly spec section 6: `changed` sorted by SKU, null for unmoved
+    values, at most 500 listed, `truncated` and the real `totalChanged` beyond that."""
+    ordered = sorted(changes, key=lambda change: (change.sku, change.product_id))
+    return {
+        "occurredAt": iso(occurred_at),
+        "source": {
+            "writer": source.writer,
+            "channel": source.channel,
+            "userPlatformId": source.user_platform_id,
+        },
+        "changed": [
+            {"sku": change.sku, "price": change.price, "quantity": change.quantity}
+            for change in ordered[:EVENT_CHANGED_CAP]
+        ],
+        "truncated": len(ordered) > EVENT_CHANGED_CAP,
+        "totalChanged": len(ordered),
+    }
+
+
+def drift_message(kind: DataKind) -> str:
+    value = "prices" if kind == "Price" else "stock quantities"
+    return (
+        f"Data Flow: {kind} is owned by the marketplace, not by your system. The pushed {value} are saved, "
+        f"but each marketplace's next sync will overwrite them. Set the {kind} owner to your own system "
+        "under Data Flow in the app to make your pushes authoritative."
+    )
+
+
+def drift_warnings(owners: Mapping[DataKind, DataOwner], *, sends_price: bool, sends_quantity: bool) -> list[str]:
+    """Spec sections 1 and 4: a push of a value the marketplace owns carries the drift message."""
+    warnings = []
+    if sends_price and owners.get("Price", DEFAULT_DATA_OWNER) == "Marketplace":
+        warnings.append(drift_message("Price"))
+    if sends_quantity and owners.get("Stock", DEFAULT_DATA_OWNER) == "Marketplace":
+        warnings.append(drift_message("Stock"))
+    return warnings
+
+
+def normalise_choice(value: str, choices: Sequence[str]) -> str | None:
+    """A case-insensitive pick from a closed set (CLI input), or None."""
+    for choice in choices:
+        if choice.lower() == value.strip().lower():
+            return choice
+    return None
+
+
+# --- file import -----------------------------------------------------------------------------------
+
+IMPORT_COLUMNS = ("Sku", "Price", "Quantity")
+
+
+@dataclass(frozen=True)
+class ImportRowError:
+    line: int
+    sku: str | None
+    message: str
+
+
+def import_header_problem(fieldnames: Sequence[str] | None) -> str | None:
+    if not fieldnames:
+        return "The file is empty: expected a header row Sku,Price,Quantity."
+    names = {name.strip().lower() for name in fieldnames if name}
+    if "sku" not in names:
+        return "The header has no Sku column (expected Sku,Price,Quantity)."
+    if "price" not in names and "quantity" not in names:
+        return "The header needs a Price or a Quantity column (expected Sku,Price,Quantity)."
+    return None
+
+
+def parse_import_row(line: int, row: Mapping[str, str | None]) -> PushItem | ImportRowError:
+    """One CSV row: empty Price/Quantity cells mean not provided (never zero)."""
+    cells = {(key or "").strip().lower(): (value or "").strip() for key, value in row.items()}
+    sku = cells.get("sku", "")
+    problems: list[str] = []
+    if problem := sku_problem(sku):
+        problems.append(f"Sku: {problem}")
+    price: Decimal | None = None
+    raw_price = cells.get("price", "")
+    if raw_price:
+        try:
+            price = Decimal(raw_price)
+        except InvalidOperation:
+            problems.append("Price: Not a decimal number (use a dot, e.g. 12.50).")
+        else:
+            if problem := price_problem(price):
+                problems.append(f"Price: {problem}")
+    quantity: int | None = None
+    raw_quantity = cells.get("quantity", "")
+    if raw_quantity:
+        if raw_quantity.lstrip("+-").isdigit():
+            quantity = int(raw_quantity)
+            if problem := quantity_problem(quantity):
+                problems.append(f"Quantity: {problem}")
+        else:
+            problems.append("Quantity: Not a whole number.")
+    if problems:
+        return ImportRowError(line, sku or None, " ".join(problems))
+    return PushItem(sku=sku, price=price, quantity=quantity)

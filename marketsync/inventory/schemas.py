@@ -1,0 +1,184 @@
+"""Request and response shapes of the catalogue endpoints, with the spec's field names (spec §2, §4).
+
+The push body is parsed with exact decimals (`json.loads(parse_float=Decimal)`): a JSON number such as
+19.99 never passes through a binary float on its way to the database.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Annotated, Any, NoReturn
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
+
+from marketsync.errors import ValidationFailed, validation_errors
+from marketsync.inventory import rules
+from marketsync.inventory.repository import ListingView
+from marketsync.inventory.rules import MAX_PUSH_ITEMS, PushItem
+
+
+class PushItemIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    Sku: StrictStr
+    Price: Decimal | None = Field(
+        None, description="Exact decimal, at most 4 decimal places; omitted or null: untouched."
+    )
+    Quantity: StrictInt | None = Field(
+        None, description="Whole number; omitted or null: untouched; 0 means none in stock."
+    )
+
+    @field_validator("Sku")
+    @classmethod
+    def _sku(cls, value: str) -> str:
+        if problem := rules.sku_problem(value):
+            raise PydanticCustomError("sku", problem)
+        return value
+
+    @field_validator("Price")
+    @classmethod
+    def _price(cls, value: Decimal | None) -> Decimal | None:
+        if value is not None and (problem := rules.price_problem(value)):
+            raise PydanticCustomError("price", problem)
+        return value
+
+    @field_validator("Quantity")
+    @classmethod
+    def _quantity(cls, value: int | None) -> int | None:
+        if value is not None and (problem := rules.quantity_problem(value)):
+            raise PydanticCustomError("quantity", problem)
+        return value
+
+
+class PushIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    Items: list[PushItemIn] = Field(min_length=1, max_length=MAX_PUSH_ITEMS)
+    PropagateToListings: StrictBool | None = Field(
+        None, description="Default true: schedule the outbound write to every marketplace holding a listing."
+    )
+
+    def items(self) -> list[PushItem]:
+        return [PushItem(sku=item.Sku, price=item.Price, quantity=item.Quantity) for item in self.Items]
+
+    @property
+    def propagate(self) -> bool:
+        return self.PropagateToListings is not False
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_push(raw: bytes) -> PushIn:
+    """The push body with exact decimals; every bad field in one 400 keyed like `Items[3].Price`."""
+    try:
+        data = json.loads(raw or b"null", parse_float=Decimal, parse_constant=_reject_constant)
+    except ValueError:
+        raise ValidationFailed(errors={"body": ["The body is not valid JSON."]}) from None
+    try:
+        return PushIn.model_validate(data)
+    except ValidationError as exc:
+        raise ValidationFailed(errors=validation_errors(exc.errors())) from None
+
+
+class ListingOut(BaseModel):
+    Platform: str
+    Country: str
+    ListingId: str | None
+    ExternalSku: str | None
+    ListingUrl: str | None
+
+
+class PushResultOut(BaseModel):
+    Sku: str
+    Result: str = Field(description="Updated, Unchanged, NotFound, Ambiguous or Failed.")
+
+
+class PushOut(BaseModel):
+    RequestId: str
+    Results: list[PushResultOut]
+    Updated: int
+    Unchanged: int
+    NotFound: int
+    Ambiguous: int
+    Failed: int
+    JobIds: list[str]
+    Warnings: list[str]
+
+
+class ProductListIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    Sku: StrictStr | None = Field(None, description="Case-insensitive SKU filter.")
+    Limit: Annotated[int, Field(ge=1, le=200)] | None = Field(None, description="Default 50, maximum 200.")
+    Offset: Annotated[int, Field(ge=0)] | None = None
+    ModifiedSince: datetime | None = Field(
+        None,
+        description="Inclusive bound; the page is then ordered oldest change first. Resume with the "
+        "last entry's LastModifiedDate (that entry comes back first: skip what you already hold).",
+    )
+
+    @field_validator("ModifiedSince")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+
+class ProductEntryOut(BaseModel):
+    Sku: str
+    Quantity: int
+    LastModifiedDate: str
+    Listings: list[ListingOut]
+
+
+class ProductsOut(BaseModel):
+    Products: list[ProductEntryOut]
+    TotalCount: int
+
+
+class ProductOut(BaseModel):
+    Sku: str
+    Quantity: int
+    Listings: list[ListingOut]
+
+
+class ProductEnvelopeOut(BaseModel):
+    Product: ProductOut
+
+
+def listing_dicts(listings: list[ListingView]) -> list[dict[str, Any]]:
+    return [
+        {
+            "Platform": listing.platform,
+            "Country": listing.country,
+            "ListingId": listing.listing_id,
+            "ExternalSku": listing.external_sku,
+            "ListingUrl": listing.listing_url,
+        }
+        for listing in listings
+    ]
+
+
+def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON schema with its $defs inlined, for an OpenAPI requestBody given by hand."""
+    schema = model.model_json_schema()
+    definitions = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return resolve(definitions[ref.removeprefix("#/$defs/")])
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(value) for value in node]
+        return node
+
+    resolved: dict[str, Any] = resolve(schema)
+    return resolved

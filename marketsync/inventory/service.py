@@ -1,0 +1,420 @@
+"""Use cases of the catalogue: reads, the price/stock push, Data Flow, InventoryChanged, file import.
+
+`apply_inventory_changes` is the one place price and stock move, whoever moves them (the API push,
+the file import, product create, the marketplace listing mirror): it writes only what differs, moves
+LastModifiedDate of what changed and records one InventoryChanged event per batch, all inside the
+caller's transaction.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from marketsync.errors import Conflict, NotFound, ValidationFailed
+from marketsync.inventory import repository, rules
+from marketsync.inventory.repository import ListingView, ProductWrite
+from marketsync.inventory.rules import (
+    DATA_KINDS,
+    DATA_OWNERS,
+    DEFAULT_DATA_OWNER,
+    MAX_PUSH_ITEMS,
+    AppliedChange,
+    ChangeSource,
+    DataKind,
+    DataOwner,
+    ImportRowError,
+    PushItem,
+    PushOutcome,
+    SkuChange,
+    StoredProduct,
+)
+from marketsync.jobs import service as jobs
+from marketsync.models import Product
+from marketsync.runtime import Runtime
+from marketsync.webhooks.outbox import record_event
+
+__all__ = [
+    "PRICE_STOCK_PUSH_JOB",
+    "AppliedChange",
+    "BatchOutcome",
+    "ChangeSource",
+    "ImportReport",
+    "PushItem",
+    "PushResult",
+    "SkuChange",
+    "apply_inventory_changes",
+    "data_owner",
+    "data_owners",
+    "get_product",
+    "import_inventory_file",
+    "list_products",
+    "push_price_quantity",
+    "set_data_owner",
+]
+
+PRICE_STOCK_PUSH_JOB = "PriceStockPush"
+
+
+@dataclass
+class BatchOutcome:
+    """What one batch did: the changes written, and the products left alone or failed."""
+
+    applied: list[AppliedChange] = field(default_factory=list)
+    unchanged: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+    missing: set[str] = field(default_factory=set)
+    occurred_at: datetime | None = None
+
+
+# --- the one write path of price and stock --------------------------------------------------------
+
+
+async def apply_inventory_changes(
+    rt: Runtime, session: AsyncSession, account_id: str, changes: Sequence[SkuChange], source: ChangeSource
+) -> list[AppliedChange]:
+    """Set price/stock of products (by id) in the caller's transaction; returns what actually moved.
+
+    Several changes for one product collapse to the last. Products of another account are ignored.
+    Nothing moved: nothing written, no event.
+    """
+    latest = {change.product_id: change for change in changes}
+    stored = await repository.lock_products_by_id(session, account_id, list(latest))
+    outcome = await _apply_locked(rt, session, account_id, stored, list(latest.values()), source)
+    return outcome.applied
+
+
+async def _apply_locked(
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    stored: Sequence[StoredProduct],
+    changes: Sequence[SkuChange],
+    source: ChangeSource,
+) -> BatchOutcome:
+    """The shared core, on rows the caller already locked."""
+    # Taken after the row locks: writers of the same products see increasing times in commit order.
+    now = rt.clock.now()
+    by_id = {product.id: product for product in stored}
+    outcome = BatchOutcome(occurred_at=now)
+    moves: list[tuple[StoredProduct, AppliedChange]] = []
+    for change in changes:
+        product = by_id.get(change.product_id)
+        if product is None:
+            outcome.missing.add(change.product_id)
+            continue
+        price, quantity = rules.moved_values(product, change)
+        if price is None and quantity is None:
+            outcome.unchanged.add(product.id)
+            continue
+        moves.append((product, AppliedChange(product.id, product.sku, price, quantity)))
+    if not moves:
+        return outcome
+    moves.sort(key=lambda move: (move[0].sku, move[0].id))
+    times = rules.modification_times(now, len(moves))
+    writes = [
+        ProductWrite(
+            id=product.id,
+            price=change.price if change.price is not None else product.price,
+            quantity=change.quantity if change.quantity is not None else product.quantity,
+            modified_at=modified_at,
+        )
+        for (product, change), modified_at in zip(moves, times, strict=True)
+    ]
+    outcome.failed = await repository.write_product_values(session, writes)
+    outcome.applied = [change for _, change in moves if change.product_id not in outcome.failed]
+    if outcome.applied:
+        payload = rules.inventory_changed_payload(now, source, outcome.applied)
+        record_event(session, account_id, "InventoryChanged", payload, now)
+    return outcome
+
+
+async def propagate_to_listings(
+    rt: Runtime, session: AsyncSession, account_id: str, product_ids: Sequence[str]
+) -> list[str]:
+    """One PriceStockPush job per active connection holding a listing of a changed product."""
+    per_connection: dict[str, list[str]] = defaultdict(list)
+    for marketplace_id, product_id in await repository.listed_connections(session, account_id, product_ids):
+        per_connection[marketplace_id].append(product_id)
+    now = rt.clock.now()
+    job_ids = []
+    for marketplace_id in sorted(per_connection):
+        ids = sorted(set(per_connection[marketplace_id]))
+        job = jobs.enqueue(
+            session,
+            now,
+            account_id,
+            PRICE_STOCK_PUSH_JOB,
+            {"MarketplaceId": marketplace_id, "ProductIds": ids},
+            progress_total=len(ids),
+        )
+        job_ids.append(job.id)
+    return job_ids
+
+
+# --- POST /api/inventory/price-quantity -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PushResultLine:
+    sku: str
+    result: PushOutcome
+    # Index of the winning occurrence in the request (the import maps it back to a file line).
+    position: int
+
+
+@dataclass
+class PushResult:
+    results: list[PushResultLine]
+    job_ids: list[str]
+    warnings: list[str]
+    changed_count: int = 0
+
+    def count(self, outcome: PushOutcome) -> int:
+        return sum(1 for line in self.results if line.result == outcome)
+
+
+async def push_price_quantity(
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    items: Sequence[PushItem],
+    *,
+    propagate: bool,
+    source: ChangeSource | None = None,
+) -> PushResult:
+    """Spec §4 price/stock push, in the caller's transaction: collapse repeats, match SKUs, write what
+    differs (one failing SKU never stops the rest), one event, one job per affected connection."""
+    if not 1 <= len(items) <= MAX_PUSH_ITEMS:
+        raise ValidationFailed(errors={"Items": [f"Send 1 to {MAX_PUSH_ITEMS} items."]})
+    source = source or ChangeSource(writer="MerchantPush", channel="Api")
+    collapsed = rules.collapse_last(items)
+    stored = await repository.lock_products_by_sku_keys(
+        session, account_id, {rules.sku_key(item.sku) for _, item in collapsed}
+    )
+    candidates: dict[str, list[StoredProduct]] = defaultdict(list)
+    for product in stored:
+        candidates[rules.sku_key(product.sku)].append(product)
+
+    # Two spellings of one SKU can name the same product (case-insensitive match): the later wins.
+    resolved: list[tuple[int, PushItem, StoredProduct | Literal["NotFound", "Ambiguous"]]] = []
+    winner: dict[str, tuple[int, SkuChange]] = {}
+    for position, item in collapsed:
+        match = rules.resolve_sku(item.sku, candidates.get(rules.sku_key(item.sku), []))
+        resolved.append((position, item, match))
+        if isinstance(match, StoredProduct):
+            current = winner.get(match.id)
+            if current is None or current[0] < position:
+                winner[match.id] = (position, SkuChange(match.id, item.price, item.quantity))
+
+    changes = [change for _, change in sorted(winner.values(), key=lambda entry: entry[0])]
+    outcome = await _apply_locked(rt, session, account_id, stored, changes, source)
+    applied_ids = {change.product_id for change in outcome.applied}
+
+    results = []
+    for position, item, match in resolved:
+        result: PushOutcome
+        if isinstance(match, StoredProduct):
+            if match.id in outcome.failed:
+                result = "Failed"
+            elif match.id in applied_ids:
+                result = "Updated"
+            else:
+                result = "Unchanged"
+        else:
+            result = match
+        results.append(PushResultLine(item.sku, result, position))
+
+    owners = await repository.data_flows(session, account_id)
+    warnings = rules.drift_warnings(
+        owners,
+        sends_price=any(item.price is not None for _, item in collapsed),
+        sends_quantity=any(item.quantity is not None for _, item in collapsed),
+    )
+    job_ids: list[str] = []
+    if propagate and outcome.applied:
+        job_ids = await propagate_to_listings(rt, session, account_id, sorted(applied_ids))
+    return PushResult(results=results, job_ids=job_ids, warnings=warnings, changed_count=len(outcome.applied))
+
+
+# --- catalogue reads ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProductView:
+    product: Product
+    listings: list[ListingView]
+
+
+async def list_products(
+    session: AsyncSession,
+    account_id: str,
+    *,
+    sku: str | None,
+    modified_since: datetime | None,
+    limit: int,
+    offset: int,
+) -> tuple[list[ProductView], int]:
+    key = rules.sku_key(sku) if sku is not None else None
+    products = await repository.list_products(
+        session, account_id, key=key, modified_since=modified_since, limit=limit, offset=offset
+    )
+    total = await repository.count_products(session, account_id, key=key, modified_since=modified_since)
+    return await _with_listings(session, account_id, products), total
+
+
+async def get_product(session: AsyncSession, account_id: str, sku: str) -> ProductView:
+    """Case-insensitive; exact casing wins; several case variants and none exact is a conflict."""
+    products = await repository.products_by_sku_key(session, account_id, rules.sku_key(sku))
+    if not products:
+        raise NotFound("No product with this SKU.")
+    exact = [product for product in products if product.sku == sku]
+    if exact:
+        chosen = exact[0]
+    elif len(products) == 1:
+        chosen = products[0]
+    else:
+        raise Conflict(
+            f"{len(products)} products differ from this SKU only by letter case and none matches it exactly; "
+            "request one of them with its exact casing."
+        )
+    return (await _with_listings(session, account_id, [chosen]))[0]
+
+
+async def _with_listings(session: AsyncSession, account_id: str, products: Sequence[Product]) -> list[ProductView]:
+    listings: dict[str, list[ListingView]] = defaultdict(list)
+    for listing in await repository.listings_of(session, account_id, [p.id for p in products]):
+        listings[listing.product_id].append(listing)
+    return [ProductView(product, listings.get(product.id, [])) for product in products]
+
+
+# --- Data Flow ------------------------------------------------------------------------------------
+
+
+async def data_owner(session: AsyncSession, account_id: str, kind: DataKind) -> DataOwner:
+    """Who owns the kind's value for this account; Marketplace until the merchant sets it."""
+    return (await repository.data_flows(session, account_id)).get(kind, DEFAULT_DATA_OWNER)
+
+
+async def data_owners(session: AsyncSession, account_id: str) -> dict[DataKind, DataOwner]:
+    owners = await repository.data_flows(session, account_id)
+    return {kind: owners.get(kind, DEFAULT_DATA_OWNER) for kind in DATA_KINDS}
+
+
+async def set_data_owner(
+    rt: Runtime, session: AsyncSession, account_id: str, kind: str, owner: str
+) -> tuple[DataKind, DataOwner]:
+    chosen_kind = rules.normalise_choice(kind, DATA_KINDS)
+    chosen_owner = rules.normalise_choice(owner, DATA_OWNERS)
+    problems: dict[str, list[str]] = {}
+    if chosen_kind is None:
+        problems["Kind"] = ["One of Price, Stock."]
+    if chosen_owner is None:
+        problems["Owner"] = ["One of Merchant (your own system), Marketplace."]
+    if problems:
+        raise ValidationFailed(errors=problems)
+    if not await repository.account_exists(session, account_id):
+        raise NotFound("No account with this id.")
+    typed_kind: DataKind = "Price" if chosen_kind == "Price" else "Stock"
+    typed_owner: DataOwner = "Merchant" if chosen_owner == "Merchant" else "Marketplace"
+    await repository.set_data_flow(session, account_id, typed_kind, typed_owner, rt.clock.now())
+    return typed_kind, typed_owner
+
+
+# --- file import (channel FileImport) -------------------------------------------------------------
+
+
+@dataclass
+class ImportReport:
+    rows: int = 0
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(rules.PUSH_OUTCOMES, 0))
+    invalid: int = 0
+    events: int = 0
+    job_ids: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[ImportRowError] = field(default_factory=list)
+
+
+def read_import_file(path: Path) -> Iterator[tuple[int, PushItem | ImportRowError]]:
+    """(line number, parsed row) for each data row; a bad header raises ValidationFailed."""
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        if problem := rules.import_header_problem(reader.fieldnames):
+            raise ValidationFailed(problem, errors={"File": [problem]})
+        for row in reader:
+            line = reader.line_num
+            if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
+                continue  # blank line
+            yield line, rules.parse_import_row(line, {k: v for k, v in row.items() if isinstance(v, str | None)})
+
+
+async def import_inventory_file(
+    rt: Runtime,
+    account_id: str,
+    path: Path,
+    *,
+    propagate: bool = True,
+    on_progress: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """`marketsync admin import-inventory`: the file in batches of 500 rows, one transaction and at
+    most one InventoryChanged event per batch (writer MerchantPush, channel FileImport).
+
+    This is an edge (like a task body): it commits once per batch. A bad row is reported with its line
+    number and never stops the rest.
+    """
+    async with rt.db.read() as session:
+        if not await repository.account_exists(session, account_id):
+            raise NotFound("No account with this id.")
+    source = ChangeSource(writer="MerchantPush", channel="FileImport")
+    report = ImportReport()
+    warnings: set[str] = set()
+    batch: list[tuple[int, PushItem]] = []
+
+    async def flush() -> None:
+        if not batch:
+            return
+        async with rt.db.transaction() as session:
+            result = await push_price_quantity(
+                rt, session, account_id, [item for _, item in batch], propagate=propagate, source=source
+            )
+        report.events += 1 if result.changed_count else 0
+        report.job_ids.extend(result.job_ids)
+        warnings.update(result.warnings)
+        for line_result in result.results:
+            report.counts[line_result.result] += 1
+            if line_result.result in ("NotFound", "Ambiguous", "Failed"):
+                line = batch[line_result.position][0]
+                report.errors.append(ImportRowError(line, line_result.sku, _IMPORT_MESSAGES[line_result.result]))
+        if on_progress is not None:
+            on_progress(len(batch))
+        batch.clear()
+
+    for line, parsed in read_import_file(path):
+        report.rows += 1
+        if isinstance(parsed, ImportRowError):
+            report.invalid += 1
+            report.errors.append(parsed)
+            if on_progress is not None:
+                on_progress(1)
+            continue
+        batch.append((line, parsed))
+        if len(batch) == MAX_PUSH_ITEMS:
+            await flush()
+    await flush()
+    report.errors.sort(key=lambda error: error.line)
+    report.warnings = sorted(warnings)
+    return report
+
+
+_IMPORT_MESSAGES: dict[str, str] = {
+    "NotFound": "No product carries this SKU.",
+    "Ambiguous": "Several products differ from this SKU only by letter case and none matches it exactly.",
+    "Failed": "The write failed for this SKU; the other rows were written.",
+}

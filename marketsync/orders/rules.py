@@ -1,0 +1,260 @@
+"""Pure order rules: the status model, which transitions are allowed, refund math, marketplace status
+mapping and the List cursor. No I/O: tested in tests/unit/test_orders_rules.py.
+
+Statuses (order and item share one vocabulary; docs/decisions/0061-order-status-model.md):
+- Pending: the marketplace has not released the order (payment not complete); nothing may ship yet.
+- Unshipped: paid, nothing shipped yet (the `Unshipped` filter value of the spec).
+- PartiallyShipped: some open units shipped, some still to ship.
+- Shipped: every unit not cancelled has shipped.
+- Cancelled: every unit cancelled.
+- Refunded: everything paid for has been refunded (and the item or order is not wholly cancelled).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import orjson
+
+PENDING, UNSHIPPED, PARTIALLY_SHIPPED, SHIPPED, CANCELLED, REFUNDED = (
+    "Pending",
+    "Unshipped",
+    "PartiallyShipped",
+    "Shipped",
+    "Cancelled",
+    "Refunded",
+)
+ORDER_STATUSES: tuple[str, ...] = (PENDING, UNSHIPPED, PARTIALLY_SHIPPED, SHIPPED, CANCELLED, REFUNDED)
+
+CANCEL_REASONS: tuple[str, ...] = (
+    "OutOfStock",
+    "CustomerRequest",
+    "PricingError",
+    "UndeliverableAddress",
+    "SuspectedFraud",
+    "Other",
+)
+REFUND_REASONS: tuple[str, ...] = (
+    "CustomerReturn",
+    "ItemNotReceived",
+    "ItemDamaged",
+    "NotAsDescribed",
+    "WrongItemSent",
+    "Cancellation",
+    "PriceAdjustment",
+    "Goodwill",
+    "Other",
+)
+
+# Marketplace statuses (case-insensitive) that the pull maps onto our model.
+_PENDING_MARKETPLACE = {"pending", "pendingpayment", "unpaid", "awaitingpayment"}
+_SHIPPED_MARKETPLACE = {"shipped", "dispatched", "delivered", "completed"}
+_CANCELLED_MARKETPLACE = {"cancelled", "canceled"}
+
+
+@dataclass(frozen=True)
+class ItemFigures:
+    """The counters of one order item that every rule reads."""
+
+    quantity: int
+    unit_price: Decimal
+    shipped: int = 0
+    cancelled: int = 0
+    refunded_quantity: int = 0
+    refunded_amount: Decimal = Decimal("0")
+
+    @property
+    def line_total(self) -> Decimal:
+        return self.unit_price * self.quantity
+
+    @property
+    def unshipped(self) -> int:
+        """Units neither shipped nor cancelled: what Confirm ships and Cancel may cancel."""
+        return max(0, self.quantity - self.cancelled - self.shipped)
+
+    @property
+    def refundable_amount(self) -> Decimal:
+        return max(Decimal("0"), self.line_total - self.refunded_amount)
+
+    @property
+    def refundable_quantity(self) -> int:
+        return max(0, self.quantity - self.refunded_quantity)
+
+
+def item_status(item: ItemFigures, *, order_pending: bool) -> str:
+    if item.cancelled >= item.quantity:
+        return CANCELLED
+    if item.line_total > 0 and item.refunded_amount >= item.line_total:
+        return REFUNDED
+    if order_pending:
+        return PENDING
+    if item.shipped == 0:
+        return UNSHIPPED
+    if item.shipped >= item.quantity - item.cancelled:
+        return SHIPPED
+    return PARTIALLY_SHIPPED
+
+
+def order_status(item_statuses: Sequence[str], *, pending: bool) -> str:
+    if not item_statuses:
+        return PENDING if pending else UNSHIPPED
+    if all(s == CANCELLED for s in item_statuses):
+        return CANCELLED
+    if all(s in (CANCELLED, REFUNDED) for s in item_statuses):
+        return REFUNDED
+    if pending:
+        return PENDING
+    to_ship = [s for s in item_statuses if s not in (CANCELLED, REFUNDED)]
+    if all(s == SHIPPED for s in to_ship):
+        return SHIPPED
+    if all(s == UNSHIPPED for s in to_ship):
+        return UNSHIPPED
+    return PARTIALLY_SHIPPED
+
+
+# ---------------------------------------------------------------- transitions (one message per refusal)
+
+
+def refuse_confirm(item: ItemFigures, *, order_pending: bool) -> str | None:
+    """Why Confirm (ship every unshipped unit) is refused for this item, or None when allowed."""
+    status = item_status(item, order_pending=order_pending)
+    if status == CANCELLED:
+        return "The item is Cancelled; a cancelled item cannot be confirmed."
+    if status == REFUNDED:
+        return "The item is fully Refunded; it cannot be confirmed."
+    if order_pending:
+        return "The order is Pending at the marketplace (payment not complete); it cannot be shipped yet."
+    if item.unshipped == 0:
+        return "The item is already Shipped; nothing is left to confirm."
+    return None
+
+
+def refuse_cancel(item: ItemFigures, quantity: int | None, *, order_pending: bool) -> str | None:
+    """Why cancelling `quantity` units (None: every unshipped unit) is refused, or None when allowed."""
+    status = item_status(item, order_pending=order_pending)
+    if status == CANCELLED:
+        return "The item is already Cancelled."
+    if item.unshipped == 0:
+        return "The item is Shipped; a shipped item cannot be cancelled (refund it instead)."
+    if quantity is not None and quantity > item.unshipped:
+        return f"Only {item.unshipped} unshipped unit(s) can be cancelled; {quantity} requested."
+    return None
+
+
+def refuse_refund(item: ItemFigures, quantity: int, amount: Decimal, *, order_pending: bool) -> str | None:
+    """Why refunding `amount` (for `quantity` returned units, 0 for none) is refused, or None when allowed."""
+    if order_pending:
+        return "The order is Pending at the marketplace; nothing has been paid, so nothing can be refunded."
+    if amount > item.refundable_amount:
+        return (
+            f"Refund of {_money(amount)} exceeds the {_money(item.refundable_amount)} still refundable on this item "
+            f"(paid {_money(item.line_total)}, already refunded {_money(item.refunded_amount)})."
+        )
+    if quantity > item.refundable_quantity:
+        return f"Only {item.refundable_quantity} unit(s) remain to refund; {quantity} requested."
+    if quantity > 0 and amount > item.unit_price * quantity:
+        units_price = _money(item.unit_price * quantity)
+        return f"Refund of {_money(amount)} exceeds the price of the {quantity} unit(s) returned ({units_price})."
+    return None
+
+
+def _money(value: Decimal) -> str:
+    """12.5 -> '12.50'; amounts with more decimals keep them."""
+    return f"{value:.2f}" if value == round(value, 2) else str(value.normalize())
+
+
+# ---------------------------------------------------------------- marketplace statuses
+
+
+def is_pending_at_marketplace(marketplace_status: str) -> bool:
+    return marketplace_status.strip().lower().replace("_", "") in _PENDING_MARKETPLACE
+
+
+def pulled_counters(item: ItemFigures, item_marketplace_status: str, order_marketplace_status: str) -> tuple[int, int]:
+    """(shipped, cancelled) after a pull. Counters only move forward: a marketplace that never heard of a
+    local confirm or cancel (P2) cannot undo it by reporting its older state."""
+    shipped, cancelled = item.shipped, item.cancelled
+    item_status_ = item_marketplace_status.strip().lower()
+    # A whole-order cancellation cancels every item; shipping is only believed per item, since an order
+    # reported Shipped may still hold items refunded or cancelled before shipment.
+    if item_status_ in _CANCELLED_MARKETPLACE or order_marketplace_status.strip().lower() in _CANCELLED_MARKETPLACE:
+        cancelled += item.unshipped
+    elif item_status_ in _SHIPPED_MARKETPLACE:
+        shipped += item.unshipped
+    return shipped, cancelled
+
+
+# ---------------------------------------------------------------- List cursor
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where a walk stands: the last key shown, the walk's high-water key and its filters' fingerprint."""
+
+    last_updated_at: datetime
+    last_id: str
+    high_water: datetime
+    fingerprint: str
+
+
+def filter_fingerprint(
+    order_ids: Iterable[str] | None,
+    statuses: Iterable[str] | None,
+    updated_since: datetime | None,
+    from_date: datetime | None,
+    to_date: datetime | None,
+) -> str:
+    canonical = orjson.dumps(
+        [
+            sorted(set(order_ids)) if order_ids is not None else None,
+            sorted(set(statuses)) if statuses is not None else None,
+            _stamp(updated_since) if updated_since else None,
+            _stamp(from_date) if from_date else None,
+            _stamp(to_date) if to_date else None,
+        ]
+    )
+    return hashlib.sha256(canonical).hexdigest()[:16]
+
+
+def encode_cursor(cursor: Cursor) -> str:
+    raw = orjson.dumps(
+        {
+            "u": _stamp(cursor.last_updated_at),
+            "i": cursor.last_id,
+            "h": _stamp(cursor.high_water),
+            "f": cursor.fingerprint,
+        }
+    )
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def decode_cursor(value: str) -> Cursor:
+    """Raises ValueError for anything that is not a cursor this service issued."""
+    try:
+        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+        data = orjson.loads(raw)
+        return Cursor(
+            last_updated_at=_unstamp(data["u"]),
+            last_id=str(data["i"]),
+            high_water=_unstamp(data["h"]),
+            fingerprint=str(data["f"]),
+        )
+    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
+        raise ValueError("not a cursor issued by this service") from exc
+
+
+def _stamp(value: datetime) -> int:
+    """Microseconds since the epoch: exact, so a key round-trips without losing its position."""
+    delta = value.astimezone(UTC) - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _unstamp(value: object) -> datetime:
+    if not isinstance(value, int):
+        raise ValueError("bad timestamp")
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=value)

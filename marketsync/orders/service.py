@@ -1,0 +1,630 @@
+"""Order use cases: ingest pulled orders, list/read, confirm/cancel/refund (with write-back), update.
+
+Every change moves the order's last-changed time (`updated_at`), and only a real change does.
+Writes validate the whole batch before applying anything; an invalid item raises ValidationFailed
+keyed `OrderItems[i].<Field>` and nothing is applied (the edge rolls the transaction back).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from marketsync.errors import NotFound, ValidationFailed
+from marketsync.jobs.service import enqueue
+from marketsync.kit.clock import iso
+from marketsync.kit.ids import new_id
+from marketsync.kit.requestid import current_request_id
+from marketsync.marketplaces.connector import MarketplaceOrder, MarketplaceOrderItem
+from marketsync.marketplaces.kinds import kind_of, marketplace_name
+from marketsync.models import MarketplaceConnection
+from marketsync.models.orders import Order, OrderItem, OrderRefundLine, OrderShipment
+from marketsync.orders import repository, rules, schemas
+from marketsync.runtime import Runtime
+
+log = structlog.get_logger("marketsync.orders")
+
+WRITE_BACK_JOB = "OrderWriteBack"
+# NextUpdatedSince overlaps the walk by this much: a change stamped just before the walk began but
+# committed after its first page is still found by the next walk.
+SETTLE = timedelta(seconds=60)
+ZERO = Decimal("0")
+
+
+def _touch(order: Order, now: datetime) -> None:
+    """Move the last-changed time forward, strictly, even if the clock has not moved."""
+    order.updated_at = max(now, order.updated_at + timedelta(microseconds=1))
+
+
+def _figures(item: OrderItem) -> rules.ItemFigures:
+    return rules.ItemFigures(
+        quantity=item.quantity,
+        unit_price=item.unit_price,
+        shipped=item.shipped_quantity,
+        cancelled=item.cancelled_quantity,
+        refunded_quantity=item.refunded_quantity,
+        refunded_amount=item.refunded_amount,
+    )
+
+
+def _recompute(order: Order, items: Sequence[OrderItem]) -> None:
+    pending = rules.is_pending_at_marketplace(order.marketplace_status)
+    for item in items:
+        item.status = rules.item_status(_figures(item), order_pending=pending)
+    order.status = rules.order_status([item.status for item in items], pending=pending)
+    order.items_total = sum((item.unit_price * item.quantity for item in items), ZERO)
+    order.refunded_total = sum((item.refunded_amount for item in items), ZERO)
+
+
+def _pending(order: Order) -> bool:
+    return rules.is_pending_at_marketplace(order.marketplace_status)
+
+
+# ---------------------------------------------------------------- ingestion (called by the OrderPull job)
+
+
+_ORDER_FIELDS = (
+    "marketplace_status",
+    "purchase_date",
+    "marketplace_changed_at",
+    "currency",
+    "shipping_total",
+    "tax_total",
+    "buyer_name",
+    "buyer_email",
+    "buyer_phone",
+    "ship_name",
+    "ship_line1",
+    "ship_line2",
+    "ship_city",
+    "ship_region",
+    "ship_postal_code",
+    "ship_country_code",
+    "ship_phone",
+)
+_ITEM_FIELDS = (
+    "sku",
+    "title",
+    "quantity",
+    "unit_price",
+    "marketplace_status",
+    "shipped_quantity",
+    "cancelled_quantity",
+)
+
+
+def _pulled_order_values(pulled: MarketplaceOrder) -> dict[str, Any]:
+    address = pulled.shipping_address
+    return {
+        "marketplace_status": pulled.status,
+        "purchase_date": pulled.purchase_date,
+        "marketplace_changed_at": pulled.changed_at,
+        "currency": pulled.currency.upper(),
+        "shipping_total": pulled.shipping_total,
+        "tax_total": pulled.tax_total,
+        "buyer_name": pulled.buyer_name,
+        "buyer_email": pulled.buyer_email,
+        "buyer_phone": pulled.buyer_phone,
+        "ship_name": address.name,
+        "ship_line1": address.line1,
+        "ship_line2": address.line2,
+        "ship_city": address.city,
+        "ship_region": address.region,
+        "ship_postal_code": address.postal_code,
+        "ship_country_code": address.country_code,
+        "ship_phone": address.phone,
+    }
+
+
+def _snapshot(obj: Any, names: Sequence[str]) -> tuple[Any, ...]:
+    return tuple(getattr(obj, name) for name in names)
+
+
+async def ingest_pulled_orders(
+    rt: Runtime, session: AsyncSession, connection: MarketplaceConnection, orders: list[MarketplaceOrder]
+) -> int:
+    """Upsert pulled orders by (account, connection, marketplace order id); return how many were NEW.
+
+    A changed order is updated and its last-changed time moves; an identical re-pull changes nothing.
+    Runs inside the caller's transaction (the OrderPull job fires OrdersDownloaded in the same one).
+    """
+    latest: dict[str, MarketplaceOrder] = {}
+    for pulled in orders:
+        latest[pulled.marketplace_order_id] = pulled  # a repeated order collapses to its last occurrence
+    now = rt.clock.now()
+    existing = await repository.orders_by_marketplace_ids(session, connection.account_id, connection.id, list(latest))
+    items_by_order = await repository.items_of_orders(session, [order.id for order in existing.values()])
+    new_count = 0
+    for marketplace_order_id, pulled in latest.items():
+        order = existing.get(marketplace_order_id)
+        if order is None:
+            _insert_pulled(session, connection, pulled, now)
+            new_count += 1
+        elif _merge_pulled(session, order, items_by_order.get(order.id, []), pulled):
+            _touch(order, now)
+    await session.flush()
+    log.info("orders_ingested", marketplace_id=connection.id, pulled=len(latest), new=new_count)
+    return new_count
+
+
+def _insert_pulled(
+    session: AsyncSession, connection: MarketplaceConnection, pulled: MarketplaceOrder, now: datetime
+) -> None:
+    order = Order(
+        id=new_id(),
+        account_id=connection.account_id,
+        marketplace_id=connection.id,
+        platform=connection.platform,
+        country=connection.country,
+        marketplace_order_id=pulled.marketplace_order_id,
+        external_reference=None,
+        created_at=now,
+        updated_at=now,
+        **_pulled_order_values(pulled),
+    )
+    items: list[OrderItem] = []
+    for position, pulled_item in enumerate(_distinct_items(pulled.items)):
+        item = _new_item(order, position, pulled_item)
+        shipped, cancelled = rules.pulled_counters(_figures(item), pulled_item.status, pulled.status)
+        item.shipped_quantity, item.cancelled_quantity = shipped, cancelled
+        items.append(item)
+    _recompute(order, items)
+    session.add(order)
+    session.add_all(items)
+
+
+def _distinct_items(items: Sequence[MarketplaceOrderItem]) -> list[MarketplaceOrderItem]:
+    latest = {item.marketplace_item_id: item for item in items}
+    return list(latest.values())
+
+
+def _new_item(order: Order, position: int, pulled: MarketplaceOrderItem) -> OrderItem:
+    return OrderItem(
+        id=new_id(),
+        order_id=order.id,
+        account_id=order.account_id,
+        position=position,
+        marketplace_item_id=pulled.marketplace_item_id,
+        sku=pulled.sku,
+        title=pulled.title,
+        quantity=pulled.quantity,
+        unit_price=pulled.unit_price,
+        status=rules.UNSHIPPED,
+        marketplace_status=pulled.status,
+        shipped_quantity=0,
+        cancelled_quantity=0,
+        refunded_quantity=0,
+        refunded_amount=ZERO,
+        cancel_reason=None,
+    )
+
+
+def _merge_pulled(session: AsyncSession, order: Order, items: list[OrderItem], pulled: MarketplaceOrder) -> bool:
+    """Apply a re-pulled order; True when anything stored actually changed."""
+    before = (
+        _snapshot(order, (*_ORDER_FIELDS, "status", "items_total")),
+        [_snapshot(item, (*_ITEM_FIELDS, "status")) for item in items],
+    )
+    for name, value in _pulled_order_values(pulled).items():
+        setattr(order, name, value)
+    by_marketplace_id = {item.marketplace_item_id: item for item in items}
+    for pulled_item in _distinct_items(pulled.items):
+        item = by_marketplace_id.get(pulled_item.marketplace_item_id)
+        if item is None:
+            item = _new_item(order, len(items), pulled_item)
+            items.append(item)
+            session.add(item)
+        item.sku, item.title, item.unit_price = pulled_item.sku, pulled_item.title, pulled_item.unit_price
+        item.quantity = max(pulled_item.quantity, item.shipped_quantity + item.cancelled_quantity)
+        item.marketplace_status = pulled_item.status
+        shipped, cancelled = rules.pulled_counters(_figures(item), pulled_item.status, pulled.status)
+        item.shipped_quantity, item.cancelled_quantity = shipped, cancelled
+    _recompute(order, items)
+    after = (
+        _snapshot(order, (*_ORDER_FIELDS, "status", "items_total")),
+        [_snapshot(item, (*_ITEM_FIELDS, "status")) for item in items],
+    )
+    return before != after
+
+
+# ---------------------------------------------------------------- reads
+
+
+@dataclass(frozen=True)
+class OrderPage:
+    orders: list[dict[str, Any]]
+    next_cursor: str | None
+    next_updated_since: datetime
+
+
+async def list_orders(
+    rt: Runtime, session: AsyncSession, account_id: str, request: schemas.ListOrdersRequest
+) -> OrderPage:
+    fingerprint = rules.filter_fingerprint(
+        request.ServiceOrderIDs, request.OrderStatuses, request.UpdatedSince, request.FromDate, request.ToDate
+    )
+    after: tuple[datetime, str] | None = None
+    if request.Cursor is None:
+        high_water = rt.clock.now()
+    else:
+        try:
+            cursor = rules.decode_cursor(request.Cursor)
+        except ValueError:
+            raise ValidationFailed(errors={"Cursor": ["Not a cursor issued by this service."]}) from None
+        if cursor.fingerprint != fingerprint:
+            raise ValidationFailed(
+                errors={
+                    "Cursor": [
+                        "This cursor belongs to a walk with other filters; send the same filters, "
+                        "or start a new walk without Cursor."
+                    ]
+                }
+            )
+        high_water, after = cursor.high_water, (cursor.last_updated_at, cursor.last_id)
+    lower_bounds = [d for d in (request.UpdatedSince, request.FromDate) if d is not None]
+    rows = await repository.page_of_orders(
+        session,
+        account_id,
+        order_ids=request.ServiceOrderIDs,
+        statuses=request.OrderStatuses,
+        changed_from=max(lower_bounds) if lower_bounds else None,
+        changed_to=request.ToDate,
+        after=after,
+        high_water=high_water,
+        limit=request.Limit + 1,
+    )
+    has_more = len(rows) > request.Limit
+    rows = rows[: request.Limit]
+    orders = await _shape(session, rows, include_customer=request.IncludeCustomerData)
+    next_cursor = None
+    if has_more:
+        last = rows[-1]
+        next_cursor = rules.encode_cursor(rules.Cursor(last.updated_at, last.id, high_water, fingerprint))
+    return OrderPage(orders, next_cursor, high_water - SETTLE)
+
+
+async def get_order(session: AsyncSession, account_id: str, order_id: str, *, include_customer: bool) -> dict[str, Any]:
+    row = await repository.order_row(session, account_id, order_id)
+    if row is None:
+        raise NotFound("No order with this id.")
+    return (await _shape(session, [row], include_customer=include_customer))[0]
+
+
+async def _shape(session: AsyncSession, rows: Sequence[Any], *, include_customer: bool) -> list[dict[str, Any]]:
+    items, shipments, refunds = await repository.children_of(session, rows)
+    return [
+        schemas.order_json(row, items[row.id], shipments[row.id], refunds[row.id], include_customer=include_customer)
+        for row in rows
+    ]
+
+
+# ---------------------------------------------------------------- writes
+
+
+@dataclass
+class _Batch:
+    """The orders and items one write request touches, loaded and locked."""
+
+    orders: dict[str, Order]
+    items: dict[str, OrderItem]
+    items_by_order: dict[str, list[OrderItem]]
+
+
+@dataclass
+class _WriteBack:
+    """What a write hands to the marketplaces: lines per connection that sends, warnings for the rest."""
+
+    lines: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    warnings: list[str] = field(default_factory=list)
+
+
+async def _load_batch(session: AsyncSession, account_id: str, item_ids: Sequence[str]) -> _Batch:
+    """Resolve every OrderItemId (unknown or repeated ones are 400s naming the item), lock their orders,
+    then read the items fresh under that lock."""
+    problems: dict[str, list[str]] = {}
+    order_of = await repository.order_ids_of_items(session, account_id, item_ids)
+    seen: set[str] = set()
+    for index, item_id in enumerate(item_ids):
+        if item_id not in order_of:
+            problems[f"OrderItems[{index}].OrderItemId"] = ["No order item with this id."]
+        elif item_id in seen:
+            problems[f"OrderItems[{index}].OrderItemId"] = ["This item appears more than once in the batch."]
+        seen.add(item_id)
+    if problems:
+        raise ValidationFailed(errors=problems)
+    orders = await repository.lock_orders(session, account_id, set(order_of.values()))
+    items_by_order = await repository.items_of_orders(session, list(orders))
+    items = {item.id: item for group in items_by_order.values() for item in group}
+    return _Batch(orders, items, items_by_order)
+
+
+async def _plan_write_back(
+    session: AsyncSession, account_id: str, orders: Sequence[Order], action: str
+) -> tuple[dict[str, MarketplaceConnection], list[str]]:
+    """Connections that will receive the change, and a warning for every platform that will not."""
+    connections = await repository.connections_by_id(session, account_id, {o.marketplace_id for o in orders})
+    sending: dict[str, MarketplaceConnection] = {}
+    warnings: list[str] = []
+    for marketplace_id in sorted({o.marketplace_id for o in orders}):
+        order = next(o for o in orders if o.marketplace_id == marketplace_id)
+        name = marketplace_name(order.platform, order.country)
+        connection = connections.get(marketplace_id)
+        if not kind_of(order.platform).order_write_back:
+            warnings.append(
+                f"{order.platform}: order changes are not sent to {name}; the {action} is stored in this service "
+                f"only. Apply it in {order.platform}'s own tools."
+            )
+        elif connection is None:
+            warnings.append(
+                f"{order.platform}: {name} is no longer connected; the {action} is stored in this service only. "
+                f"Apply it in {order.platform}'s own tools."
+            )
+        elif connection.state != "Active":
+            warnings.append(
+                f"{order.platform}: {name} is paused; the {action} is stored in this service only and is not sent. "
+                f"Apply it in {order.platform}'s own tools."
+            )
+        else:
+            sending[marketplace_id] = connection
+    return sending, warnings
+
+
+def _enqueue_write_backs(
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    action: str,
+    sending: dict[str, MarketplaceConnection],
+    lines_by_marketplace: dict[str, list[dict[str, Any]]],
+) -> list[str]:
+    job_ids = []
+    now = rt.clock.now()
+    for marketplace_id, lines in sorted(lines_by_marketplace.items()):
+        if marketplace_id not in sending or not lines:
+            continue
+        job = enqueue(
+            session,
+            now,
+            account_id,
+            WRITE_BACK_JOB,
+            {"MarketplaceId": marketplace_id, "Action": action, "Lines": lines},
+        )
+        job_ids.append(job.id)
+    return job_ids
+
+
+def _line(order: Order, item: OrderItem, action: str, details: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "Reference": item.id,
+        "MarketplaceOrderId": order.marketplace_order_id,
+        "MarketplaceItemId": item.marketplace_item_id,
+        "Action": action,
+        "Details": details,
+    }
+
+
+def _item_results(batch: _Batch, item_ids: Sequence[str]) -> list[dict[str, Any]]:
+    return [
+        {"OrderItemId": item_id, "ServiceOrderID": batch.items[item_id].order_id, "Status": batch.items[item_id].status}
+        for item_id in item_ids
+    ]
+
+
+def _finish(rt: Runtime, batch: _Batch, touched_orders: set[str]) -> None:
+    now = rt.clock.now()
+    for order_id in touched_orders:
+        order = batch.orders[order_id]
+        _recompute(order, batch.items_by_order[order_id])
+        _touch(order, now)
+
+
+async def confirm(
+    rt: Runtime, session: AsyncSession, account_id: str, request: schemas.ConfirmRequest
+) -> dict[str, Any]:
+    item_ids = [line.OrderItemId for line in request.OrderItems]
+    batch = await _load_batch(session, account_id, item_ids)
+    problems: dict[str, list[str]] = {}
+    for index, line in enumerate(request.OrderItems):
+        item = batch.items[line.OrderItemId]
+        refusal = rules.refuse_confirm(_figures(item), order_pending=_pending(batch.orders[item.order_id]))
+        if refusal:
+            problems[f"OrderItems[{index}].OrderItemId"] = [refusal]
+    if problems:
+        raise ValidationFailed(errors=problems)
+
+    now = rt.clock.now()
+    sending, warnings = await _plan_write_back(
+        session, account_id, [batch.orders[batch.items[i].order_id] for i in item_ids], "confirmation"
+    )
+    lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for line in request.OrderItems:
+        item = batch.items[line.OrderItemId]
+        order = batch.orders[item.order_id]
+        quantity = _figures(item).unshipped
+        ship_date = line.ShipDate or now
+        session.add(
+            OrderShipment(
+                id=new_id(),
+                order_id=order.id,
+                order_item_id=item.id,
+                quantity=quantity,
+                ship_date=ship_date,
+                carrier_code=line.CarrierCode,
+                carrier_name=line.CarrierName,
+                service_level=line.ServiceLevel,
+                tracking_number=line.TrackingNumber,
+                created_at=now,
+            )
+        )
+        item.shipped_quantity += quantity
+        lines[order.marketplace_id].append(
+            _line(
+                order,
+                item,
+                "Confirm",
+                {
+                    "Quantity": quantity,
+                    "ShipDate": iso(ship_date),
+                    "CarrierCode": line.CarrierCode,
+                    "CarrierName": line.CarrierName,
+                    "ServiceLevel": line.ServiceLevel,
+                    "TrackingNumber": line.TrackingNumber,
+                },
+            )
+        )
+    _finish(rt, batch, {batch.items[i].order_id for i in item_ids})
+    job_ids = _enqueue_write_backs(rt, session, account_id, "Confirm", sending, lines)
+    await session.flush()
+    log.info("orders_confirmed", items=len(item_ids), jobs=len(job_ids))
+    return {
+        "RequestId": current_request_id(),
+        "Warnings": warnings,
+        "JobIds": job_ids,
+        "Items": _item_results(batch, item_ids),
+    }
+
+
+async def cancel(rt: Runtime, session: AsyncSession, account_id: str, request: schemas.CancelRequest) -> dict[str, Any]:
+    item_ids = [line.OrderItemId for line in request.OrderItems]
+    batch = await _load_batch(session, account_id, item_ids)
+    problems: dict[str, list[str]] = {}
+    for index, line in enumerate(request.OrderItems):
+        item = batch.items[line.OrderItemId]
+        refusal = rules.refuse_cancel(
+            _figures(item), line.Quantity, order_pending=_pending(batch.orders[item.order_id])
+        )
+        if refusal:
+            key = "Quantity" if line.Quantity is not None and "unit(s)" in refusal else "OrderItemId"
+            problems[f"OrderItems[{index}].{key}"] = [refusal]
+    if problems:
+        raise ValidationFailed(errors=problems)
+
+    sending, warnings = await _plan_write_back(
+        session, account_id, [batch.orders[batch.items[i].order_id] for i in item_ids], "cancellation"
+    )
+    lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for line in request.OrderItems:
+        item = batch.items[line.OrderItemId]
+        order = batch.orders[item.order_id]
+        quantity = line.Quantity if line.Quantity is not None else _figures(item).unshipped
+        item.cancelled_quantity += quantity
+        item.cancel_reason = request.CancelReason
+        lines[order.marketplace_id].append(
+            _line(order, item, "Cancel", {"Quantity": quantity, "CancelReason": request.CancelReason})
+        )
+    _finish(rt, batch, {batch.items[i].order_id for i in item_ids})
+    job_ids = _enqueue_write_backs(rt, session, account_id, "Cancel", sending, lines)
+    await session.flush()
+    log.info("orders_cancelled", items=len(item_ids), jobs=len(job_ids))
+    return {
+        "RequestId": current_request_id(),
+        "Warnings": warnings,
+        "JobIds": job_ids,
+        "Items": _item_results(batch, item_ids),
+    }
+
+
+async def refund(rt: Runtime, session: AsyncSession, account_id: str, request: schemas.RefundRequest) -> dict[str, Any]:
+    item_ids = [line.OrderItemId for line in request.OrderItems]
+    batch = await _load_batch(session, account_id, item_ids)
+    problems: dict[str, list[str]] = {}
+    for index, line in enumerate(request.OrderItems):
+        item = batch.items[line.OrderItemId]
+        order = batch.orders[item.order_id]
+        if order.currency != request.Currency:
+            problems.setdefault("Currency", []).append(
+                f"OrderItems[{index}] belongs to an order in {order.currency}; "
+                "a refund is made in the order's currency."
+            )
+            continue
+        refusal = rules.refuse_refund(_figures(item), line.Quantity, line.Amount, order_pending=_pending(order))
+        if refusal:
+            key = "Quantity" if "unit(s) remain" in refusal else "Amount"
+            problems[f"OrderItems[{index}].{key}"] = [refusal]
+    if problems:
+        raise ValidationFailed(errors=problems)
+
+    now = rt.clock.now()
+    sending, warnings = await _plan_write_back(
+        session, account_id, [batch.orders[batch.items[i].order_id] for i in item_ids], "refund"
+    )
+    refund_ids: dict[str, str] = {}
+    refund_amounts: dict[str, Decimal] = defaultdict(lambda: ZERO)
+    lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for line in request.OrderItems:
+        item = batch.items[line.OrderItemId]
+        order = batch.orders[item.order_id]
+        refund_id = refund_ids.setdefault(order.id, new_id())
+        refund_amounts[order.id] += line.Amount
+        session.add(
+            OrderRefundLine(
+                id=new_id(),
+                refund_id=refund_id,
+                order_id=order.id,
+                order_item_id=item.id,
+                quantity=line.Quantity,
+                amount=line.Amount,
+                reason=request.Reason,
+                currency=request.Currency,
+                created_at=now,
+            )
+        )
+        item.refunded_quantity += line.Quantity
+        item.refunded_amount += line.Amount
+        lines[order.marketplace_id].append(
+            _line(
+                order,
+                item,
+                "Refund",
+                {
+                    "RefundId": refund_id,
+                    "Reason": request.Reason,
+                    "Currency": request.Currency,
+                    "Amount": str(line.Amount),
+                    "Quantity": line.Quantity,
+                },
+            )
+        )
+    _finish(rt, batch, set(refund_ids))
+    job_ids = _enqueue_write_backs(rt, session, account_id, "Refund", sending, lines)
+    await session.flush()
+    log.info("orders_refunded", items=len(item_ids), refunds=len(refund_ids), jobs=len(job_ids))
+    return {
+        "RequestId": current_request_id(),
+        "Warnings": warnings,
+        "JobIds": job_ids,
+        "Items": _item_results(batch, item_ids),
+        "Refunds": [
+            {
+                "RefundId": refund_id,
+                "ServiceOrderID": order_id,
+                "Amount": refund_amounts[order_id],
+                "Currency": request.Currency,
+            }
+            for order_id, refund_id in refund_ids.items()
+        ],
+    }
+
+
+async def update(rt: Runtime, session: AsyncSession, account_id: str, request: schemas.UpdateRequest) -> dict[str, Any]:
+    """Attach the caller's external reference: local bookkeeping, nothing is sent to a marketplace."""
+    order = (await repository.lock_orders(session, account_id, [request.ServiceOrderID])).get(request.ServiceOrderID)
+    if order is None:
+        raise NotFound("No order with this id.")
+    if order.external_reference != request.ExternalReference:
+        order.external_reference = request.ExternalReference
+        _touch(order, rt.clock.now())
+    await session.flush()
+    return {
+        "RequestId": current_request_id(),
+        "Warnings": [],
+        "ServiceOrderID": order.id,
+        "ExternalReference": order.external_reference,
+    }

@@ -1,0 +1,169 @@
+"""POST /api/product-types/Search and GET /api/product-types/Schema; taxonomy re-import."""
+
+from __future__ import annotations
+
+import httpx
+
+from marketsync.catalog import taxonomy
+from marketsync.runtime import Runtime
+from tests.catalog.support import TEST_SIZE, anchor_id, counts, create, create_payload, load_taxonomies, schema
+from tests.support.factories import Tenant, make_connection, make_tenant, problem
+
+
+async def _search(api: httpx.AsyncClient, tenant: Tenant, platform: str, **fields: object) -> httpx.Response:
+    return await api.post(
+        "/api/product-types/Search",
+        json={"MarketplaceId": tenant.marketplace(platform).id, **fields},
+        headers=tenant.headers,
+    )
+
+
+async def test_search_returns_leaves_only_and_walks_the_tree_without_text(rt: Runtime, api: httpx.AsyncClient) -> None:
+    await load_taxonomies(rt, ("P1",))
+    tenant = await make_tenant(rt, api, scopes=("InventoryRead",), marketplaces=(("P1", "UK"),))
+    generated = taxonomy.generate("P1", 1, TEST_SIZE)
+    leaves = generated.leaves
+
+    first = await _search(api, tenant, "P1")
+    assert first.status_code == 200, first.text
+    body = first.json()
+    assert set(body) == {"ProductTypes", "TotalCount"}
+    assert body["TotalCount"] == len(leaves)
+    assert len(body["ProductTypes"]) == 50  # default Limit
+    assert [p["CategoryId"] for p in body["ProductTypes"]] == [c.category_id for c in leaves[:50]]
+    assert set(body["ProductTypes"][0]) == {"CategoryId", "Title", "Path"}
+
+    seen: list[str] = []
+    offset = 0
+    while offset < body["TotalCount"]:
+        page = (await _search(api, tenant, "P1", Limit=200, Offset=offset)).json()
+        assert len(page["ProductTypes"]) <= 200
+        seen.extend(p["CategoryId"] for p in page["ProductTypes"])
+        offset += 200
+    assert seen == [c.category_id for c in leaves]
+    inner = {c.category_id for c in generated.categories if not c.is_leaf}
+    assert not inner & set(seen)
+
+
+async def test_search_text_is_case_insensitive_on_the_name_and_a_number_matches_the_id(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    await load_taxonomies(rt, ("P1",))
+    tenant = await make_tenant(rt, api, scopes=("InventoryRead",), marketplaces=(("P1", "UK"),))
+    leaves = taxonomy.generate("P1", 1, TEST_SIZE).leaves
+
+    body = (await _search(api, tenant, "P1", SearchText="t-SHIRTS")).json()
+    expected = [c.category_id for c in leaves if "t-shirts" in c.name.lower()]
+    assert [p["CategoryId"] for p in body["ProductTypes"]] == expected
+    assert body["TotalCount"] == len(expected) >= 2
+    tee = next(p for p in body["ProductTypes"] if p["CategoryId"] == anchor_id("P1", "T-Shirts"))
+    assert tee == {
+        "CategoryId": "9007199254740993",  # beyond 2**53, exact as a string
+        "Title": "T-Shirts",
+        "Path": "Clothing, Shoes & Accessories > Men's Clothing > Tops & Shirts > T-Shirts",
+    }
+
+    by_id = (await _search(api, tenant, "P1", SearchText="9007199254740993")).json()
+    assert [p["CategoryId"] for p in by_id["ProductTypes"]] == ["9007199254740993"]
+    assert (await _search(api, tenant, "P1", SearchText="100%_")).json()["TotalCount"] == 0  # wildcards are literal
+    paged = (await _search(api, tenant, "P1", SearchText="s", Limit=3, Offset=2)).json()
+    everything = [c.category_id for c in leaves if "s" in c.name.lower()]
+    assert paged["TotalCount"] == len(everything)
+    assert [p["CategoryId"] for p in paged["ProductTypes"]] == everything[2:5]
+
+
+async def test_search_limits_and_marketplace_scoping(rt: Runtime, api: httpx.AsyncClient) -> None:
+    await load_taxonomies(rt, ("P1", "P2"))
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P2", "DE")))
+    other = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    for fields, key in (({"Limit": 201}, "Limit"), ({"Limit": 0}, "Limit"), ({"Offset": -1}, "Offset")):
+        response = await _search(api, tenant, "P1", **fields)
+        assert response.status_code == 400
+        assert set(problem(response)["errors"]) == {key}
+    missing = await api.post("/api/product-types/Search", json={}, headers=tenant.headers)
+    assert set(problem(missing)["errors"]) == {"MarketplaceId"}
+
+    foreign = await api.post(
+        "/api/product-types/Search", json={"MarketplaceId": other.marketplace("P1").id}, headers=tenant.headers
+    )
+    assert foreign.status_code == 404
+    paused = await make_connection(rt, tenant.account_id, "P3", "US", state="Paused")
+    response = await api.post("/api/product-types/Search", json={"MarketplaceId": paused.id}, headers=tenant.headers)
+    assert response.status_code == 404
+
+    # Each marketplace sees its own kind's taxonomy.
+    p2 = (await _search(api, tenant, "P2", SearchText="T-Shirts")).json()
+    assert anchor_id("P2", "T-Shirts") in [p["CategoryId"] for p in p2["ProductTypes"]]
+    assert anchor_id("P1", "T-Shirts") not in [p["CategoryId"] for p in p2["ProductTypes"]]
+
+    writer_only = await make_tenant(rt, api, scopes=("InventoryWrite",), marketplaces=(("P1", "UK"),))
+    assert (await _search(api, writer_only, "P1")).status_code == 403
+
+
+async def test_schema_has_every_field_and_only_what_the_api_can_carry(rt: Runtime, api: httpx.AsyncClient) -> None:
+    await load_taxonomies(rt, ("P1",))
+    tenant = await make_tenant(rt, api, scopes=("InventoryRead",), marketplaces=(("P1", "UK"),))
+    body = await schema(api, tenant, "P1", anchor_id("P1", "T-Shirts"))
+    assert set(body) == {
+        "ProductTypeViewId",
+        "CategoryId",
+        "CategoryPath",
+        "ProductTypeCode",
+        "SchemaVersion",
+        "Attributes",
+    }
+    assert body["CategoryId"] == "9007199254740993"
+    assert body["CategoryPath"].endswith("> T-Shirts")
+    assert body["ProductTypeCode"] == "SHIRT"
+    codes = {a["Code"]: a for a in body["Attributes"]}
+    assert "VariationTheme" not in codes  # managed in the app
+    assert "Images" not in codes  # required, but the API cannot carry it
+    assert set(codes["Size"]) == {"Code", "Title", "Type", "IsRequired", "AllowedValues", "AllowsCustomValues"}
+    assert codes["Size"]["IsRequired"] is True and codes["Size"]["AllowsCustomValues"] is False
+    assert [v["Value"] for v in codes["Size"]["AllowedValues"]] == ["XS", "S", "M", "L", "XL", "XXL"]
+    assert codes["Brand"]["AllowsCustomValues"] is True and codes["Brand"]["AllowedValues"]
+    assert {a["Type"] for a in body["Attributes"]} == {"Text", "Integer", "Decimal", "Date", "Boolean"}
+
+    kids = await schema(api, tenant, "P1", anchor_id("P1", "Kids' T-Shirts"))
+    kid_sizes = next(a for a in kids["Attributes"] if a["Code"] == "Size")
+    assert [v["Value"] for v in kid_sizes["AllowedValues"]] == ["XXS", "XS", "S"]  # narrowed per category
+
+    params = {"marketplaceId": tenant.marketplace("P1").id, "categoryId": "424242"}
+    assert (await api.get("/api/product-types/Schema", params=params, headers=tenant.headers)).status_code == 404
+    inner = next(c for c in taxonomy.generate("P1", 1, TEST_SIZE).categories if not c.is_leaf)
+    params["categoryId"] = inner.category_id
+    response = await api.get("/api/product-types/Schema", params=params, headers=tenant.headers)
+    assert response.status_code == 400 and set(problem(response)["errors"]) == {"categoryId"}
+    response = await api.get("/api/product-types/Schema", params={"categoryId": "1"}, headers=tenant.headers)
+    assert response.status_code == 400 and set(problem(response)["errors"]) == {"marketplaceId"}
+
+
+async def test_reimport_changes_view_ids_of_changed_schemas_and_create_refuses_the_old_one(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    first = await load_taxonomies(rt, ("P2",))
+    tenant = await make_tenant(rt, api, marketplaces=(("P2", "DE"),))
+    old_tee = await schema(api, tenant, "P2", anchor_id("P2", "T-Shirts"))
+    old_phone = await schema(api, tenant, "P2", anchor_id("P2", "Smartphones"))
+    stale = await create_payload(api, tenant, "P2", "T-Shirts", "TEE-1")
+
+    again = await load_taxonomies(rt, ("P2",))
+    assert again[0].unchanged and again[0].sequence == first[0].sequence  # same content: a no-op
+
+    second = await load_taxonomies(rt, ("P2",), revision=2)
+    assert not second[0].unchanged and second[0].changed >= 1 and second[0].sequence == first[0].sequence + 1
+    new_tee = await schema(api, tenant, "P2", anchor_id("P2", "T-Shirts"))
+    assert new_tee["ProductTypeViewId"] != old_tee["ProductTypeViewId"]
+    assert new_tee["SchemaVersion"] != old_tee["SchemaVersion"]
+    assert "SeasonCode" in {a["Code"] for a in new_tee["Attributes"]}
+    new_phone = await schema(api, tenant, "P2", anchor_id("P2", "Smartphones"))
+    assert new_phone["ProductTypeViewId"] == old_phone["ProductTypeViewId"]  # unchanged content keeps its id
+    assert new_phone["SchemaVersion"] == old_phone["SchemaVersion"]
+
+    response = await create(api, tenant, stale)
+    assert response.status_code == 400
+    errors = problem(response)["errors"]
+    assert set(errors) == {"ProductTypeViewId"} and "Superseded" in errors["ProductTypeViewId"][0]
+    assert await counts(rt, tenant.account_id) == (0, 0, 0)
+    fresh = await create(api, tenant, {**stale, "ProductTypeViewId": new_tee["ProductTypeViewId"]})
+    assert fresh.status_code == 200, fresh.text

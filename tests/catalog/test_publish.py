@@ -1,0 +1,125 @@
+"""Publishing: the ListingPublish job against the sandbox marketplaces, its events and the listings map."""
+
+from __future__ import annotations
+
+import httpx
+from sqlalchemy import select
+
+from marketsync.marketplaces.sandbox import state as sandbox_state
+from marketsync.models import Listing
+from marketsync.runtime import Runtime
+from tests.catalog.support import create, create_payload, events_of, load_taxonomies, run_jobs
+from tests.support.factories import Tenant, make_tenant
+
+
+async def _tenant(rt: Runtime, api: httpx.AsyncClient) -> Tenant:
+    await load_taxonomies(rt, ("P2",))
+    return await make_tenant(rt, api, marketplaces=(("P2", "DE"),))
+
+
+async def _listings(rt: Runtime, account_id: str) -> list[Listing]:
+    async with rt.db.read() as session:
+        return list((await session.execute(select(Listing).where(Listing.account_id == account_id))).scalars())
+
+
+async def test_publish_fills_the_listings_map_and_fires_listing_published(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await _tenant(rt, api)
+    payload = await create_payload(api, tenant, "P2", "Smartphones", "PHONE-1", Quantity=2)
+    created = (await create(api, tenant, payload)).json()
+    await run_jobs(rt)
+
+    job = (await api.get(f"/api/jobs/{created['JobId']}", headers=tenant.headers)).json()
+    assert job["Status"] == "Completed" and job["IsSuccessful"] is True
+    assert (job["ProgressDone"], job["ProgressTotal"]) == (1, 1)
+    [listing] = await _listings(rt, tenant.account_id)
+    assert listing.status == "Live" and listing.journey_id is None
+    assert listing.listing_id and listing.external_sku and listing.listing_url
+    assert await events_of(rt, tenant.account_id, "ListingPublished") == [
+        {
+            "JourneyId": created["JobId"],
+            "UserPlatformId": tenant.marketplace("P2").id,
+            "PublishedCount": 1,
+            "FailedCount": 0,
+        }
+    ]
+    assert await events_of(rt, tenant.account_id, "FeedOutcome") == []  # a clean feed is silent
+
+    product = await api.get("/api/products/PHONE-1", headers=tenant.headers)
+    if product.status_code == 200:  # the inventory read shows the listings map
+        [entry] = product.json()["Product"]["Listings"]
+        assert entry["ListingId"] == listing.listing_id
+
+    revised = (await create(api, tenant, payload)).json()
+    assert revised["ListingAction"] == "Revise" and revised["ExistingListingId"] == listing.listing_id
+    await run_jobs(rt)
+    [again] = await _listings(rt, tenant.account_id)
+    assert again.listing_id == listing.listing_id  # revised in place, not a second listing
+
+
+async def test_item_rejection_for_an_off_api_requirement_raises_feed_outcome(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant = await _tenant(rt, api)
+    payload = await create_payload(api, tenant, "P2", "T-Shirts", "TEE-1")
+    created = await create(api, tenant, payload)
+    assert created.json()["Warnings"]
+    await run_jobs(rt)
+    [listing] = await _listings(rt, tenant.account_id)
+    assert listing.status == "Rejected" and listing.listing_id is None
+    assert listing.last_error and "Images" in listing.last_error
+    published = await events_of(rt, tenant.account_id, "ListingPublished")
+    assert [(e["PublishedCount"], e["FailedCount"]) for e in published] == [(0, 1)]
+    [outcome] = await events_of(rt, tenant.account_id, "FeedOutcome")
+    assert outcome["FeedKind"] == "Product listing"
+    assert outcome["Outcome"] == "ProcessedWithErrors"
+    assert outcome["FailedCount"] == 1
+    assert outcome["UserPlatformId"] == tenant.marketplace("P2").id
+
+
+async def test_a_rejected_feed_raises_feed_outcome_rejected(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await _tenant(rt, api)
+    connection = tenant.marketplace("P2")
+    async with rt.db.transaction() as session:
+        seller = await sandbox_state.ensure_seller(session, connection.id, "P2", "DE", rt.clock.now())
+        sandbox_state.set_feed_fault(seller, "reject")
+    payload = await create_payload(api, tenant, "P2", "Smartphones", "PHONE-1")
+    assert (await create(api, tenant, payload)).status_code == 200
+    await run_jobs(rt)
+    [listing] = await _listings(rt, tenant.account_id)
+    assert listing.status == "Rejected" and listing.listing_id is None
+    [outcome] = await events_of(rt, tenant.account_id, "FeedOutcome")
+    assert (outcome["Outcome"], outcome["FeedKind"], outcome["FailedCount"]) == ("Rejected", "Product listing", 1)
+    published = await events_of(rt, tenant.account_id, "ListingPublished")
+    assert [(e["PublishedCount"], e["FailedCount"]) for e in published] == [(0, 1)]
+
+
+async def test_a_recovered_publish_run_records_nothing_twice(rt: Runtime, api: httpx.AsyncClient) -> None:
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from marketsync.catalog import service
+    from marketsync.jobs.run import JobRun
+    from marketsync.models import Job
+
+    tenant = await _tenant(rt, api)
+    payload = await create_payload(api, tenant, "P2", "Smartphones", "PHONE-1")
+    created = (await create(api, tenant, payload)).json()
+    async with rt.db.read() as session:
+        original = dict((await session.get(Job, created["JobId"])).payload)  # type: ignore[union-attr]
+    await run_jobs(rt)
+    [listing] = await _listings(rt, tenant.account_id)
+
+    # A worker that died after recording the outcome but before finishing the job: another one reruns it.
+    now = rt.clock.now()
+    async with rt.db.transaction() as session:
+        await session.execute(
+            update(Job)
+            .where(Job.id == created["JobId"])
+            .values(status="InProcess", lease_owner="w2", lease_expires_at=now + timedelta(seconds=30))
+        )
+    rerun = JobRun(rt, created["JobId"], tenant.account_id, "ListingPublish", original, 1, "w2")
+    await service.publish_journey(rt, rerun)
+    assert len(await events_of(rt, tenant.account_id, "ListingPublished")) == 1
+    [same] = await _listings(rt, tenant.account_id)
+    assert same.listing_id == listing.listing_id

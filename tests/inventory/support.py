@@ -1,0 +1,147 @@
+"""Helpers of the catalogue tests: products and listings straight into the database, pushes over HTTP."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import httpx
+from sqlalchemy import select, text
+
+from marketsync.kit import jsonio
+from marketsync.kit.ids import new_id
+from marketsync.models import Event, Job, Listing, Product
+from marketsync.runtime import Runtime
+from tests.support.factories import Tenant
+
+PUSH = "/api/inventory/price-quantity"
+
+
+async def add_products(
+    rt: Runtime,
+    account_id: str,
+    specs: list[tuple[str, Decimal | str | None, int]],
+    modified_at: datetime | None = None,
+) -> dict[str, str]:
+    """Products (sku, price, quantity), one microsecond apart like every real writer; returns sku -> id."""
+    base = modified_at or rt.clock.now() - timedelta(days=1)
+    ids: dict[str, str] = {}
+    async with rt.db.transaction() as session:
+        for index, (sku, price, quantity) in enumerate(specs):
+            product = Product(
+                id=new_id(),
+                account_id=account_id,
+                sku=sku,
+                sku_lower=sku.lower(),
+                price=Decimal(price) if price is not None else None,
+                quantity=quantity,
+                title=f"Product {sku}",
+                modified_at=base + timedelta(microseconds=index),
+                created_at=base,
+            )
+            session.add(product)
+            ids[sku] = product.id
+    return ids
+
+
+async def add_listing(
+    rt: Runtime,
+    account_id: str,
+    product_id: str,
+    marketplace_id: str,
+    *,
+    listing_id: str | None = "L-1",
+    status: str = "Live",
+) -> None:
+    now = rt.clock.now()
+    async with rt.db.transaction() as session:
+        session.add(
+            Listing(
+                id=new_id(),
+                account_id=account_id,
+                product_id=product_id,
+                marketplace_id=marketplace_id,
+                listing_id=listing_id,
+                external_sku=f"EXT-{listing_id}" if listing_id else None,
+                listing_url=f"https://listings.example/{listing_id}" if listing_id else None,
+                category_id=None,
+                attributes={},
+                status=status,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+
+
+async def stored(rt: Runtime, account_id: str) -> dict[str, tuple[Decimal | None, int, datetime]]:
+    async with rt.db.read() as session:
+        rows = (await session.execute(select(Product).where(Product.account_id == account_id))).scalars().all()
+        return {row.sku: (row.price, row.quantity, row.modified_at) for row in rows}
+
+
+async def inventory_events(rt: Runtime, account_id: str) -> list[Event]:
+    """InventoryChanged events in the order the changes happened (occurred_at is taken under the row locks)."""
+    async with rt.db.read() as session:
+        result = await session.execute(
+            select(Event)
+            .where(Event.account_id == account_id, Event.type == "InventoryChanged")
+            .order_by(Event.occurred_at, Event.id)
+        )
+        return list(result.scalars().all())
+
+
+def payloads(events: list[Event]) -> list[dict[str, Any]]:
+    return [jsonio.loads(event.body) for event in events]
+
+
+async def jobs_of(rt: Runtime, account_id: str) -> list[Job]:
+    async with rt.db.read() as session:
+        result = await session.execute(select(Job).where(Job.account_id == account_id).order_by(Job.id))
+        return list(result.scalars().all())
+
+
+async def push(api: httpx.AsyncClient, tenant: Tenant, items: list[dict[str, Any]], **extra: Any) -> httpx.Response:
+    return await api.post(PUSH, json={"Items": items, **extra}, headers=tenant.headers)
+
+
+async def push_ok(api: httpx.AsyncClient, tenant: Tenant, items: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    response = await push(api, tenant, items, **extra)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def install_failure_trigger(rt: Runtime, sku: str) -> None:
+    """Make any UPDATE of this SKU fail inside the database (a real per-row write failure)."""
+    async with rt.db.transaction() as session:
+        if rt.db.is_sqlite:
+            await session.execute(
+                text(
+                    "CREATE TRIGGER inventory_test_fail BEFORE UPDATE ON products "
+                    f"WHEN NEW.sku = '{sku}' BEGIN SELECT RAISE(ABORT, 'forced failure'); END"
+                )
+            )
+        else:
+            await session.execute(
+                text(
+                    "CREATE OR REPLACE FUNCTION inventory_test_fail() RETURNS trigger AS $$ BEGIN "
+                    f"IF NEW.sku = '{sku}' THEN RAISE EXCEPTION 'forced failure'; END IF; RETURN NEW; END $$ "
+                    "LANGUAGE plpgsql"
+                )
+            )
+            await session.execute(
+                text(
+                    "CREATE TRIGGER inventory_test_fail BEFORE UPDATE ON products "
+                    "FOR EACH ROW EXECUTE FUNCTION inventory_test_fail()"
+                )
+            )
+
+
+async def drop_failure_trigger(rt: Runtime) -> None:
+    async with rt.db.transaction() as session:
+        if rt.db.is_sqlite:
+            await session.execute(text("DROP TRIGGER IF EXISTS inventory_test_fail"))
+        else:
+            await session.execute(text("DROP TRIGGER IF EXISTS inventory_test_fail ON products"))
+            await session.execute(text("DROP FUNCTION IF EXISTS inventory_test_fail()"))

@@ -1,0 +1,162 @@
+"""File import (channel FileImport) and the Data Flow command: the service, then the real CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import httpx
+import pytest
+
+from marketsync.errors import NotFound, ValidationFailed
+from marketsync.inventory import service
+from marketsync.runtime import Runtime
+from tests.conftest import TEST_ENCRYPTION_KEYS, TEST_HASH_KEY
+from tests.inventory.support import add_listing, add_products, inventory_events, jobs_of, payloads, stored
+from tests.support.factories import make_tenant
+
+
+def write_csv(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+async def test_import_applies_good_rows_and_reports_bad_ones(
+    rt: Runtime, api: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    ids = await add_products(
+        rt, tenant.account_id, [("A", "1.00", 1), ("B", "2.00", 2), ("C", "3.00", 3), ("dup", "1", 1), ("DUP", "1", 1)]
+    )
+    await add_listing(rt, tenant.account_id, ids["A"], tenant.marketplace("P1").id)
+    csv_file = write_csv(
+        tmp_path / "stock.csv",
+        [
+            "\ufeffSku,Price,Quantity",
+            "A,1.10,",  # line 2: price only
+            "B,abc,5",  # line 3: bad price, whole row refused
+            "C,,-4",  # line 4: negative quantity
+            "MISSING,1,1",  # line 5
+            "Dup,1,2",  # line 6: ambiguous
+            "",  # blank line skipped
+            "B,2.00,2",  # line 8: equal: unchanged
+            ",1,1",  # line 9: no SKU
+            "C,3.00001,3",  # line 10: five decimals
+            "C,,0",  # line 11: quantity zero
+        ],
+    )
+
+    report = await service.import_inventory_file(rt, tenant.account_id, csv_file)
+
+    assert report.rows == 9
+    assert report.counts == {"Updated": 2, "Unchanged": 1, "NotFound": 1, "Ambiguous": 1, "Failed": 0}
+    assert report.invalid == 4
+    assert [(e.line, e.sku) for e in report.errors] == [
+        (3, "B"),
+        (4, "C"),
+        (5, "MISSING"),
+        (6, "Dup"),
+        (9, None),
+        (10, "C"),
+    ]
+    assert "Price" in report.errors[0].message and "Quantity" in report.errors[1].message
+    after = await stored(rt, tenant.account_id)
+    assert after["A"][:2] == (Decimal("1.10"), 1)
+    assert after["B"][:2] == (Decimal("2.00"), 2)
+    assert after["C"][:2] == (Decimal("3.00"), 0)
+    [event] = payloads(await inventory_events(rt, tenant.account_id))
+    assert event["source"] == {"writer": "MerchantPush", "channel": "FileImport", "userPlatformId": None}
+    assert event["changed"] == [
+        {"sku": "A", "price": 1.1, "quantity": None},
+        {"sku": "C", "price": None, "quantity": 0},
+    ]
+    assert len(report.job_ids) == 1 and [j.id for j in await jobs_of(rt, tenant.account_id)] == report.job_ids
+    assert report.events == 1
+
+
+async def test_import_yields_one_event_per_batch_of_500(rt: Runtime, api: httpx.AsyncClient, tmp_path: Path) -> None:
+    tenant = await make_tenant(rt, api)
+    skus = [f"BULK-{i:05d}" for i in range(1_200)]
+    await add_products(rt, tenant.account_id, [(sku, "1", 0) for sku in skus])
+    csv_file = write_csv(tmp_path / "bulk.csv", ["Sku,Quantity"] + [f"{sku},{i % 7 + 1}" for i, sku in enumerate(skus)])
+    progressed: list[int] = []
+
+    report = await service.import_inventory_file(rt, tenant.account_id, csv_file, on_progress=progressed.append)
+
+    assert report.counts["Updated"] == 1_200 and report.errors == []
+    events = payloads(await inventory_events(rt, tenant.account_id))
+    assert [e["totalChanged"] for e in events] == [500, 500, 200]
+    assert sum(progressed) == 1_200
+
+
+async def run_cli(rt: Runtime, *args: str) -> tuple[int, str, str]:
+    env = {
+        **os.environ,
+        "MARKETSYNC_DATABASE_URL": rt.settings.database_url,
+        "MARKETSYNC_VAR_DIR": str(rt.settings.var_dir),
+        "MARKETSYNC_ENCRYPTION_KEYS": TEST_ENCRYPTION_KEYS,
+        "MARKETSYNC_SECRET_HASH_KEY": TEST_HASH_KEY,
+        "MARKETSYNC_LOG_LEVEL": "WARNING",
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "marketsync",
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_dataflow_set_validates(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api)
+    async with rt.db.transaction() as session:
+        with pytest.raises(ValidationFailed) as bad:
+            await service.set_data_owner(rt, session, tenant.account_id, "Colour", "Everyone")
+        assert set(bad.value.errors) == {"Kind", "Owner"}
+        with pytest.raises(NotFound):
+            await service.set_data_owner(rt, session, "01J00000000000000000000000", "Price", "Merchant")
+        assert await service.data_owner(session, tenant.account_id, "Price") == "Marketplace", "default until set"
+
+
+async def test_cli_dataflow_set_and_import(rt: Runtime, api: httpx.AsyncClient, tmp_path: Path) -> None:
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("CLI-1", "1", 1)])
+
+    code, out, err = await run_cli(
+        rt,
+        "admin",
+        "dataflow",
+        "set",
+        "--account",
+        tenant.account_id,
+        "--kind",
+        "Price",
+        "--owner",
+        "Merchant",
+        "--json",
+    )
+    assert code == 0, err
+    assert json.loads(out) == {"AccountId": tenant.account_id, "Kind": "Price", "Owner": "Merchant"}
+    async with rt.db.read() as session:
+        assert await service.data_owners(session, tenant.account_id) == {"Price": "Merchant", "Stock": "Marketplace"}
+
+    csv_file = write_csv(tmp_path / "cli.csv", ["Sku,Price,Quantity", "CLI-1,2.50,8", "GHOST,1,1"])
+    code, out, err = await run_cli(
+        rt, "admin", "import-inventory", "--account", tenant.account_id, str(csv_file), "--json"
+    )
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["Rows"], result["Updated"], result["NotFound"], result["Events"]) == (2, 1, 1, 1)
+    assert result["Errors"] == [{"Line": 3, "Sku": "GHOST", "Error": "No product carries this SKU."}]
+    assert len(result["Warnings"]) == 1 and "Stock" in result["Warnings"][0]
+    assert "importing" in err, "the progress bar goes to stderr"
+    assert (await stored(rt, tenant.account_id))["CLI-1"][:2] == (Decimal("2.50"), 8)

@@ -1,0 +1,101 @@
+"""Order test factories: MarketplaceOrder values built with keyword defaults, and ingestion helpers."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import httpx
+
+from marketsync.marketplaces.connector import MarketplaceOrder, MarketplaceOrderItem, PostalAddress
+from marketsync.models import MarketplaceConnection
+from marketsync.orders import service
+from marketsync.runtime import Runtime
+
+_sequence = itertools.count(1)
+BUYER_NAME = "Ada Lovelace-Byron"
+BUYER_EMAIL = "ada.buyer@example.test"
+BUYER_PHONE = "+44 20 7946 0001"
+STREET = "12 Analytical Engine Row"
+
+
+def pulled_item(
+    *,
+    item_id: str | None = None,
+    sku: str = "SKU-1",
+    quantity: int = 2,
+    unit_price: str = "10.00",
+    status: str = "Unshipped",
+    title: str = "Widget",
+) -> MarketplaceOrderItem:
+    return MarketplaceOrderItem(
+        marketplace_item_id=item_id or f"MI-{next(_sequence)}",
+        sku=sku,
+        title=title,
+        quantity=quantity,
+        unit_price=Decimal(unit_price),
+        status=status,
+    )
+
+
+def pulled_order(
+    *,
+    order_id: str | None = None,
+    status: str = "Unshipped",
+    items: list[MarketplaceOrderItem] | None = None,
+    currency: str = "GBP",
+    changed_at: datetime | None = None,
+    buyer_name: str = BUYER_NAME,
+    shipping_total: str = "3.50",
+    tax_total: str = "0",
+) -> MarketplaceOrder:
+    stamp = changed_at or datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    return MarketplaceOrder(
+        marketplace_order_id=order_id or f"MO-{next(_sequence)}",
+        status=status,
+        purchase_date=datetime(2026, 1, 1, 11, 0, tzinfo=UTC),
+        changed_at=stamp,
+        currency=currency,
+        items=items if items is not None else [pulled_item(status=status)],
+        buyer_name=buyer_name,
+        buyer_email=BUYER_EMAIL,
+        buyer_phone=BUYER_PHONE,
+        shipping_address=PostalAddress(
+            name=buyer_name,
+            line1=STREET,
+            line2=None,
+            city="London",
+            region="Greater London",
+            postal_code="N1 9GU",
+            country_code="GB",
+            phone=BUYER_PHONE,
+        ),
+        shipping_total=Decimal(shipping_total),
+        tax_total=Decimal(tax_total),
+    )
+
+
+async def ingest(rt: Runtime, connection: MarketplaceConnection, *orders: MarketplaceOrder) -> int:
+    async with rt.db.transaction() as session:
+        return await service.ingest_pulled_orders(rt, session, connection, list(orders))
+
+
+async def order_by_marketplace_id(
+    api: httpx.AsyncClient, headers: dict[str, str], marketplace_order_id: str, *, customer: bool = False
+) -> dict[str, Any]:
+    response = await api.post("/api/orders/List", json={"Limit": 200, "IncludeCustomerData": customer}, headers=headers)
+    assert response.status_code == 200, response.text
+    found = [o for o in response.json()["Orders"] if o["MarketplaceOrderId"] == marketplace_order_id]
+    assert len(found) == 1, response.json()
+    return found[0]
+
+
+async def ingest_one(
+    rt: Runtime, api: httpx.AsyncClient, headers: dict[str, str], connection: MarketplaceConnection, **kw: Any
+) -> dict[str, Any]:
+    """Ingest one pulled order and return it as the API shows it."""
+    pulled = pulled_order(**kw)
+    await ingest(rt, connection, pulled)
+    return await order_by_marketplace_id(api, headers, pulled.marketplace_order_id)

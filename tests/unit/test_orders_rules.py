@@ -1,0 +1,119 @@
+"""Pure order rules: statuses, transitions, refund math, marketplace mapping, the List cursor."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from marketsync.orders import rules
+from marketsync.orders.rules import ItemFigures
+
+D = Decimal
+
+
+def fig(quantity: int = 2, price: str = "10", **kw: object) -> ItemFigures:
+    return ItemFigures(quantity=quantity, unit_price=D(price), **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("item", "pending", "expected"),
+    [
+        (fig(), False, "Unshipped"),
+        (fig(), True, "Pending"),
+        (fig(shipped=1), False, "PartiallyShipped"),
+        (fig(shipped=2), False, "Shipped"),
+        (fig(shipped=1, cancelled=1), False, "Shipped"),
+        (fig(cancelled=2), False, "Cancelled"),
+        (fig(cancelled=2), True, "Cancelled"),
+        (fig(refunded_amount=D("20")), False, "Refunded"),
+        (fig(refunded_amount=D("19.99")), False, "Unshipped"),
+    ],
+)
+def test_item_status(item: ItemFigures, pending: bool, expected: str) -> None:
+    assert rules.item_status(item, order_pending=pending) == expected
+
+
+@pytest.mark.parametrize(
+    ("statuses", "pending", "expected"),
+    [
+        (["Unshipped", "Unshipped"], False, "Unshipped"),
+        (["Shipped", "Unshipped"], False, "PartiallyShipped"),
+        (["Shipped", "Cancelled"], False, "Shipped"),
+        (["Cancelled", "Cancelled"], False, "Cancelled"),
+        (["Refunded", "Cancelled"], False, "Refunded"),
+        (["Refunded", "Unshipped"], False, "Unshipped"),
+        (["Pending"], True, "Pending"),
+        ([], False, "Unshipped"),
+    ],
+)
+def test_order_status(statuses: list[str], pending: bool, expected: str) -> None:
+    assert rules.order_status(statuses, pending=pending) == expected
+
+
+def test_transition_refusals() -> None:
+    assert rules.refuse_confirm(fig(), order_pending=False) is None
+    assert "Cancelled" in (rules.refuse_confirm(fig(cancelled=2), order_pending=False) or "")
+    assert "already Shipped" in (rules.refuse_confirm(fig(shipped=2), order_pending=False) or "")
+    assert "Pending" in (rules.refuse_confirm(fig(), order_pending=True) or "")
+    assert "Refunded" in (rules.refuse_confirm(fig(refunded_amount=D(20)), order_pending=False) or "")
+
+    assert rules.refuse_cancel(fig(), None, order_pending=True) is None  # a pending order may be cancelled
+    assert rules.refuse_cancel(fig(shipped=1), 1, order_pending=False) is None
+    assert "Only 1 unshipped" in (rules.refuse_cancel(fig(shipped=1), 2, order_pending=False) or "")
+    assert "shipped item cannot be cancelled" in (rules.refuse_cancel(fig(shipped=2), None, order_pending=False) or "")
+    assert "already Cancelled" in (rules.refuse_cancel(fig(cancelled=2), None, order_pending=False) or "")
+
+
+def test_refund_math() -> None:
+    item = fig(quantity=2, price="10.00", refunded_amount=D("15.00"), refunded_quantity=1)
+    assert rules.refuse_refund(item, 0, D("5.00"), order_pending=False) is None
+    assert "exceeds the 5.00 still refundable" in (rules.refuse_refund(item, 0, D("5.01"), order_pending=False) or "")
+    assert "Only 1 unit(s)" in (rules.refuse_refund(item, 2, D("1"), order_pending=False) or "")
+    assert "price of the 1 unit(s)" in (rules.refuse_refund(fig(), 1, D("10.01"), order_pending=False) or "")
+    assert "nothing has been paid" in (rules.refuse_refund(fig(), 0, D("1"), order_pending=True) or "")
+
+
+@given(st.lists(st.integers(min_value=1, max_value=5000), min_size=1, max_size=30))
+def test_accepted_refunds_never_exceed_what_was_paid(amounts_in_cents: list[int]) -> None:
+    item = fig(quantity=3, price="12.34")
+    for cents in amounts_in_cents:
+        amount = D(cents) / 100
+        if rules.refuse_refund(item, 0, amount, order_pending=False) is None:
+            item = ItemFigures(item.quantity, item.unit_price, refunded_amount=item.refunded_amount + amount)
+    assert item.refunded_amount <= item.line_total
+
+
+def test_pulled_counters_only_move_forward() -> None:
+    assert rules.pulled_counters(fig(), "Shipped", "Shipped") == (2, 0)
+    assert rules.pulled_counters(fig(), "Unshipped", "Cancelled") == (0, 2)
+    assert rules.pulled_counters(fig(shipped=1), "Cancelled", "PartiallyShipped") == (1, 1)
+    # The marketplace still says Unshipped after a local confirm: nothing is undone.
+    assert rules.pulled_counters(fig(shipped=2), "Unshipped", "Unshipped") == (2, 0)
+    # An order reported Shipped does not ship an item the marketplace reports Refunded.
+    assert rules.pulled_counters(fig(), "Refunded", "Shipped") == (0, 0)
+    assert rules.is_pending_at_marketplace("PendingPayment") and not rules.is_pending_at_marketplace("Unshipped")
+
+
+def test_cursor_round_trip_is_exact_and_rejects_garbage() -> None:
+    cursor = rules.Cursor(
+        datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC), "01ABC", datetime(2026, 1, 3, tzinfo=UTC), "f" * 16
+    )
+    assert rules.decode_cursor(rules.encode_cursor(cursor)) == cursor
+    for garbage in ("", "abc", "eyJ1IjoxfQ", "!!!!"):
+        with pytest.raises(ValueError):
+            rules.decode_cursor(garbage)
+
+
+def test_filter_fingerprint_ignores_order_of_lists_but_not_values() -> None:
+    a = rules.filter_fingerprint(["b", "a"], ["Shipped"], None, None, None)
+    assert a == rules.filter_fingerprint(["a", "b"], ["Shipped"], None, None, None)
+    assert a != rules.filter_fingerprint(["a"], ["Shipped"], None, None, None)
+    assert a != rules.filter_fingerprint(["a", "b"], None, None, None, None)
+    since = datetime(2026, 1, 1, tzinfo=UTC)
+    assert rules.filter_fingerprint(None, None, since, None, None) != rules.filter_fingerprint(
+        None, None, None, since, None
+    )
