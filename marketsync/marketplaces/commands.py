@@ -1,17 +1,33 @@
-"""admin marketplace connect|pause|resume|disconnect."""
+"""admin marketplace connect|pause|resume|disconnect, admin pull-orders, and the `sandbox` commands.
+
+The sandbox commands act on the marketplace's side (its own state in the sandbox_* tables): what
+happens there without us (orders arrive, the merchant edits a listing in the marketplace's tools,
+authorisation is revoked). A running server or worker sees them at its next cycle.
+"""
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
 import typer
 
-from marketsync.kit.cli import JsonOption, emit, marketplace_app, run_command
+from marketsync.errors import ValidationFailed
+from marketsync.jobs import service as jobs_service
+from marketsync.kit.cli import JsonOption, admin, emit, marketplace_app, run_command, sandbox
 from marketsync.marketplaces import service
+from marketsync.marketplaces.sandbox import state as sandbox_state
+from marketsync.models import MarketplaceConnection
+from marketsync.models.sandbox import SandboxSeller
 from marketsync.runtime import Runtime
+
+AccountOption = typer.Option(..., "--account", help="Account id.")
+MarketplaceOption = typer.Option(..., "--marketplace", help="Marketplace connection id (MarketplaceId).")
 
 
 @marketplace_app.command("connect")
 def connect(
-    account: str = typer.Option(..., "--account"),
+    account: str = AccountOption,
     platform: str = typer.Option(..., "--platform", help="P1, P2, P3 or P4."),
     country: str = typer.Option(..., "--country", help="Two letters, e.g. UK."),
     as_json: bool = JsonOption,
@@ -26,36 +42,237 @@ def connect(
     emit(run_command(body, as_json=as_json), as_json)
 
 
-def _state_command(name: str, state: str, help_text: str) -> None:
-    @marketplace_app.command(name, help=help_text)
-    def command(
-        account: str = typer.Option(..., "--account"),
-        marketplace: str = typer.Option(..., "--marketplace"),
-        as_json: bool = JsonOption,
-    ) -> None:
-        async def body(rt: Runtime) -> dict[str, object]:
-            async with rt.db.transaction() as session:
-                await service.set_state(session, account, marketplace, state)
-            return {"MarketplaceId": marketplace, "State": state}
-
-        emit(run_command(body, as_json=as_json), as_json)
-
-
-_state_command("pause", "Paused", "Pause: neither pulled nor pushed, omitted from GET /api/marketplaces.")
-_state_command("resume", "Active", "Resume a paused connection.")
-
-
-@marketplace_app.command("disconnect")
-def disconnect(
-    account: str = typer.Option(..., "--account"),
-    marketplace: str = typer.Option(..., "--marketplace"),
-    as_json: bool = JsonOption,
-) -> None:
-    """Disconnect: the connection and its listings are removed; nothing is pushed there again."""
+@marketplace_app.command("pause")
+def pause(account: str = AccountOption, marketplace: str = MarketplaceOption, as_json: bool = JsonOption) -> None:
+    """Pause: neither pulled nor pushed, omitted from GET /api/marketplaces; queued work is cancelled."""
 
     async def body(rt: Runtime) -> dict[str, object]:
         async with rt.db.transaction() as session:
-            await service.disconnect(session, account, marketplace)
-        return {"MarketplaceId": marketplace, "Disconnected": True}
+            await service.pause(rt, session, account, marketplace)
+        return {"MarketplaceId": marketplace, "State": service.PAUSED}
 
     emit(run_command(body, as_json=as_json), as_json)
+
+
+@marketplace_app.command("resume")
+def resume(account: str = AccountOption, marketplace: str = MarketplaceOption, as_json: bool = JsonOption) -> None:
+    """Resume a paused connection; one full price/stock resync (and an order pull) is queued."""
+
+    async def body(rt: Runtime) -> dict[str, object]:
+        async with rt.db.transaction() as session:
+            job_ids = await service.resume(rt, session, account, marketplace)
+        return {"MarketplaceId": marketplace, "State": service.ACTIVE, "JobIds": job_ids}
+
+    emit(run_command(body, as_json=as_json), as_json)
+
+
+@marketplace_app.command("disconnect")
+def disconnect(account: str = AccountOption, marketplace: str = MarketplaceOption, as_json: bool = JsonOption) -> None:
+    """Disconnect: the connection and its listings are removed; its queued jobs are cancelled."""
+
+    async def body(rt: Runtime) -> dict[str, object]:
+        async with rt.db.transaction() as session:
+            cancelled = await service.disconnect(rt, session, account, marketplace)
+        return {"MarketplaceId": marketplace, "Disconnected": True, "CancelledJobs": cancelled}
+
+    emit(run_command(body, as_json=as_json), as_json)
+
+
+@admin.command("pull-orders")
+def pull_orders(account: str = AccountOption, marketplace: str = MarketplaceOption, as_json: bool = JsonOption) -> None:
+    """Pull orders now instead of waiting for the schedule (P1 and P2 only)."""
+    from marketsync.marketplaces import tasks
+
+    async def body(rt: Runtime) -> dict[str, Any]:
+        async with rt.db.transaction() as session:
+            connection = await service.get(session, account, marketplace)
+            service.require_orders_pulled(connection)
+            job = jobs_service.enqueue(
+                session, rt.clock.now(), account, tasks.ORDER_PULL, {"MarketplaceId": marketplace}
+            )
+            job_id = job.id
+        status, outcome = await tasks.run_now(rt, job_id)
+        result: dict[str, Any] = {"JobId": job_id, "MarketplaceId": marketplace, "Status": status}
+        if isinstance(outcome, tasks.PullOutcome):
+            result.update(PulledOrders=outcome.pulled, NewOrderCount=outcome.new_orders)
+        return result
+
+    emit(run_command(body, as_json=as_json), as_json)
+
+
+# -- sandbox ---------------------------------------------------------------------------------------------
+
+
+async def _seller(
+    rt: Runtime, session: Any, account: str, marketplace: str
+) -> tuple[MarketplaceConnection, SandboxSeller]:
+    connection = await service.get(session, account, marketplace)
+    seller = await sandbox_state.ensure_seller(
+        session, connection.id, connection.platform, connection.country, rt.clock.now()
+    )
+    return connection, seller
+
+
+@sandbox.command("orders-arrive")
+def orders_arrive(
+    account: str = AccountOption,
+    marketplace: str = MarketplaceOption,
+    count: int = typer.Option(1, "--count", min=1, max=1000, help="How many orders buyers place."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Buyers place orders at the marketplace (pulled at the next order pull for P1 and P2)."""
+
+    async def body(rt: Runtime) -> dict[str, Any]:
+        async with rt.db.transaction() as session:
+            _, seller = await _seller(rt, session, account, marketplace)
+            orders = await sandbox_state.orders_arrive(session, seller, rt.clock.now(), count)
+        return {"MarketplaceId": marketplace, "Created": len(orders), "OrderIds": [o.order_id for o in orders]}
+
+    emit(run_command(body, as_json=as_json), as_json)
+
+
+@sandbox.command("revoke-auth")
+def revoke_auth(account: str = AccountOption, marketplace: str = MarketplaceOption, as_json: bool = JsonOption) -> None:
+    """The marketplace revokes the merchant's authorisation: every call now answers 401."""
+
+    async def body(rt: Runtime) -> dict[str, Any]:
+        async with rt.db.transaction() as session:
+            _, seller = await _seller(rt, session, account, marketplace)
+            seller.auth_revoked = True
+        return {"MarketplaceId": marketplace, "AuthRevoked": True}
+
+    emit(run_command(body, as_json=as_json), as_json)
+
+
+@sandbox.command("restore-auth")
+def restore_auth(
+    account: str = AccountOption, marketplace: str = MarketplaceOption, as_json: bool = JsonOption
+) -> None:
+    """The merchant reconnects the marketplace in the app; its health is checked again at once."""
+
+    async def body(rt: Runtime) -> dict[str, Any]:
+        async with rt.db.transaction() as session:
+            connection, seller = await _seller(rt, session, account, marketplace)
+            seller.auth_revoked = False
+        event = None
+        if connection.state == service.ACTIVE:
+            event = await service.check_health(rt, connection)
+        return {"MarketplaceId": marketplace, "AuthRevoked": False, "HealthEvent": event}
+
+    emit(run_command(body, as_json=as_json), as_json)
+
+
+def _price(value: str | None) -> Decimal | None:
+    if value is None:
+        return None
+    try:
+        price = Decimal(value)
+    except InvalidOperation:
+        price = Decimal("NaN")
+    if not price.is_finite() or price <= 0 or price != price.quantize(Decimal("0.0001")):
+        raise ValidationFailed(errors={"Price": ["A positive dot-decimal number with at most 4 decimals."]})
+    return price
+
+
+@sandbox.command("set")
+def set_listing(
+    account: str = AccountOption,
+    marketplace: str = MarketplaceOption,
+    sku: str = typer.Option(..., "--sku"),
+    price: str | None = typer.Option(None, "--price"),
+    quantity: int | None = typer.Option(None, "--quantity", min=0),
+    as_json: bool = JsonOption,
+) -> None:
+    """A change made at the marketplace (listing created if absent). Where that marketplace owns the
+    value (Data Flow), its next listing mirror brings it back into the catalogue."""
+
+    async def body(rt: Runtime) -> dict[str, Any]:
+        value = _price(price)
+        async with rt.db.transaction() as session:
+            _, seller = await _seller(rt, session, account, marketplace)
+            listing = await sandbox_state.put_listing(
+                session, seller, rt.clock.now(), sku=sku, price=value, quantity=quantity
+            )
+        return {
+            "MarketplaceId": marketplace,
+            "Sku": listing.sku,
+            "ListingId": listing.listing_id,
+            "ExternalSku": listing.external_sku,
+            "Price": None if listing.price is None else str(listing.price),
+            "Quantity": listing.quantity,
+        }
+
+    emit(run_command(body, as_json=as_json), as_json)
+
+
+@sandbox.command("feed-fault")
+def feed_fault(
+    account: str = AccountOption,
+    marketplace: str = MarketplaceOption,
+    mode: str = typer.Option(..., "--mode", help="none, reject or item-errors."),
+    as_json: bool = JsonOption,
+) -> None:
+    """How the marketplace processes feeds from now on: normally, rejecting them whole, or with item errors."""
+
+    async def body(rt: Runtime) -> dict[str, Any]:
+        async with rt.db.transaction() as session:
+            _, seller = await _seller(rt, session, account, marketplace)
+            try:
+                sandbox_state.set_feed_fault(seller, mode)
+            except sandbox_state.SandboxError as exc:
+                raise ValidationFailed(errors={"Mode": [exc.message]}) from None
+        return {"MarketplaceId": marketplace, "FeedFault": mode}
+
+    emit(run_command(body, as_json=as_json), as_json)
+
+
+@sandbox.command("throttle")
+def throttle(
+    account: str = AccountOption,
+    marketplace: str = MarketplaceOption,
+    capacity: float = typer.Option(sandbox_state.DEFAULT_BUCKET_CAPACITY, "--capacity", min=0),
+    refill: float = typer.Option(sandbox_state.DEFAULT_BUCKET_REFILL_PER_S, "--refill-per-s", min=0),
+    as_json: bool = JsonOption,
+) -> None:
+    """The marketplace's request budget for this seller (a token bucket); empty answers 429 + Retry-After."""
+
+    async def body(rt: Runtime) -> dict[str, Any]:
+        async with rt.db.transaction() as session:
+            _, seller = await _seller(rt, session, account, marketplace)
+            sandbox_state.set_throttle(seller, rt.clock.now(), capacity=capacity, refill_per_s=refill)
+        return {"MarketplaceId": marketplace, "Capacity": capacity, "RefillPerSecond": refill}
+
+    emit(run_command(body, as_json=as_json), as_json)
+
+
+@sandbox.command("serve")
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8100, "--port"),
+) -> None:
+    """Serve the sandbox marketplaces as their own process; point MARKETSYNC_SANDBOX_URL at it."""
+    import asyncio
+
+    import uvicorn
+
+    from marketsync import migrate
+    from marketsync.config import Settings
+    from marketsync.logging import configure_logging
+    from marketsync.marketplaces.sandbox.app import create_sandbox_app
+
+    settings = Settings()
+    configure_logging(settings.log_level)
+
+    async def main() -> None:
+        rt = Runtime.create(settings)
+        try:
+            await migrate.upgrade(rt.db)
+            config = uvicorn.Config(
+                create_sandbox_app(rt), host=host, port=port, log_config=None, access_log=False, lifespan="off"
+            )
+            typer.echo(f"sandbox marketplaces on http://{host}:{port}", err=True)
+            await uvicorn.Server(config).serve()
+        finally:
+            await rt.close()
+
+    asyncio.run(main())

@@ -181,7 +181,7 @@ def connector_for(rt: Runtime, connection: MarketplaceConnection) -> Connector:
         factory = CONNECTOR_FACTORIES[connection.platform]
     except KeyError:
         # The sandbox registers itself for every kind on import.
-        import marketsync.marketplaces.sandbox.connector  # noqa: F401
+        import marketsync.marketplaces.sandbox.connector  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
 
         factory = CONNECTOR_FACTORIES[connection.platform]
     return factory(rt, connection)

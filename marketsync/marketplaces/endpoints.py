@@ -11,7 +11,9 @@ from marketsync.marketplaces.schemas import MarketplaceOut, MarketplacesOut
 router = APIRouter(tags=["Marketplaces"])
 
 
-@router.get("/api/marketplaces", response_model=MarketplacesOut, summary="Active marketplace connections and their health")
+@router.get(
+    "/api/marketplaces", response_model=MarketplacesOut, summary="Active marketplace connections and their health"
+)
 async def list_marketplaces(caller: MarketplacesReader, rt: RuntimeDep) -> MarketplacesOut:
     async with rt.db.read() as session:
         connections = await service.list_active(session, caller.account_id)

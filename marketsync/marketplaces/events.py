@@ -16,7 +16,9 @@ from marketsync.runtime import Runtime
 from marketsync.webhooks.outbox import record_event
 
 
-def orders_downloaded(rt: Runtime, session: AsyncSession, connection: MarketplaceConnection, new_order_count: int) -> Event:
+def orders_downloaded(
+    rt: Runtime, session: AsyncSession, connection: MarketplaceConnection, new_order_count: int
+) -> Event:
     return record_event(
         session,
         connection.account_id,

@@ -18,10 +18,34 @@ class MarketplaceKind:
 KINDS: dict[str, MarketplaceKind] = {
     kind.platform: kind
     for kind in (
-        MarketplaceKind("P1", orders_pulled=True, order_write_back=True, category_required_on_create=False, attributes_by_product_type=True),
-        MarketplaceKind("P2", orders_pulled=True, order_write_back=False, category_required_on_create=True, attributes_by_product_type=False),
-        MarketplaceKind("P3", orders_pulled=False, order_write_back=False, category_required_on_create=True, attributes_by_product_type=False),
-        MarketplaceKind("P4", orders_pulled=False, order_write_back=False, category_required_on_create=True, attributes_by_product_type=False),
+        MarketplaceKind(
+            "P1",
+            orders_pulled=True,
+            order_write_back=True,
+            category_required_on_create=False,
+            attributes_by_product_type=True,
+        ),
+        MarketplaceKind(
+            "P2",
+            orders_pulled=True,
+            order_write_back=False,
+            category_required_on_create=True,
+            attributes_by_product_type=False,
+        ),
+        MarketplaceKind(
+            "P3",
+            orders_pulled=False,
+            order_write_back=False,
+            category_required_on_create=True,
+            attributes_by_product_type=False,
+        ),
+        MarketplaceKind(
+            "P4",
+            orders_pulled=False,
+            order_write_back=False,
+            category_required_on_create=True,
+            attributes_by_product_type=False,
+        ),
     )
 }
 

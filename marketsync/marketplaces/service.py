@@ -12,16 +12,24 @@ from collections.abc import Sequence
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.errors import Conflict, NotFound, ValidationFailed
+from marketsync.jobs import repository as jobs_repository
+from marketsync.jobs import service as jobs_service
+from marketsync.jobs.repository import QUEUED
 from marketsync.kit.ids import new_id
-from marketsync.marketplaces import repository
-from marketsync.marketplaces.kinds import KINDS
-from marketsync.models import MarketplaceConnection
+from marketsync.marketplaces import events, repository
+from marketsync.marketplaces.connector import Throttled, connector_for
+from marketsync.marketplaces.kinds import KINDS, kind_of
+from marketsync.marketplaces.rules import UNAUTHORIZED, Health, HealthEvent, health_transition, observed_health
+from marketsync.models import Job, MarketplaceConnection
 from marketsync.runtime import Runtime
 
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
+ACTIVE, PAUSED = "Active", "Paused"
 
 
-async def connect(rt: Runtime, session: AsyncSession, account_id: str, platform: str, country: str) -> MarketplaceConnection:
+async def connect(
+    rt: Runtime, session: AsyncSession, account_id: str, platform: str, country: str
+) -> MarketplaceConnection:
     platform, country = platform.strip().upper(), country.strip().upper()
     problems: dict[str, list[str]] = {}
     if platform not in KINDS:
@@ -59,15 +67,101 @@ async def get(session: AsyncSession, account_id: str, marketplace_id: str) -> Ma
     return connection
 
 
+def require_orders_pulled(connection: MarketplaceConnection) -> None:
+    if not kind_of(connection.platform).orders_pulled:
+        raise ValidationFailed(
+            errors={"Marketplace": [f"{connection.platform} orders are not pulled; they are managed in its own admin."]}
+        )
+
+
 async def set_state(session: AsyncSession, account_id: str, marketplace_id: str, state: str) -> MarketplaceConnection:
     connection = await get(session, account_id, marketplace_id)
     connection.state = state
     return connection
 
 
-async def disconnect(session: AsyncSession, account_id: str, marketplace_id: str) -> None:
+async def pause(rt: Runtime, session: AsyncSession, account_id: str, marketplace_id: str) -> MarketplaceConnection:
+    """Paused: neither pulled nor pushed, omitted from GET /api/marketplaces. Queued work is cancelled
+    when it comes up (the handlers check the state), so nothing is sent while paused."""
+    return await set_state(session, account_id, marketplace_id, PAUSED)
+
+
+async def resume(rt: Runtime, session: AsyncSession, account_id: str, marketplace_id: str) -> list[str]:
+    """Back to Active. Pushes cancelled while paused are made good by one full price/stock resync
+    of the connection's listings (and an order pull where orders are pulled). Returns the job ids."""
     connection = await get(session, account_id, marketplace_id)
+    if connection.state == ACTIVE:
+        return []
+    connection.state = ACTIVE
+    now = rt.clock.now()
+    jobs = [
+        jobs_service.enqueue(
+            session, now, account_id, "PriceStockPush", {"MarketplaceId": connection.id, "AllListings": True}
+        )
+    ]
+    if kind_of(connection.platform).orders_pulled:
+        jobs.append(jobs_service.enqueue(session, now, account_id, "OrderPull", {"MarketplaceId": connection.id}))
+    await session.flush()
+    return [job.id for job in jobs]
+
+
+async def disconnect(rt: Runtime, session: AsyncSession, account_id: str, marketplace_id: str) -> int:
+    """Remove the connection (its listings cascade) and cancel its queued jobs. Returns how many."""
+    connection = await get(session, account_id, marketplace_id)
+    queued = await repository.open_jobs_for(session, account_id, connection.id, QUEUED)
+    cancelled = 0
+    if queued:
+        cancelled = await jobs_repository.cancel_queued(session, rt.clock.now(), Job.id.in_([j.id for j in queued]))
     await session.delete(connection)
+    await session.flush()
+    return cancelled
+
+
+async def apply_health(rt: Runtime, session: AsyncSession, marketplace_id: str, observed: Health) -> HealthEvent | None:
+    """Store an observation of the connection's health; fire an event only on an actual change.
+
+    The row is locked first, so a health check and a failing push racing each other fire at most once.
+    """
+    connection = await repository.get_by_id(session, marketplace_id, for_update=True)
+    if connection is None:
+        return None
+    current = Health(
+        connection.health_status,
+        connection.health_status_message,
+        connection.is_healthy,
+        connection.requires_reauthorization,
+    )
+    new, event = health_transition(current, observed)
+    connection.health_status = new.status
+    connection.health_status_message = new.message
+    connection.is_healthy = new.is_healthy
+    connection.requires_reauthorization = new.requires_reauthorization
+    connection.health_checked_at = rt.clock.now()
+    if event is not None:
+        # Reason is the machine-readable health value; Detail the human text.
+        detail = new.message if event == "MarketplaceUnhealthy" else f"{new.message} (was {current.status})."
+        events.health_changed(rt, session, connection, event, new.status or "", detail)
+    return event
+
+
+async def check_health(rt: Runtime, connection: MarketplaceConnection) -> HealthEvent | None:
+    """Ask the marketplace (outside any transaction), then store what it said.
+
+    A throttled check tells nothing about the connection: the state is left as it is.
+    """
+    connector = connector_for(rt, connection)
+    try:
+        status = await connector.check_authorization()
+    except Throttled:
+        return None
+    async with rt.db.transaction() as session:
+        return await apply_health(rt, session, connection.id, observed_health(status.health_status, status.message))
+
+
+async def note_authorization_revoked(rt: Runtime, marketplace_id: str) -> HealthEvent | None:
+    """A pull or push met AuthorizationRevoked: same rule as the health check (no repeats)."""
+    async with rt.db.transaction() as session:
+        return await apply_health(rt, session, marketplace_id, observed_health(UNAUTHORIZED, ""))
 
 
 async def list_active(session: AsyncSession, account_id: str) -> Sequence[MarketplaceConnection]:

@@ -1,0 +1,162 @@
+"""Marketplace-side figures: a 500-SKU price/stock feed end to end, a health check, a 1,000-listing mirror.
+
+Everything runs in-process against the sandbox marketplaces (httpx ASGITransport), on SQLite and on
+PostgreSQL (loopback). The DESIGN.md section 6 floor for a 500-row write (sqlite3 executemany upsert
+into a 100k-row table) is measured in the same run for comparison.
+
+    .venv/bin/python -m bench.marketplaces_feeds [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+import statistics
+import tempfile
+import time
+from decimal import Decimal
+from pathlib import Path
+
+from bench.support import scratch_database
+from marketsync import migrate
+from marketsync.auth import service as auth_service
+from marketsync.config import Settings
+from marketsync.jobs import repository as jobs_repository
+from marketsync.jobs import service as jobs_service
+from marketsync.jobs.run import JobRun
+from marketsync.kit.ids import new_id
+from marketsync.marketplaces import service, tasks
+from marketsync.marketplaces.sandbox import state as sandbox_state
+from marketsync.models import Listing, MarketplaceConnection, Product
+from marketsync.runtime import Runtime
+
+SKUS = 500
+MIRROR_LISTINGS = 1000
+
+
+def sqlite_floor(runs: int) -> float:
+    """500-row executemany upsert into a 100k-row table (WAL), milliseconds p50."""
+    with tempfile.TemporaryDirectory() as directory:
+        db = sqlite3.connect(Path(directory) / "floor.db")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE t (sku TEXT PRIMARY KEY, price INTEGER, quantity INTEGER)")
+        db.executemany("INSERT INTO t VALUES (?, ?, ?)", ((f"S{i:06d}", i, i) for i in range(100_000)))
+        db.commit()
+        timings = []
+        for run in range(runs):
+            rows = sorted((f"S{i * 97 % 100_000:06d}", run, run) for i in range(SKUS))
+            start = time.perf_counter()
+            db.executemany(
+                "INSERT INTO t VALUES (?, ?, ?) ON CONFLICT(sku) DO UPDATE SET price=excluded.price, "
+                "quantity=excluded.quantity",
+                rows,
+            )
+            db.commit()
+            timings.append((time.perf_counter() - start) * 1000)
+        db.close()
+    return statistics.median(timings)
+
+
+async def _setup(rt: Runtime, listings: int) -> tuple[MarketplaceConnection, list[str]]:
+    async with rt.db.transaction() as session:
+        account = await auth_service.create_account(rt, session, f"bench-{new_id()}")
+        connection = await service.connect(rt, session, account.id, "P1", "UK")
+        now = rt.clock.now()
+        seller = await sandbox_state.ensure_seller(session, connection.id, "P1", "UK", now)
+        products = []
+        for index in range(listings):
+            sku = f"BENCH-{index:05d}"
+            products.append(
+                Product(
+                    id=new_id(),
+                    account_id=account.id,
+                    sku=sku,
+                    sku_lower=sku.lower(),
+                    price=Decimal("10.00"),
+                    quantity=5,
+                    title=sku,
+                    modified_at=now,
+                    created_at=now,
+                )
+            )
+        session.add_all(products)
+        known = [sandbox_state.KnownListing(p.sku, None, None, p.title, None, Decimal("10.00"), 5) for p in products]
+        remote = await sandbox_state.seed_listings(session, seller, now, known)
+        session.add_all(
+            Listing(
+                id=new_id(),
+                account_id=account.id,
+                product_id=p.id,
+                marketplace_id=connection.id,
+                listing_id=remote[p.sku].listing_id,
+                external_sku=p.sku,
+                listing_url=remote[p.sku].listing_url,
+                attributes={},
+                status="Live",
+                marketplace_price=Decimal("10.00"),
+                marketplace_quantity=5,
+                created_at=now,
+                updated_at=now,
+            )
+            for p in products
+        )
+    return connection, [p.id for p in products]
+
+
+async def _run_job(rt: Runtime, account_id: str, job_type: str, payload: dict[str, object]) -> float:
+    async with rt.db.transaction() as session:
+        job = jobs_service.enqueue(session, rt.clock.now(), account_id, job_type, payload)
+    async with rt.db.transaction() as session:
+        claimed = await jobs_repository.claim_next(session, "bench", rt.clock.now(), 60, [job_type])
+        assert claimed is not None
+    run = JobRun(rt=rt, job_id=job.id, account_id=account_id, type=job_type, payload=payload, worker_id="bench")
+    start = time.perf_counter()
+    await tasks.HANDLERS[job_type](rt, run)
+    return (time.perf_counter() - start) * 1000
+
+
+async def measure(url: str, runs: int) -> dict[str, float]:
+    rt = Runtime.create(Settings(database_url=url, encryption_keys="b1:" + "A" * 43, secret_hash_key="B" * 43))
+    try:
+        await migrate.upgrade(rt.db)
+        connection, product_ids = await _setup(rt, max(SKUS, MIRROR_LISTINGS))
+        # A feed's poll loop sleeps between polls; that wait is the marketplace's, not ours.
+        tasks.FEED_POLL_INTERVAL_S = 0.0
+        feed, health, mirror = [], [], []
+        for run in range(runs):
+            async with rt.db.transaction() as session:
+                for product in (await session.execute(Product.__table__.select().limit(SKUS))).all():
+                    await session.execute(
+                        Product.__table__.update().where(Product.id == product.id).values(quantity=100 + run)
+                    )
+            payload = {"MarketplaceId": connection.id, "ProductIds": product_ids[:SKUS]}
+            feed.append(await _run_job(rt, connection.account_id, "PriceStockPush", payload))
+            mirror.append(await _run_job(rt, connection.account_id, "ListingMirror", {"MarketplaceId": connection.id}))
+        for _ in range(runs * 10):
+            start = time.perf_counter()
+            await service.check_health(rt, connection)
+            health.append((time.perf_counter() - start) * 1000)
+        return {
+            "feed_500_ms_p50": statistics.median(feed),
+            "mirror_1000_ms_p50": statistics.median(mirror),
+            "health_check_ms_p50": statistics.median(health),
+        }
+    finally:
+        await rt.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    args = parser.parse_args()
+    print(f"floor: sqlite3 executemany 500-row upsert into 100k rows: {sqlite_floor(args.runs):.1f} ms p50")
+    for backend in args.backends.split(","):
+        with scratch_database(backend) as url:
+            figures = asyncio.run(measure(url, args.runs))
+        print(backend, " ".join(f"{k}={v:.1f}" for k, v in figures.items()))
+
+
+if __name__ == "__main__":
+    main()

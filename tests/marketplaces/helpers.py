@@ -1,0 +1,151 @@
+"""Helpers of the marketplace tests: catalogue rows with listings, the sandbox's side, events, jobs."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import select
+
+from marketsync.jobs import service as jobs_service
+from marketsync.kit import jsonio
+from marketsync.kit.ids import new_id
+from marketsync.marketplaces.sandbox import state as sandbox_state
+from marketsync.models import Event, Job, Listing, MarketplaceConnection, Product
+from marketsync.models.sandbox import SandboxFeed, SandboxListing, SandboxSeller
+from marketsync.runtime import Runtime
+
+
+async def listed_product(
+    rt: Runtime,
+    connection: MarketplaceConnection,
+    sku: str,
+    price: Decimal | str = "10.00",
+    quantity: int = 5,
+    *,
+    at_marketplace: bool = True,
+    status: str | None = None,
+) -> Product:
+    """A catalogue product with a published listing on `connection`, and that listing at the marketplace."""
+    now = rt.clock.now()
+    price = Decimal(price)
+    async with rt.db.transaction() as session:
+        product = Product(
+            id=new_id(),
+            account_id=connection.account_id,
+            sku=sku,
+            sku_lower=sku.lower(),
+            price=price,
+            quantity=quantity,
+            title=f"Product {sku}",
+            modified_at=now,
+            created_at=now,
+        )
+        session.add(product)
+        await session.flush()
+        listing_id = None
+        if at_marketplace:
+            seller = await sandbox_state.ensure_seller(
+                session, connection.id, connection.platform, connection.country, now
+            )
+            remote = await sandbox_state.put_listing(
+                session, seller, now, sku=sku, price=price, quantity=quantity, title=product.title
+            )
+            listing_id = remote.listing_id
+        session.add(
+            Listing(
+                id=new_id(),
+                account_id=connection.account_id,
+                product_id=product.id,
+                marketplace_id=connection.id,
+                listing_id=listing_id,
+                external_sku=sku if at_marketplace else None,
+                listing_url=sandbox_state.listing_url(connection.platform, connection.country, listing_id)
+                if listing_id
+                else None,
+                attributes={},
+                status=status or ("Live" if at_marketplace else "Draft"),
+                marketplace_price=price if at_marketplace else None,
+                marketplace_quantity=quantity if at_marketplace else None,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    return product
+
+
+async def set_product_values(rt: Runtime, product_id: str, price: Decimal | None, quantity: int | None) -> None:
+    async with rt.db.transaction() as session:
+        product = await session.get(Product, product_id)
+        assert product is not None
+        if price is not None:
+            product.price = price
+        if quantity is not None:
+            product.quantity = quantity
+
+
+async def product(rt: Runtime, product_id: str) -> Product:
+    async with rt.db.read() as session:
+        found = await session.get(Product, product_id)
+        assert found is not None
+        return found
+
+
+async def enqueue(rt: Runtime, account_id: str, job_type: str, payload: dict[str, Any]) -> str:
+    async with rt.db.transaction() as session:
+        job = jobs_service.enqueue(session, rt.clock.now(), account_id, job_type, payload)
+        return job.id
+
+
+async def job(rt: Runtime, job_id: str) -> Job:
+    async with rt.db.read() as session:
+        found = await session.get(Job, job_id)
+        assert found is not None
+        return found
+
+
+async def events(rt: Runtime, account_id: str, event_type: str | None = None) -> list[dict[str, Any]]:
+    """Recorded events of the account, oldest first, each as {"type", "payload"}."""
+    async with rt.db.read() as session:
+        query = select(Event).where(Event.account_id == account_id).order_by(Event.occurred_at, Event.id)
+        rows = (await session.execute(query)).scalars().all()
+    found = [{"type": e.type, "payload": jsonio.loads(e.body)} for e in rows]
+    return [e for e in found if event_type is None or e["type"] == event_type]
+
+
+async def seller(rt: Runtime, connection: MarketplaceConnection) -> SandboxSeller:
+    async with rt.db.transaction() as session:
+        return await sandbox_state.ensure_seller(
+            session, connection.id, connection.platform, connection.country, rt.clock.now()
+        )
+
+
+async def update_seller(rt: Runtime, connection: MarketplaceConnection, **values: Any) -> None:
+    async with rt.db.transaction() as session:
+        found = await sandbox_state.ensure_seller(
+            session, connection.id, connection.platform, connection.country, rt.clock.now()
+        )
+        for name, value in values.items():
+            setattr(found, name, value)
+
+
+async def sandbox_listings(rt: Runtime, connection: MarketplaceConnection) -> dict[str, SandboxListing]:
+    async with rt.db.read() as session:
+        rows = (
+            await session.execute(select(SandboxListing).where(SandboxListing.connection_id == connection.id))
+        ).scalars()
+        return {row.sku: row for row in rows}
+
+
+async def sandbox_feeds(rt: Runtime, connection: MarketplaceConnection) -> list[SandboxFeed]:
+    async with rt.db.read() as session:
+        rows = await session.execute(select(SandboxFeed).where(SandboxFeed.connection_id == connection.id))
+        return list(rows.scalars())
+
+
+async def our_listing(rt: Runtime, connection: MarketplaceConnection, product_id: str) -> Listing | None:
+    async with rt.db.read() as session:
+        result = await session.execute(
+            select(Listing).where(Listing.marketplace_id == connection.id, Listing.product_id == product_id)
+        )
+        return result.scalar_one_or_none()

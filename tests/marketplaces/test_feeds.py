@@ -1,0 +1,273 @@
+"""Outbound price & stock feeds: clean feeds are silent, rejected and per-item-error feeds raise FeedOutcome,
+throttling is honoured, a worker killed mid-feed is recovered without a row applied twice."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import httpx
+import pytest
+
+from marketsync.jobs import repository as jobs_repository
+from marketsync.jobs.run import JobRun
+from marketsync.kit.clock import Clock, FrozenClock
+from marketsync.marketplaces import service, tasks
+from marketsync.models import MarketplaceConnection
+from marketsync.runtime import Runtime
+from marketsync.worker import Worker
+from tests.marketplaces import helpers
+from tests.support.factories import Tenant, make_tenant
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return FrozenClock()
+
+
+async def _three_listed(rt: Runtime, connection: MarketplaceConnection) -> list[str]:
+    """Three listed products whose catalogue values moved since the marketplace last heard of them."""
+    ids = []
+    for index, sku in enumerate(("FEED-A", "FEED-B", "FEED-C")):
+        product = await helpers.listed_product(rt, connection, sku, price="10.00", quantity=5)
+        await helpers.set_product_values(rt, product.id, Decimal("12.50") + index, 7 + index)
+        ids.append(product.id)
+    return ids
+
+
+async def _push(rt: Runtime, tenant: Tenant, connection: MarketplaceConnection, ids: list[str]) -> str:
+    return await helpers.enqueue(
+        rt, tenant.account_id, "PriceStockPush", {"MarketplaceId": connection.id, "ProductIds": ids}
+    )
+
+
+async def _job_json(api: httpx.AsyncClient, tenant: Tenant, job_id: str) -> dict[str, object]:
+    response = await api.get(f"/api/jobs/{job_id}", headers=tenant.headers)
+    assert response.status_code == 200, response.text
+    body: dict[str, object] = response.json()
+    return body
+
+
+async def test_clean_feed_is_silent_and_reaches_the_marketplace(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    ids = await _three_listed(rt, p1)
+    job_id = await _push(rt, tenant, p1, ids)
+
+    await Worker(rt).drain()
+
+    job = await _job_json(api, tenant, job_id)
+    assert job["Status"] == "Completed" and job["IsSuccessful"] is True and job["IsComplete"] is True
+    assert (job["ProgressDone"], job["ProgressTotal"]) == (3, 3)
+    assert job["RecoveryCount"] == 0
+    remote = await helpers.sandbox_listings(rt, p1)
+    assert [(remote[s].price, remote[s].quantity) for s in ("FEED-A", "FEED-B", "FEED-C")] == [
+        (Decimal("12.50"), 7),
+        (Decimal("13.50"), 8),
+        (Decimal("14.50"), 9),
+    ]
+    ours = await helpers.our_listing(rt, p1, ids[0])
+    assert ours is not None and (ours.marketplace_price, ours.marketplace_quantity) == (Decimal("12.50"), 7)
+    assert await helpers.events(rt, tenant.account_id) == []
+
+
+async def test_rejected_feed_raises_feed_outcome_and_fails_the_job(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P2", "DE"),))
+    p2 = tenant.marketplace("P2")
+    ids = await _three_listed(rt, p2)
+    await helpers.update_seller(rt, p2, feed_fault="reject")
+    job_id = await _push(rt, tenant, p2, ids)
+
+    await Worker(rt).drain()
+
+    job = await _job_json(api, tenant, job_id)
+    assert job["Status"] == "Failed" and job["IsComplete"] is True and job["IsSuccessful"] is False
+    assert (job["ProgressDone"], job["ProgressTotal"]) == (0, 3)
+    assert "failure" not in str(job).lower()
+    fired = await helpers.events(rt, tenant.account_id)
+    assert fired == [
+        {
+            "type": "FeedOutcome",
+            "payload": {
+                "Marketplace": "P2 DE",
+                "UserPlatformId": p2.id,
+                "FeedKind": "Price & stock",
+                "Outcome": "Rejected",
+                "Status": "Rejected",
+                "FailedCount": 3,
+            },
+        }
+    ]
+    remote = await helpers.sandbox_listings(rt, p2)
+    assert all(row.price == Decimal("10.00") and row.feed_updates == 0 for row in remote.values())
+
+
+async def test_item_errors_raise_feed_outcome_and_complete_the_job(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    ids = await _three_listed(rt, p1)
+    await helpers.update_seller(rt, p1, feed_fault="item-errors")
+    job_id = await _push(rt, tenant, p1, ids)
+
+    await Worker(rt).drain()
+
+    job = await _job_json(api, tenant, job_id)
+    assert job["Status"] == "Completed"
+    # Lines 1 and 3 fail in item-errors mode; line 2 is applied.
+    assert (job["ProgressDone"], job["ProgressTotal"]) == (1, 3)
+    fired = await helpers.events(rt, tenant.account_id)
+    assert [e["payload"] for e in fired] == [
+        {
+            "Marketplace": "P1 UK",
+            "UserPlatformId": p1.id,
+            "FeedKind": "Price & stock",
+            "Outcome": "ProcessedWithErrors",
+            "Status": "Done",
+            "FailedCount": 2,
+        }
+    ]
+    remote = await helpers.sandbox_listings(rt, p1)
+    assert remote["FEED-B"].price == Decimal("13.50")
+    assert remote["FEED-A"].price == Decimal("10.00")
+    # Our record of what the marketplace holds follows only the applied line.
+    assert (await helpers.our_listing(rt, p1, ids[0])).marketplace_price == Decimal("10.00")  # type: ignore[union-attr]
+    assert (await helpers.our_listing(rt, p1, ids[1])).marketplace_price == Decimal("13.50")  # type: ignore[union-attr]
+
+
+async def test_throttling_is_honoured_not_counted_as_failure(rt: Runtime, api: httpx.AsyncClient) -> None:
+    clock = rt.clock
+    assert isinstance(clock, FrozenClock)
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    ids = await _three_listed(rt, p1)
+    # One request every two seconds, none available now.
+    await helpers.update_seller(
+        rt, p1, bucket_capacity=1.0, bucket_refill_per_s=0.5, bucket_tokens=0.0, bucket_at=clock.now()
+    )
+    job_id = await _push(rt, tenant, p1, ids)
+
+    await Worker(rt).drain()
+
+    waiting = await helpers.job(rt, job_id)
+    assert waiting.status == "Published"  # back in the queue, not failed
+    assert (waiting.run_after - clock.now()).total_seconds() == 2.0  # Retry-After honoured
+    assert waiting.failure_reason is None and waiting.recovery_count == 0
+    assert await helpers.sandbox_feeds(rt, p1) == []
+
+    statuses = []
+    for _ in range(12):
+        clock.advance(seconds=2)
+        await Worker(rt).drain()
+        statuses.append((await helpers.job(rt, job_id)).status)
+        if statuses[-1] != "Published":
+            break
+    assert statuses[-1] == "Completed"
+    assert "Failed" not in statuses
+    assert len(statuses) > 1  # it needed several windows of the budget
+    feeds = await helpers.sandbox_feeds(rt, p1)
+    assert len(feeds) == 1 and feeds[0].client_feed_id == job_id
+    remote = await helpers.sandbox_listings(rt, p1)
+    assert {row.feed_updates for row in remote.values()} == {1}
+    assert await helpers.events(rt, tenant.account_id) == []
+
+
+class Killed(BaseException):
+    """The worker process dies (nothing in the handler may catch it)."""
+
+
+@pytest.mark.parametrize("dies", ["before the marketplace processed the feed", "after the feed was applied"])
+async def test_worker_killed_mid_feed_is_recovered_without_a_row_twice(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, dies: str
+) -> None:
+    clock = rt.clock
+    assert isinstance(clock, FrozenClock)
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    ids = await _three_listed(rt, p1)
+    job_id = await _push(rt, tenant, p1, ids)
+
+    real_await_feed = tasks._await_feed
+    calls = 0
+
+    async def dying_await_feed(rt_: Runtime, connection: MarketplaceConnection, feed_id: str) -> object:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            if dies == "after the feed was applied":
+                await real_await_feed(rt_, connection, feed_id)
+            raise Killed
+        return await real_await_feed(rt_, connection, feed_id)
+
+    monkeypatch.setattr(tasks, "_await_feed", dying_await_feed)
+    async with rt.db.transaction() as session:
+        claimed = await jobs_repository.claim_next(
+            session, "worker-that-dies", clock.now(), rt.settings.job_lease_s, ["PriceStockPush"]
+        )
+        assert claimed is not None
+        run = JobRun(
+            rt=rt,
+            job_id=job_id,
+            account_id=tenant.account_id,
+            type="PriceStockPush",
+            payload=dict(claimed[0].payload),
+            worker_id="worker-that-dies",
+        )
+    with pytest.raises(Killed):
+        await tasks.push_price_stock(rt, run)
+    assert (await helpers.job(rt, job_id)).status == "InProcess"
+
+    clock.advance(seconds=rt.settings.job_lease_s + 1)  # its lease runs out
+    await Worker(rt).drain()
+
+    job = await _job_json(api, tenant, job_id)
+    assert job["Status"] == "Completed"
+    assert job["RecoveryCount"] == 1
+    assert (job["ProgressDone"], job["ProgressTotal"]) == (3, 3)
+    feeds = await helpers.sandbox_feeds(rt, p1)
+    assert len(feeds) == 1 and len(feeds[0].lines) == 3
+    remote = await helpers.sandbox_listings(rt, p1)
+    assert {sku: row.feed_updates for sku, row in remote.items()} == {"FEED-A": 1, "FEED-B": 1, "FEED-C": 1}
+    assert remote["FEED-C"].price == Decimal("14.50") and remote["FEED-C"].quantity == 9
+    assert await helpers.events(rt, tenant.account_id) == []
+
+
+async def test_paused_connection_is_never_pushed(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    ids = await _three_listed(rt, p1)
+    async with rt.db.transaction() as session:
+        await service.pause(rt, session, tenant.account_id, p1.id)
+    job_id = await _push(rt, tenant, p1, ids)
+
+    await Worker(rt).drain()
+
+    assert (await _job_json(api, tenant, job_id))["Status"] == "Cancelled"
+    assert await helpers.sandbox_feeds(rt, p1) == []
+    assert {row.price for row in (await helpers.sandbox_listings(rt, p1)).values()} == {Decimal("10.00")}
+
+    async with rt.db.transaction() as session:
+        resync = await service.resume(rt, session, tenant.account_id, p1.id)
+    await Worker(rt).drain()
+    # Resuming sends everything the pause held back, once.
+    assert [(await helpers.job(rt, j)).status for j in resync] == ["Completed", "Completed"]
+    remote = await helpers.sandbox_listings(rt, p1)
+    assert remote["FEED-A"].price == Decimal("12.50") and remote["FEED-A"].feed_updates == 1
+
+
+async def test_disconnect_cancels_queued_jobs_and_removes_listings(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P2", "DE")))
+    p1, p2 = tenant.marketplace("P1"), tenant.marketplace("P2")
+    ids = await _three_listed(rt, p1)
+    queued = await _push(rt, tenant, p1, ids)
+    other = await helpers.enqueue(rt, tenant.account_id, "OrderPull", {"MarketplaceId": p2.id})
+
+    async with rt.db.transaction() as session:
+        cancelled = await service.disconnect(rt, session, tenant.account_id, p1.id)
+
+    assert cancelled == 1
+    assert (await helpers.job(rt, queued)).status == "Cancelled"
+    assert (await helpers.job(rt, other)).status == "Published"
+    assert await helpers.our_listing(rt, p1, ids[0]) is None
+    response = await api.get("/api/marketplaces", headers=tenant.headers)
+    assert [m["MarketplaceId"] for m in response.json()["Marketplaces"]] == [p2.id]
+    await Worker(rt).drain()
+    assert await helpers.sandbox_feeds(rt, p1) == []

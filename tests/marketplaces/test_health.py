@@ -1,0 +1,128 @@
+"""Health: null until known, UnAuthorized on revocation, events only on an actual change of state."""
+
+from __future__ import annotations
+
+import httpx
+
+from marketsync.marketplaces import service, tasks
+from marketsync.runtime import Runtime
+from marketsync.worker import Worker
+from tests.marketplaces import helpers
+from tests.support.factories import make_tenant
+
+
+async def _marketplaces(api: httpx.AsyncClient, headers: dict[str, str]) -> dict[str, dict[str, object]]:
+    response = await api.get("/api/marketplaces", headers=headers)
+    assert response.status_code == 200, response.text
+    return {m["MarketplaceId"]: m for m in response.json()["Marketplaces"]}
+
+
+async def test_health_is_null_until_known_then_healthy_silently(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P3", "US")))
+    before = await _marketplaces(api, tenant.headers)
+    for entry in before.values():
+        assert entry["HealthStatus"] is None
+        assert entry["LastPull"] == {"Status": "NeverRun", "TotalSkus": 0, "CurrentSku": 0}
+
+    await tasks.health_checks(rt)
+
+    after = await _marketplaces(api, tenant.headers)
+    for entry in after.values():
+        assert entry["HealthStatus"] == "Healthy"
+        assert entry["IsHealthy"] is True
+        assert entry["RequiresReauthorization"] is False
+        assert entry["HealthStatusMessage"]
+    # Nothing was broken, so nothing was restored.
+    assert await helpers.events(rt, tenant.account_id) == []
+
+
+async def test_revoked_authorisation_fires_once_and_only_restore_clears_it(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    await tasks.health_checks(rt)
+    await helpers.update_seller(rt, p1, auth_revoked=True)
+
+    for _ in range(3):  # repeated checks while broken never repeat the event
+        await tasks.health_checks(rt)
+
+    entry = (await _marketplaces(api, tenant.headers))[p1.id]
+    assert entry["HealthStatus"] == "UnAuthorized"
+    assert entry["RequiresReauthorization"] is True
+    assert entry["IsHealthy"] is False
+    fired = await helpers.events(rt, tenant.account_id)
+    assert [e["type"] for e in fired] == ["MarketplaceUnhealthy"]
+    assert fired[0]["payload"] == {
+        "Marketplace": "P1 UK",
+        "Platform": "P1",
+        "UserPlatformId": p1.id,
+        "Reason": "UnAuthorized",
+        "Detail": entry["HealthStatusMessage"],
+    }
+
+    await helpers.update_seller(rt, p1, auth_revoked=False)  # the merchant reconnects in the app
+    await tasks.health_checks(rt)
+    await tasks.health_checks(rt)
+
+    entry = (await _marketplaces(api, tenant.headers))[p1.id]
+    assert entry["HealthStatus"] == "Healthy"
+    assert entry["RequiresReauthorization"] is False
+    assert entry["IsHealthy"] is True
+    fired = await helpers.events(rt, tenant.account_id)
+    assert [e["type"] for e in fired] == ["MarketplaceUnhealthy", "MarketplaceRestored"]
+    assert set(fired[1]["payload"]) == {"Marketplace", "Platform", "UserPlatformId", "Reason", "Detail"}
+    assert fired[1]["payload"]["Reason"] == "Healthy"
+
+
+async def test_flapping_fires_each_change_exactly_once(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P2", "DE"),))
+    p2 = tenant.marketplace("P2")
+    for revoked in (True, True, False, False, True, False, True):
+        await helpers.update_seller(rt, p2, auth_revoked=revoked)
+        await tasks.health_checks(rt)
+    assert [e["type"] for e in await helpers.events(rt, tenant.account_id)] == [
+        "MarketplaceUnhealthy",
+        "MarketplaceRestored",
+        "MarketplaceUnhealthy",
+        "MarketplaceRestored",
+        "MarketplaceUnhealthy",
+    ]
+
+
+async def test_a_push_meeting_revocation_flips_health_without_repeats(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    product = await helpers.listed_product(rt, p1, "REV-1")
+    await helpers.update_seller(rt, p1, auth_revoked=True)
+    first = await helpers.enqueue(
+        rt, tenant.account_id, "PriceStockPush", {"MarketplaceId": p1.id, "ProductIds": [product.id]}
+    )
+    second = await helpers.enqueue(
+        rt, tenant.account_id, "PriceStockPush", {"MarketplaceId": p1.id, "ProductIds": [product.id]}
+    )
+
+    await Worker(rt).drain()
+    await tasks.health_checks(rt)
+
+    assert (await helpers.job(rt, first)).status == "Failed"
+    assert (await helpers.job(rt, second)).status == "Failed"
+    entry = (await _marketplaces(api, tenant.headers))[p1.id]
+    assert entry["HealthStatus"] == "UnAuthorized"
+    assert entry["RequiresReauthorization"] is True
+    assert [e["type"] for e in await helpers.events(rt, tenant.account_id)] == ["MarketplaceUnhealthy"]
+
+
+async def test_paused_connection_is_omitted_and_not_checked(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P4", "FR")))
+    p1, p4 = tenant.marketplace("P1"), tenant.marketplace("P4")
+    async with rt.db.transaction() as session:
+        await service.pause(rt, session, tenant.account_id, p4.id)
+    await helpers.update_seller(rt, p4, auth_revoked=True)
+
+    await tasks.health_checks(rt)
+
+    listed = await _marketplaces(api, tenant.headers)
+    assert list(listed) == [p1.id]
+    assert await helpers.events(rt, tenant.account_id) == []
+    async with rt.db.transaction() as session:
+        await service.resume(rt, session, tenant.account_id, p4.id)
+    assert set(await _marketplaces(api, tenant.headers)) == {p1.id, p4.id}

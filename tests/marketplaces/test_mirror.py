@@ -1,0 +1,129 @@
+"""The listing & stock mirror: listings map, LastPull progress, and the drift the push warns about."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import httpx
+
+from marketsync.inventory import service as inventory_service
+from marketsync.marketplaces import tasks
+from marketsync.marketplaces.sandbox import state as sandbox_state
+from marketsync.models import MarketplaceConnection
+from marketsync.runtime import Runtime
+from marketsync.worker import Worker
+from tests.marketplaces import helpers
+from tests.support.factories import make_tenant
+
+
+async def _sandbox_set(
+    rt: Runtime, connection: MarketplaceConnection, sku: str, price: str | None = None, quantity: int | None = None
+) -> None:
+    """What `marketsync sandbox set` does: a change made at the marketplace."""
+    async with rt.db.transaction() as session:
+        seller = await sandbox_state.ensure_seller(
+            session, connection.id, connection.platform, connection.country, rt.clock.now()
+        )
+        await sandbox_state.put_listing(
+            session, seller, rt.clock.now(), sku=sku, price=None if price is None else Decimal(price), quantity=quantity
+        )
+
+
+async def _set_owner(rt: Runtime, account_id: str, kind: str, owner: str) -> None:
+    async with rt.db.transaction() as session:
+        await inventory_service.set_data_owner(rt, session, account_id, kind, owner)
+
+
+async def _mirror_now(rt: Runtime, connection: MarketplaceConnection) -> str:
+    job_id = await helpers.enqueue(rt, connection.account_id, "ListingMirror", {"MarketplaceId": connection.id})
+    status, _ = await tasks.run_now(rt, job_id)
+    assert status == "Completed"
+    return job_id
+
+
+async def test_drift_pushed_value_is_overwritten_by_the_owning_marketplace(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    product = await helpers.listed_product(rt, p1, "DRIFT-1", price="10.00", quantity=5)
+    await _set_owner(rt, tenant.account_id, "Price", "Marketplace")
+    await _set_owner(rt, tenant.account_id, "Stock", "Merchant")
+
+    pushed = await api.post(
+        "/api/inventory/price-quantity",
+        json={"Items": [{"Sku": "DRIFT-1", "Price": 15, "Quantity": 6}]},
+        headers=tenant.headers,
+    )
+    assert pushed.status_code == 200, pushed.text
+    assert pushed.json()["Results"] == [{"Sku": "DRIFT-1", "Result": "Updated"}]
+    assert pushed.json()["Warnings"], "the push warns that the marketplace owns Price"
+
+    # Meanwhile the merchant changes the price in the marketplace's own tools.
+    await _sandbox_set(rt, p1, "DRIFT-1", price="11.00", quantity=2)
+    await _mirror_now(rt, p1)
+
+    stored = await helpers.product(rt, product.id)
+    assert stored.price == Decimal("11.00")  # the marketplace owns Price: its value wins
+    assert stored.quantity == 6  # the merchant owns Stock: the marketplace's 2 is not mirrored
+    changed = await helpers.events(rt, tenant.account_id, "InventoryChanged")
+    assert [e["payload"]["source"] for e in changed] == [
+        {"writer": "MerchantPush", "channel": "Api", "userPlatformId": None},
+        {"writer": "MasterMirror", "channel": "Marketplace", "userPlatformId": p1.id},
+    ]
+    mirrored = changed[1]["payload"]
+    assert [c["sku"] for c in mirrored["changed"]] == ["DRIFT-1"]
+    assert Decimal(str(mirrored["changed"][0]["price"])) == Decimal("11")
+    assert mirrored["changed"][0]["quantity"] is None
+    assert mirrored["totalChanged"] == 1 and mirrored["truncated"] is False
+
+    # Mirroring again changes nothing and is silent.
+    await _mirror_now(rt, p1)
+    assert len(await helpers.events(rt, tenant.account_id, "InventoryChanged")) == 2
+    ours = await helpers.our_listing(rt, p1, product.id)
+    assert ours is not None and (ours.marketplace_price, ours.marketplace_quantity) == (Decimal("11.00"), 2)
+
+
+async def test_mirror_fills_the_listings_map_and_reports_last_pull(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P2", "DE"),))
+    p2 = tenant.marketplace("P2")
+    await _set_owner(rt, tenant.account_id, "Price", "Merchant")
+    await _set_owner(rt, tenant.account_id, "Stock", "Merchant")
+    # Listed here but not yet known at the marketplace; and a listing made in the marketplace's tools.
+    await helpers.listed_product(rt, p2, "MAP-1", at_marketplace=False)
+    await _sandbox_set(rt, p2, "map-1", price="9.50", quantity=3)  # case differs: still that product
+    await _sandbox_set(rt, p2, "NOT-IN-CATALOGUE", price="1.00", quantity=1)
+
+    await _mirror_now(rt, p2)
+
+    response = await api.get("/api/products/MAP-1", headers=tenant.headers)
+    assert response.status_code == 200, response.text
+    [listing] = response.json()["Product"]["Listings"]
+    assert listing["Platform"] == "P2" and listing["ListingId"].startswith("P2DE-L")
+    assert listing["ExternalSku"] == "map-1"
+    assert listing["ListingUrl"].startswith("https://p2.sandbox.invalid/de/item/")
+    marketplaces = (await api.get("/api/marketplaces", headers=tenant.headers)).json()["Marketplaces"]
+    assert marketplaces[0]["LastPull"] == {"Status": "Completed", "TotalSkus": 2, "CurrentSku": 2}
+    assert await helpers.events(rt, tenant.account_id, "InventoryChanged") == []
+
+
+async def test_mirror_reports_progress_page_by_page(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P3", "US"),))
+    p3 = tenant.marketplace("P3")
+    async with rt.db.transaction() as session:
+        seller = await sandbox_state.ensure_seller(session, p3.id, "P3", "US", rt.clock.now())
+        known = [
+            sandbox_state.KnownListing(f"BULK-{i:04d}", None, None, None, None, Decimal("2.00"), 1)
+            for i in range(tasks.LISTING_PAGE + 5)
+        ]
+        await sandbox_state.seed_listings(session, seller, rt.clock.now(), known)
+
+    await tasks.schedule_listing_mirrors(rt)
+    await Worker(rt).drain()
+
+    async with rt.db.read() as session:
+        stored = await session.get(MarketplaceConnection, p3.id)
+        assert stored is not None
+        assert (stored.last_pull_status, stored.last_pull_total_skus, stored.last_pull_current_sku) == (
+            "Completed",
+            tasks.LISTING_PAGE + 5,
+            tasks.LISTING_PAGE + 5,
+        )
