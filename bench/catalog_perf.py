@@ -19,22 +19,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import httpx
-import uvicorn
 
+from bench.support import percentile, serve_runtime
 from marketsync import migrate
-from marketsync.app import create_app
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import repository, service, taxonomy
@@ -80,26 +78,6 @@ LAPTOP_ATTRIBUTES: dict[str, Any] = {
 }
 
 
-@contextlib.asynccontextmanager
-async def serve(rt: Runtime) -> AsyncIterator[str]:
-    config = uvicorn.Config(create_app(rt), host="127.0.0.1", port=0, log_config=None, access_log=False, ws="none")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
-
-
-def percentile(samples: list[float], share: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
-
-
 async def timed(count: int, call: Callable[[int], Awaitable[None]]) -> list[float]:
     samples = []
     for index in range(WARMUP + count):
@@ -134,7 +112,7 @@ async def run_backend(backend: str, categories: int, searches: int, creates: int
             account = await auth_service.create_account(rt, session, f"bench-{uuid.uuid4().hex[:8]}")
             credential = await auth_service.create_credential(rt, session, account.id, "bench", list(ALL_SCOPES))
             connection = await marketplaces.connect(rt, session, account.id, "P1", "UK")
-        async with serve(rt) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as client:
+        async with serve_runtime(rt) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as client:
             token = (
                 await client.post(
                     "/connect/token",

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import random
 import sqlite3
@@ -24,7 +23,6 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -32,11 +30,10 @@ from typing import Any
 
 import asyncpg
 import httpx
-import uvicorn
 from sqlalchemy import select, text
 
+from bench.support import percentile, serve_runtime
 from marketsync import migrate
-from marketsync.app import create_app
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.config import Settings
@@ -51,21 +48,6 @@ from marketsync.runtime import Runtime
 PG_ADMIN_URL = os.environ.get("MARKETSYNC_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 BATCH = 500
 WARMUP = 5
-
-
-@contextlib.asynccontextmanager
-async def serve(rt: Runtime) -> AsyncIterator[str]:
-    config = uvicorn.Config(create_app(rt), host="127.0.0.1", port=0, log_config=None, access_log=False, ws="none")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
 
 
 async def seed_catalogue(rt: Runtime, account_id: str, count: int) -> list[str]:
@@ -93,11 +75,6 @@ async def seed_catalogue(rt: Runtime, account_id: str, count: int) -> list[str]:
                 ],
             )
     return skus
-
-
-def percentile(samples: list[float], share: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 async def bench_push(rt: Runtime, base_url: str, token: str, skus: list[str], pushes: int) -> list[float]:
@@ -234,7 +211,7 @@ async def run_backend(backend: str, products: int, pushes: int, directory: Path)
         async with rt.db.transaction() as session:
             # Fresh bulk load: give the planner statistics now, as autovacuum would in production.
             await session.execute(text("ANALYZE products"))
-        async with serve(rt) as base_url:
+        async with serve_runtime(rt) as base_url:
             async with httpx.AsyncClient(base_url=base_url) as client:
                 response = await client.post(
                     "/connect/token",

@@ -7,8 +7,10 @@ for later runs, then measures three pages (first page, a deep cursor page at the
 page near the end) three ways in the same run:
 - plain: the keyset query alone, raw driver (sqlite3 / asyncpg), the floor;
 - plain+items: the same plus the page's items query, raw driver (the data the endpoint needs);
-- service: `orders.service.list_orders` in-process (SQLAlchemy, shaping, no HTTP);
+- service: what the endpoint does in-process, without HTTP: read transaction, `orders.service.list_orders`
+  and the response body (`OrderPage.json()`);
 - http: the endpoint over loopback HTTP (uvicorn, bearer auth, orjson).
+Each table row ends with the ratios service/plain and HTTP/plain (the issue's target: 2x).
 Loopback only; bounded loops.
 """
 
@@ -347,8 +349,11 @@ async def bench_backend(backend: str, total: int, runs: int) -> list[str]:
                     data={"grant_type": "client_credentials", "client_id": client_id, "client_secret": client_secret},
                 )
                 headers = {"Authorization": f"Bearer {token_response.json()['access_token']}"}
-                lines.append("| page | plain keyset SQL | plain SQL + items | service (in-process) | HTTP endpoint |")
-                lines.append("|---|---|---|---|---|")
+                lines.append(
+                    "| page | plain keyset SQL | plain SQL + items | service (in-process) | HTTP endpoint "
+                    "| service / plain | HTTP / plain |"
+                )
+                lines.append("|---|---|---|---|---|---|---|")
                 for name, case_since, after, body in cases:
                     # The first page's high-water is "now"; pin it for the plain query's equivalent.
                     hw = high_water if after is not None else datetime.now(UTC)
@@ -364,7 +369,7 @@ async def bench_backend(backend: str, total: int, runs: int) -> list[str]:
                     async def in_process(r: schemas.ListOrdersRequest = request) -> None:
                         async with rt.db.read() as session:
                             page = await service.list_orders(rt, session, account_id, r)
-                        assert len(page.orders) == 200
+                        assert len(page.orders) == 200 and page.json()
 
                     async def over_http(b: dict[str, Any] = body) -> None:
                         response = await client.post("/api/orders/List", json=b, headers=headers)
@@ -372,7 +377,12 @@ async def bench_backend(backend: str, total: int, runs: int) -> list[str]:
 
                     figures = [await timed(fn, runs) for fn in (plain_only, plain_items, in_process, over_http)]
                     cells = " | ".join(f"{median:.2f} / {p99:.2f}" for median, p99 in figures)
-                    lines.append(f"| {name} | {cells} |")
+                    (plain_median, plain_p99), _, (svc_median, svc_p99), (http_median, http_p99) = figures
+                    ratios = (
+                        f"{svc_median / plain_median:.1f}x / {svc_p99 / plain_p99:.1f}x | "
+                        f"{http_median / plain_median:.1f}x / {http_p99 / plain_p99:.1f}x"
+                    )
+                    lines.append(f"| {name} | {cells} | {ratios} |")
         finally:
             server.should_exit = True
             await serving

@@ -15,11 +15,26 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
 PG_ADMIN = os.environ.get("MARKETSYNC_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def percentile(samples: list[float], share: float) -> float:
+    """Nearest-rank percentile (share in 0..1)."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def serve_runtime(rt: Any) -> contextlib.AbstractAsyncContextManager[str]:
+    """The app of `rt` on a uvicorn server in this event loop, on a loopback ephemeral port."""
+    from marketsync.app import create_app
+    from tests.support.server import serve
+
+    return serve(create_app(rt))
 
 
 def free_port() -> int:

@@ -29,10 +29,18 @@ class _CurrentStderr:
         sys.stderr.flush()
 
 
+_configured_level: int | None = None
+
+
 def configure_logging(level: str = "INFO") -> None:
+    """Idempotent per level: loggers cached on first use keep working (and stay observable in tests)."""
+    global _configured_level
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         numeric = logging.INFO
+    if _configured_level == numeric:
+        return
+    _configured_level = numeric
     logging.basicConfig(stream=sys.stderr, level=numeric, format="%(message)s")
     for noisy in ("alembic", "httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
