@@ -72,14 +72,14 @@ def worker() -> None:
 
 
 @db_app.command("upgrade")
-def db_upgrade() -> None:
+def db_upgrade(as_json: bool = JsonOption) -> None:
     """Apply pending migrations."""
 
-    async def body(rt: Runtime) -> None:
-        return None
+    async def body(rt: Runtime) -> dict[str, object]:
+        return {"Database": rt.db.dialect, "Revision": await migrate.current_revision(rt.db)}
 
-    run_command(body)
-    typer.echo("database is up to date", err=True)
+    result = run_command(body, as_json=as_json)
+    emit(result, as_json, f"database ({result['Database']}) is up to date at revision {result['Revision']}")
 
 
 @app.command()

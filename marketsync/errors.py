@@ -145,6 +145,10 @@ def _message(error: Mapping[str, Any]) -> str:
 def validation_errors(errors: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = {}
     for error in errors:
+        if error.get("type") == "json_invalid":
+            # pydantic puts the byte offset in the location; the problem is the body as a whole.
+            grouped.setdefault("body", []).append(_message(error))
+            continue
         loc = list(error.get("loc", ()))
         # Union members add their type name to the path (e.g. 'function-after[...]'); drop those.
         loc = [p for p in loc if not (isinstance(p, str) and ("[" in p or p in ("function-after", "json-or-python")))]
@@ -164,7 +168,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> Response:
         code, title = _STATUS_CODES.get(exc.status_code, ("error", "The request failed."))
-        return problem_response(exc.status_code, code, title, None, exc.headers)
+        errors = None
+        if exc.status_code == 400:  # the framework could not read the body (bad encoding, nesting...)
+            errors = {"body": ["The body is not valid JSON."]}
+        return problem_response(exc.status_code, code, title, errors, exc.headers)
 
 
 def internal_error_response() -> Response:

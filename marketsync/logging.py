@@ -41,7 +41,22 @@ def configure_logging(level: str = "INFO") -> None:
     if _configured_level == numeric:
         return
     _configured_level = numeric
-    logging.basicConfig(stream=sys.stderr, level=numeric, format="%(message)s")
+    # Standard-library loggers (uvicorn, alembic) are rendered by structlog too: every line is JSON.
+    handler = logging.StreamHandler(_CurrentStderr())
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processor=structlog.processors.JSONRenderer(),
+            foreign_pre_chain=[
+                _add_request_id,
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                structlog.processors.format_exc_info,
+            ],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(numeric)
     for noisy in ("alembic", "httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     structlog.configure(

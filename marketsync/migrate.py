@@ -28,6 +28,12 @@ def _upgrade(connection: Any, revision: str) -> None:
     command.upgrade(config, revision)
 
 
+async def current_revision(db: Database) -> str | None:
+    async with db.engine.connect() as connection:
+        value = (await connection.execute(text("SELECT version_num FROM alembic_version"))).scalar_one_or_none()
+        return str(value) if value is not None else None
+
+
 async def upgrade(db: Database, revision: str = "head") -> None:
     async with db.write_engine.begin() as connection:
         if not db.is_sqlite:

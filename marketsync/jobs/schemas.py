@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_serializer
+
+from marketsync.kit.clock import iso
 
 from marketsync.models import Job
 
@@ -19,6 +21,11 @@ class JobOut(BaseModel):
     ProgressDone: int | None
     ProgressTotal: int | None
     RecoveryCount: int
+
+    @field_serializer("StartedAt")
+    def _started_at(self, value: datetime | None) -> str | None:
+        # The one wire format for timestamps: UTC, milliseconds, Z.
+        return iso(value) if value is not None else None
 
     @classmethod
     def of(cls, job: Job) -> JobOut:

@@ -160,6 +160,16 @@ async def test_oversized_body_is_413(rt: Runtime, api: httpx.AsyncClient) -> Non
     assert problem(streamed)["code"] == "payload-too-large"
 
 
+async def test_malformed_json_is_400_keyed_body(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api)
+    for raw in (b'{"Url": ', b"\xff\xfe{", b"[" * 50_000):
+        response = await api.post(
+            "/api/webhooks/Create", headers={**tenant.headers, "Content-Type": "application/json"}, content=raw
+        )
+        assert response.status_code == 400, (raw[:10], response.text)
+        assert list(problem(response)["errors"]) == ["body"]
+
+
 async def test_request_id_is_echoed_when_well_formed(rt: Runtime, api: httpx.AsyncClient) -> None:
     response = await api.get("/api/marketplaces", headers={"X-Request-Id": "caller-correlation-1"})
     assert response.headers["x-request-id"] == "caller-correlation-1"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 from pathlib import Path
 
@@ -63,7 +64,7 @@ async def test_completed_job_counts_progress(rt: Runtime, api: httpx.AsyncClient
     body = (await api.get(f"/api/jobs/{job_id}", headers=tenant.headers)).json()
     assert (body["Status"], body["IsComplete"], body["IsSuccessful"]) == ("Completed", True, True)
     assert (body["ProgressDone"], body["ProgressTotal"]) == (1, 1)
-    assert body["StartedAt"].endswith("Z")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", body["StartedAt"])  # UTC, milliseconds
 
 
 async def test_failed_job_is_complete_unsuccessful_and_hides_its_reason(rt: Runtime, api: httpx.AsyncClient) -> None:
