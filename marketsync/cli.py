@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 
+import structlog
 import typer
 import uvicorn
 
@@ -20,6 +21,8 @@ from marketsync.marketplaces import commands as _marketplace_commands  # noqa: F
 from marketsync.orders import commands as _orders_commands  # noqa: F401
 from marketsync.runtime import Runtime
 from marketsync.webhooks import commands as _webhooks_commands  # noqa: F401
+
+log = structlog.get_logger("marketsync.cli")
 
 
 @app.command()
@@ -40,7 +43,7 @@ def serve(
             await migrate.upgrade(rt.db)
             api = create_app(rt, run_workers=not no_workers)
             config = uvicorn.Config(api, host=host, port=port, log_config=None, access_log=False, proxy_headers=False)
-            typer.echo(f"marketsync serving on http://{host}:{port} (base_url {settings.base_url})", err=True)
+            log.info("serving", url=f"http://{host}:{port}", base_url=settings.base_url, workers=not no_workers)
             await uvicorn.Server(config).serve()
         finally:
             await rt.close()

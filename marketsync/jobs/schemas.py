@@ -7,7 +7,6 @@ from datetime import datetime
 from pydantic import BaseModel, field_serializer
 
 from marketsync.kit.clock import iso
-
 from marketsync.models import Job
 
 
