@@ -12,9 +12,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import Row, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.sql import Executable
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 
@@ -46,6 +48,20 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+def _sqlite_hot_reader(url: str) -> Engine:
+    engine = create_engine(url, pool_size=2, max_overflow=2)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA query_only=ON")
+        cursor.execute("PRAGMA busy_timeout=50")  # never hold the event loop: fall back to the async path
+        cursor.close()
+
+    return engine
+
+
 class Database:
     """The one coordination point: a reader and a writer session factory over one database."""
 
@@ -60,9 +76,12 @@ class Database:
             _configure_sqlite(self.engine, immediate=False)
             self.write_engine = create_async_engine(self.url, echo=echo, pool_size=1, max_overflow=0, pool_timeout=60)
             _configure_sqlite(self.write_engine, immediate=True)
+            self._hot_reader: Engine | None = _sqlite_hot_reader(parsed.set(drivername="sqlite").render_as_string())
         else:
+            self._hot_reader = None
             self.engine = create_async_engine(self.url, echo=echo, pool_size=10, max_overflow=10, pool_pre_ping=False)
             self.write_engine = self.engine
+        self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self._reader = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False)
         self._writer = async_sessionmaker(self.write_engine, expire_on_commit=False, autoflush=False)
 
@@ -87,7 +106,25 @@ class Database:
         async with self._reader() as session, session.begin():
             yield session
 
+    async def read_one(self, statement: Executable) -> Row[Any] | None:
+        """One small indexed read on the hottest path (the bearer-token lookup of every request).
+
+        SQLite: a plain sqlite3 read in the event loop (WAL readers never wait for writers; ~0.1 ms against
+        ~2 ms through the aiosqlite thread), falling back to the async path if the file is briefly locked.
+        PostgreSQL: one autocommit round trip instead of BEGIN/SELECT/COMMIT.
+        """
+        if self._hot_reader is not None:
+            try:
+                with self._hot_reader.connect() as connection:
+                    return connection.execute(statement).first()
+            except OperationalError:
+                pass
+        async with self._autocommit.connect() as connection:
+            return (await connection.execute(statement)).first()
+
     async def dispose(self) -> None:
+        if self._hot_reader is not None:
+            self._hot_reader.dispose()
         await self.engine.dispose()
         if self.write_engine is not self.engine:
             await self.write_engine.dispose()

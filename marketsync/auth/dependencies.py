@@ -36,8 +36,7 @@ async def _authenticated(request: Request) -> Caller:
             "The Authorization header must be 'Bearer <token>'.",
             headers={"WWW-Authenticate": f'{REALM}, error="invalid_request"'},
         )
-    async with rt.db.read() as session:
-        caller = await service.authenticate(rt, session, token)
+    caller = await service.authenticate(rt, token)
     if caller is None:
         raise Unauthorized(
             "The access token is invalid or expired.",

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import Row, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from marketsync.db import Database
 from marketsync.models import AccessToken, Account, Credential
 
 
@@ -37,11 +39,13 @@ async def delete_credential(session: AsyncSession, credential: Credential) -> No
     await session.delete(credential)
 
 
-async def find_live_token(session: AsyncSession, token_hash: str, now: datetime) -> AccessToken | None:
-    result = await session.execute(
-        select(AccessToken).where(AccessToken.token_hash == token_hash, AccessToken.expires_at > now)
+async def find_live_token(db: Database, token_hash: str, now: datetime) -> Row[Any] | None:
+    """(account_id, credential_id, scopes) of a live token, by the hot-path read."""
+    return await db.read_one(
+        select(AccessToken.account_id, AccessToken.credential_id, AccessToken.scopes).where(
+            AccessToken.token_hash == token_hash, AccessToken.expires_at > now
+        )
     )
-    return result.scalar_one_or_none()
 
 
 async def delete_expired_tokens(session: AsyncSession, now: datetime) -> int:

@@ -109,10 +109,10 @@ async def issue_token(
     return IssuedToken(token, rt.settings.token_ttl_s, scopes)
 
 
-async def authenticate(rt: Runtime, session: AsyncSession, token: str) -> Caller | None:
+async def authenticate(rt: Runtime, token: str) -> Caller | None:
     if not token.startswith(TOKEN_PREFIX):
         return None
-    row = await repository.find_live_token(session, crypto.keyed_hash(rt.settings.hash_key, token), rt.clock.now())
+    row = await repository.find_live_token(rt.db, crypto.keyed_hash(rt.settings.hash_key, token), rt.clock.now())
     if row is None:
         return None
     return Caller(row.account_id, row.credential_id, frozenset(row.scopes.split()))
