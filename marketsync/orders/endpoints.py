@@ -11,7 +11,6 @@ from starlette.responses import Response
 
 from marketsync.auth.dependencies import OrdersReader, OrdersWriter, RuntimeDep
 from marketsync.kit import idempotency, jsonio
-from marketsync.kit.clock import iso
 from marketsync.orders import schemas, service
 
 router = APIRouter(prefix="/api/orders", tags=["Orders"])
@@ -33,9 +32,7 @@ async def list_orders(body: schemas.ListOrdersRequest, caller: OrdersReader, rt:
     with `UpdatedSince` = `NextUpdatedSince`."""
     async with rt.db.read() as session:
         page = await service.list_orders(rt, session, caller.account_id, body)
-    return _json(
-        {"Orders": page.orders, "NextCursor": page.next_cursor, "NextUpdatedSince": iso(page.next_updated_since)}
-    )
+    return Response(page.json(), media_type="application/json")
 
 
 @router.get("/{order_id}", response_model=schemas.OrderOneOut, response_class=Response, summary="Read one order")

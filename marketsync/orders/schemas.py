@@ -1,20 +1,21 @@
 """Request models (spec field names, case-exact) and the one shape of an order on the wire.
 
-`order_json` builds the order dict used identically by POST /api/orders/List and GET /api/orders/{id}.
-The response models below document that shape in the OpenAPI; responses are built as dicts and
-serialised with orjson (a page of 200 orders is on the hot path).
+`orders_json` builds the order dicts used identically by POST /api/orders/List and GET /api/orders/{id}.
+The response models below document that shape in the OpenAPI; responses are built as plain dicts of
+JSON values and serialised once with orjson, without per-request model validation (a page of 200
+orders is on the hot path).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
 
-from marketsync.kit.clock import iso
+from marketsync.models.base import PRICE_SCALE
 from marketsync.orders import rules
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=64)]
@@ -107,100 +108,161 @@ class UpdateRequest(Strict):
 # ---------------------------------------------------------------- the order on the wire
 
 
-def order_json(
-    order: Any,
-    items: Sequence[Any],
-    shipments: Sequence[Any],
-    refund_lines: Sequence[Any],
+def orders_json(
+    orders: Sequence[tuple[Sequence[Any], Sequence[Sequence[Any]]]],
+    shipments: Mapping[str, Sequence[Sequence[Any]]],
+    refund_lines: Mapping[str, Sequence[Sequence[Any]]],
     *,
     include_customer: bool,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "ServiceOrderID": order.id,
-        "MarketplaceOrderId": order.marketplace_order_id,
-        "MarketplaceId": order.marketplace_id,
-        "Platform": order.platform,
-        "Country": order.country,
-        "Status": order.status,
-        "MarketplaceStatus": order.marketplace_status,
-        "PurchaseDate": iso(order.purchase_date),
-        "LastModifiedDate": iso(order.updated_at),
-        "CreatedDate": iso(order.created_at),
-        "Currency": order.currency,
-        "ItemsTotal": order.items_total,
-        "ShippingTotal": order.shipping_total,
-        "TaxTotal": order.tax_total,
-        "OrderTotal": order.items_total + order.shipping_total + order.tax_total,
-        "RefundedTotal": order.refunded_total,
-        "ExternalReference": order.external_reference,
-        "Address": {"Region": order.ship_region, "CountryCode": order.ship_country_code},
-        "Items": [
-            {
-                "OrderItemId": item.id,
-                "MarketplaceItemId": item.marketplace_item_id,
-                "Sku": item.sku,
-                "Title": item.title,
-                "Quantity": item.quantity,
-                "UnitPrice": item.unit_price,
-                "LineTotal": item.unit_price * item.quantity,
-                "Status": item.status,
-                "ShippedQuantity": item.shipped_quantity,
-                "CancelledQuantity": item.cancelled_quantity,
-                "RefundedQuantity": item.refunded_quantity,
-                "RefundedAmount": item.refunded_amount,
-                "CancelReason": item.cancel_reason,
-            }
-            for item in items
-        ],
-        "Shipments": [
-            {
-                "ShipmentId": shipment.id,
-                "OrderItemId": shipment.order_item_id,
-                "Quantity": shipment.quantity,
-                "ShipDate": iso(shipment.ship_date),
-                "CarrierCode": shipment.carrier_code,
-                "CarrierName": shipment.carrier_name,
-                "ServiceLevel": shipment.service_level,
-                "TrackingNumber": shipment.tracking_number,
-            }
-            for shipment in shipments
-        ],
-        "Refunds": _refunds_json(refund_lines),
-    }
-    if include_customer:
-        body["Customer"] = {
-            "Name": order.buyer_name,
-            "Email": order.buyer_email,
-            "Phone": order.buyer_phone,
-            "ShippingAddress": {
-                "Name": order.ship_name,
-                "Line1": order.ship_line1,
-                "Line2": order.ship_line2,
-                "City": order.ship_city,
-                "Region": order.ship_region,
-                "PostalCode": order.ship_postal_code,
-                "CountryCode": order.ship_country_code,
-                "Phone": order.ship_phone,
-            },
+    wire_time: Callable[[Any], str],
+) -> list[dict[str, Any]]:
+    """Orders (each with its items) as plain JSON values, from read tuples in the repository's column order.
+
+    Money arrives as the stored integer (ten-thousandths) and leaves as a float: integer true division
+    is correctly rounded, so this is the same number (and the same JSON) as float(Decimal amount).
+    Timestamps arrive in storage form and leave through `wire_time` (iso(): milliseconds, Z).
+    """
+    scale = PRICE_SCALE
+    no_rows: tuple[Sequence[Any], ...] = ()
+    result = []
+    for order, items in orders:
+        (
+            order_id,
+            marketplace_order_id,
+            marketplace_id,
+            platform,
+            country,
+            status,
+            marketplace_status,
+            purchase_date,
+            updated_at,
+            created_at,
+            currency,
+            items_total,
+            shipping_total,
+            tax_total,
+            refunded_total,
+            external_reference,
+            ship_region,
+            ship_country_code,
+            *customer,
+        ) = order
+        lines = refund_lines.get(order_id, no_rows) if refunded_total else no_rows
+        body: dict[str, Any] = {
+            "ServiceOrderID": order_id,
+            "MarketplaceOrderId": marketplace_order_id,
+            "MarketplaceId": marketplace_id,
+            "Platform": platform,
+            "Country": country,
+            "Status": status,
+            "MarketplaceStatus": marketplace_status,
+            "PurchaseDate": wire_time(purchase_date),
+            "LastModifiedDate": wire_time(updated_at),
+            "CreatedDate": wire_time(created_at),
+            "Currency": currency,
+            "ItemsTotal": items_total / scale,
+            "ShippingTotal": shipping_total / scale,
+            "TaxTotal": tax_total / scale,
+            "OrderTotal": (items_total + shipping_total + tax_total) / scale,
+            "RefundedTotal": refunded_total / scale,
+            "ExternalReference": external_reference,
+            "Address": {"Region": ship_region, "CountryCode": ship_country_code},
+            "Items": [
+                {
+                    "OrderItemId": item_id,
+                    "MarketplaceItemId": marketplace_item_id,
+                    "Sku": sku,
+                    "Title": title,
+                    "Quantity": quantity,
+                    "UnitPrice": unit_price / scale,
+                    "LineTotal": unit_price * quantity / scale,
+                    "Status": item_status,
+                    "ShippedQuantity": shipped,
+                    "CancelledQuantity": cancelled,
+                    "RefundedQuantity": refunded_quantity,
+                    "RefundedAmount": refunded_amount / scale,
+                    "CancelReason": cancel_reason,
+                }
+                for (
+                    item_id,
+                    marketplace_item_id,
+                    sku,
+                    title,
+                    quantity,
+                    unit_price,
+                    item_status,
+                    shipped,
+                    cancelled,
+                    refunded_quantity,
+                    refunded_amount,
+                    cancel_reason,
+                ) in items
+            ],
+            "Shipments": [
+                {
+                    "ShipmentId": shipment_id,
+                    "OrderItemId": order_item_id,
+                    "Quantity": shipped_quantity,
+                    "ShipDate": wire_time(ship_date),
+                    "CarrierCode": carrier_code,
+                    "CarrierName": carrier_name,
+                    "ServiceLevel": service_level,
+                    "TrackingNumber": tracking_number,
+                }
+                for (
+                    shipment_id,
+                    order_item_id,
+                    shipped_quantity,
+                    ship_date,
+                    carrier_code,
+                    carrier_name,
+                    service_level,
+                    tracking_number,
+                ) in shipments.get(order_id, no_rows)
+            ],
+            "Refunds": _refunds_json(lines, wire_time) if lines else [],
         }
-    return body
+        if include_customer:
+            name, email, buyer_phone, ship_name, ship_line1, ship_line2, ship_city, postal_code, ship_phone = customer
+            body["Customer"] = {
+                "Name": name,
+                "Email": email,
+                "Phone": buyer_phone,
+                "ShippingAddress": {
+                    "Name": ship_name,
+                    "Line1": ship_line1,
+                    "Line2": ship_line2,
+                    "City": ship_city,
+                    "Region": ship_region,
+                    "PostalCode": postal_code,
+                    "CountryCode": ship_country_code,
+                    "Phone": ship_phone,
+                },
+            }
+        result.append(body)
+    return result
 
 
-def _refunds_json(lines: Sequence[Any]) -> list[dict[str, Any]]:
+def _refunds_json(lines: Sequence[Sequence[Any]], wire_time: Callable[[Any], str]) -> list[dict[str, Any]]:
+    """Refund lines (oldest first) grouped into refunds; amounts summed as stored integers, exactly."""
     refunds: dict[str, dict[str, Any]] = {}
-    for line in lines:
-        refund = refunds.get(line.refund_id)
+    totals: dict[str, int] = {}
+    for refund_id, reason, currency, created_at, order_item_id, quantity, amount in lines:
+        refund = refunds.get(refund_id)
         if refund is None:
-            refund = refunds[line.refund_id] = {
-                "RefundId": line.refund_id,
-                "Reason": line.reason,
-                "Currency": line.currency,
-                "Amount": Decimal("0"),
-                "CreatedDate": iso(line.created_at),
+            refund = refunds[refund_id] = {
+                "RefundId": refund_id,
+                "Reason": reason,
+                "Currency": currency,
+                "Amount": None,
+                "CreatedDate": wire_time(created_at),
                 "Items": [],
             }
-        refund["Amount"] += line.amount
-        refund["Items"].append({"OrderItemId": line.order_item_id, "Quantity": line.quantity, "Amount": line.amount})
+            totals[refund_id] = 0
+        totals[refund_id] += amount
+        refund["Items"].append({"OrderItemId": order_item_id, "Quantity": quantity, "Amount": amount / PRICE_SCALE})
+    for refund_id, refund in refunds.items():
+        refund["Amount"] = totals[refund_id] / PRICE_SCALE
     return list(refunds.values())
 
 

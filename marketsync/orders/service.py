@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.errors import NotFound, ValidationFailed
 from marketsync.jobs.service import enqueue
+from marketsync.kit import jsonio
 from marketsync.kit.clock import iso
 from marketsync.kit.ids import new_id
 from marketsync.kit.requestid import current_request_id
@@ -243,6 +244,12 @@ class OrderPage:
     next_cursor: str | None
     next_updated_since: datetime
 
+    def json(self) -> bytes:
+        """The List response body (schemas.OrderListOut), serialised once: no per-order model validation."""
+        return jsonio.dumps(
+            {"Orders": self.orders, "NextCursor": self.next_cursor, "NextUpdatedSince": iso(self.next_updated_since)}
+        )
+
 
 async def list_orders(
     rt: Runtime, session: AsyncSession, account_id: str, request: schemas.ListOrdersRequest
@@ -279,30 +286,33 @@ async def list_orders(
         after=after,
         high_water=high_water,
         limit=request.Limit + 1,
+        include_customer=request.IncludeCustomerData,
     )
-    has_more = len(rows) > request.Limit
-    rows = rows[: request.Limit]
-    orders = await _shape(session, rows, include_customer=request.IncludeCustomerData)
+    has_more = len(rows.orders) > request.Limit
+    del rows.orders[request.Limit :]
+    orders = _shape(rows, include_customer=request.IncludeCustomerData)
     next_cursor = None
     if has_more:
-        last = rows[-1]
-        next_cursor = rules.encode_cursor(rules.Cursor(last.updated_at, last.id, high_water, fingerprint))
+        last_updated_at, last_id = rows.key_of(rows.orders[-1][0])
+        next_cursor = rules.encode_cursor(rules.Cursor(last_updated_at, last_id, high_water, fingerprint))
     return OrderPage(orders, next_cursor, high_water - SETTLE)
 
 
 async def get_order(session: AsyncSession, account_id: str, order_id: str, *, include_customer: bool) -> dict[str, Any]:
-    row = await repository.order_row(session, account_id, order_id)
-    if row is None:
+    rows = await repository.order_by_id(session, account_id, order_id, include_customer=include_customer)
+    if not rows.orders:
         raise NotFound("No order with this id.")
-    return (await _shape(session, [row], include_customer=include_customer))[0]
+    return _shape(rows, include_customer=include_customer)[0]
 
 
-async def _shape(session: AsyncSession, rows: Sequence[Any], *, include_customer: bool) -> list[dict[str, Any]]:
-    items, shipments, refunds = await repository.children_of(session, rows)
-    return [
-        schemas.order_json(row, items[row.id], shipments[row.id], refunds[row.id], include_customer=include_customer)
-        for row in rows
-    ]
+def _shape(rows: repository.OrderRows, *, include_customer: bool) -> list[dict[str, Any]]:
+    return schemas.orders_json(
+        rows.orders,
+        rows.shipments,
+        rows.refund_lines,
+        include_customer=include_customer,
+        wire_time=repository.wire_time,
+    )
 
 
 # ---------------------------------------------------------------- writes
