@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import socket
 from pathlib import Path
 
 import httpx
 
 from marketsync.app import api_routes, required_scope
 from marketsync.runtime import Runtime
-from tests.support.processes import spawn
+from tests.support.processes import free_port, spawn
 
 
 async def test_openapi_documents_every_route_with_scopes_and_problems(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -42,12 +41,6 @@ async def test_health_readiness_and_metrics(rt: Runtime, api: httpx.AsyncClient)
     metrics = await api.get("/metrics")
     assert metrics.status_code == 200
     assert 'marketsync_http_requests_total{method="GET",route="/api/marketplaces",status="401"}' in metrics.text
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def test_serve_runs_as_a_process_and_stops_on_sigterm(rt: Runtime, tmp_path: Path) -> None:
