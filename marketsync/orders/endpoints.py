@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
@@ -16,20 +17,35 @@ from marketsync.orders import schemas, service
 router = APIRouter(prefix="/api/orders", tags=["Orders"])
 
 _WRITE_DOC = (
-    " The whole batch is validated before anything is applied. For P1 the change is sent to the marketplace by "
+    " The whole batch is validated before anything is applied; one 400 names every bad field of every item."
+    " For P1 the change is sent to the marketplace by "
     "an OrderWriteBack job (JobIds); for P2, P3 and P4 it is stored only and Warnings names the platform."
 )
+
+
+def _body_doc(model: type[BaseModel], *, required: bool = True) -> dict[str, Any]:
+    """The request body in the OpenAPI: bodies are read from the raw bytes (strict JSON, see schemas)."""
+    content = {"application/json": {"schema": schemas.inline_schema(model)}}
+    return {"requestBody": {"required": required, "content": content}}
 
 
 def _json(body: Any) -> Response:
     return Response(jsonio.dumps(body), media_type="application/json")
 
 
-@router.post("/List", response_model=schemas.OrderListOut, response_class=Response, summary="List orders")
-async def list_orders(body: schemas.ListOrdersRequest, caller: OrdersReader, rt: RuntimeDep) -> Response:
+@router.post(
+    "/List",
+    response_model=schemas.OrderListOut,
+    response_class=Response,
+    summary="List orders",
+    openapi_extra=_body_doc(schemas.ListOrdersRequest, required=False),
+)
+async def list_orders(request: Request, caller: OrdersReader, rt: RuntimeDep) -> Response:
     """Keyset pages, oldest change first. A walk (first page and its cursors) never shows an order twice or
     skips one that existed when it began; orders changed during the walk come in the next walk, started
-    with `UpdatedSince` = `NextUpdatedSince`."""
+    with `UpdatedSince` = `NextUpdatedSince`. No body is the same as `{}`: the first page of everything.
+    An empty `OrderStatuses` or `ServiceOrderIDs` array is a 400 (omit the field instead)."""
+    body = schemas.read_list_body(await request.body())
     async with rt.db.read() as session:
         page = await service.list_orders(rt, session, caller.account_id, body)
     return Response(page.json(), media_type="application/json")
@@ -61,10 +77,12 @@ def _write(
     response_model=schemas.WriteOut,
     response_class=Response,
     summary="Confirm shipment of order items",
+    openapi_extra=_body_doc(schemas.ConfirmRequest),
     description="Ships every unshipped unit of each item, recording a shipment with its carrier and tracking."
     + _WRITE_DOC,
 )
-async def confirm(body: schemas.ConfirmRequest, request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
+async def confirm(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
+    body = schemas.read_write_body(await request.body(), schemas.ConfirmRequest, schemas.ConfirmItem)
     return await idempotency.run(
         rt,
         request,
@@ -79,9 +97,11 @@ async def confirm(body: schemas.ConfirmRequest, request: Request, caller: Orders
     response_model=schemas.WriteOut,
     response_class=Response,
     summary="Cancel order items",
+    openapi_extra=_body_doc(schemas.CancelRequest),
     description="Cancels units not yet shipped (all of them unless Quantity is given)." + _WRITE_DOC,
 )
-async def cancel(body: schemas.CancelRequest, request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
+async def cancel(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
+    body = schemas.read_write_body(await request.body(), schemas.CancelRequest, schemas.CancelItem)
     return await idempotency.run(
         rt,
         request,
@@ -96,9 +116,11 @@ async def cancel(body: schemas.CancelRequest, request: Request, caller: OrdersWr
     response_model=schemas.RefundWriteOut,
     response_class=Response,
     summary="Refund order items",
+    openapi_extra=_body_doc(schemas.RefundRequest),
     description="Send an Idempotency-Key: a retried refund then never refunds twice." + _WRITE_DOC,
 )
-async def refund(body: schemas.RefundRequest, request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
+async def refund(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
+    body = schemas.read_write_body(await request.body(), schemas.RefundRequest, schemas.RefundItem)
     return await idempotency.run(
         rt,
         request,
@@ -109,10 +131,15 @@ async def refund(body: schemas.RefundRequest, request: Request, caller: OrdersWr
 
 
 @router.post(
-    "/Update", response_model=schemas.UpdateOut, response_class=Response, summary="Attach an external order reference"
+    "/Update",
+    response_model=schemas.UpdateOut,
+    response_class=Response,
+    summary="Attach an external order reference",
+    openapi_extra=_body_doc(schemas.UpdateRequest),
 )
-async def update(body: schemas.UpdateRequest, request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
+async def update(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
     """Local bookkeeping only; nothing is sent to a marketplace."""
+    body = schemas.read_write_body(await request.body(), schemas.UpdateRequest)
     return await idempotency.run(
         rt,
         request,

@@ -21,6 +21,8 @@ from decimal import Decimal
 
 import orjson
 
+from marketsync.kit.clock import iso
+
 PENDING, UNSHIPPED, PARTIALLY_SHIPPED, SHIPPED, CANCELLED, REFUNDED = (
     "Pending",
     "Unshipped",
@@ -146,10 +148,13 @@ def refuse_cancel(item: ItemFigures, quantity: int | None, *, order_pending: boo
     return None
 
 
+REFUND_OF_PENDING = "The order is Pending at the marketplace; nothing has been paid, so nothing can be refunded."
+
+
 def refuse_refund(item: ItemFigures, quantity: int, amount: Decimal, *, order_pending: bool) -> str | None:
     """Why refunding `amount` (for `quantity` returned units, 0 for none) is refused, or None when allowed."""
     if order_pending:
-        return "The order is Pending at the marketplace; nothing has been paid, so nothing can be refunded."
+        return REFUND_OF_PENDING
     if amount > item.refundable_amount:
         return (
             f"Refund of {_money(amount)} exceeds the {_money(item.refundable_amount)} still refundable on this item "
@@ -160,6 +165,33 @@ def refuse_refund(item: ItemFigures, quantity: int, amount: Decimal, *, order_pe
     if quantity > 0 and amount > item.unit_price * quantity:
         units_price = _money(item.unit_price * quantity)
         return f"Refund of {_money(amount)} exceeds the price of the {quantity} unit(s) returned ({units_price})."
+    return None
+
+
+# A ship date may run ahead of our clock by less than this (a parcel handed over later today, time zones).
+SHIP_DATE_AHEAD = timedelta(days=1)
+
+
+def refuse_ship_date(ship_date: datetime, *, purchase_date: datetime, now: datetime) -> str | None:
+    """Why a Confirm's ShipDate is refused: more than a day in the future, or before the purchase."""
+    if ship_date > now + SHIP_DATE_AHEAD:
+        return "ShipDate is more than a day in the future; send the date the parcel was handed to the carrier."
+    if ship_date < purchase_date:
+        return f"ShipDate is before the order's purchase date ({iso(purchase_date)})."
+    return None
+
+
+def refuse_shipment_details(
+    *, write_back: bool, marketplace: str, carrier_code: str | None, tracking_number: str | None
+) -> str | None:
+    """Why a shipment cannot be sent to a marketplace that receives order write-back, or None.
+
+    Such a marketplace refuses a shipment with neither a carrier code nor a tracking number (a carrier name
+    alone does not identify the carrier), so the batch is refused here, before anything is applied. A kind
+    without write-back keeps the shipment locally and has nothing to refuse.
+    """
+    if write_back and not carrier_code and not tracking_number:
+        return f"{marketplace} needs a CarrierCode or a TrackingNumber to accept a shipment; send at least one."
     return None
 
 

@@ -1,4 +1,10 @@
-"""Request models (spec field names, case-exact) and the one shape of an order on the wire.
+"""Request models (spec field names, case-exact), how request bodies are read, and the one shape of an
+order on the wire.
+
+Request models are strict for JSON: a value of the wrong JSON type (`Limit: "5"`, `Limit: true`,
+`UpdatedSince: 1234`) is a 400 naming the field, never coerced; timestamps are ISO 8601 strings with an offset.
+Write bodies are read leniently (`read_write_body`): every shape error is collected, and the well-formed
+fields of every item are kept, so the service can add existence and state refusals to the same 400.
 
 `orders_json` builds the order dicts used identically by POST /api/orders/List and GET /api/orders/{id}.
 The response models below document that shape in the OpenAPI; responses are built as plain dicts of
@@ -9,12 +15,26 @@ orders is on the hot path).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from functools import cache
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+import orjson
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+)
+from pydantic_core import PydanticCustomError
 
+from marketsync.errors import ValidationFailed, validation_errors
 from marketsync.models.base import PRICE_SCALE
 from marketsync.orders import rules
 
@@ -37,22 +57,34 @@ RefundReason = Literal[
 ShortText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
 Amount = Annotated[Decimal, Field(gt=0, max_digits=14, decimal_places=2)]
 BATCH_MAX = 500
+STRICT = ConfigDict(extra="forbid", strict=True)
 
 assert set(rules.ORDER_STATUSES) == set(OrderStatus.__args__)  # type: ignore[attr-defined]
 assert set(rules.CANCEL_REASONS) == set(CancelReason.__args__)  # type: ignore[attr-defined]
 assert set(rules.REFUND_REASONS) == set(RefundReason.__args__)  # type: ignore[attr-defined]
 
+T = TypeVar("T")
+
+
+def _at_least_one(values: list[T]) -> list[T]:
+    # An empty selection is refused rather than read as "no filter": a caller's empty list is never widened.
+    if not values:
+        raise PydanticCustomError("at_least_one", "At least one value; omit the field to apply no filter.")
+    return values
+
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
 
 # ---------------------------------------------------------------- requests
 
 
 class ListOrdersRequest(Strict):
-    ServiceOrderIDs: Annotated[list[Id], Field(max_length=200)] | None = None
-    OrderStatuses: Annotated[list[OrderStatus], Field(max_length=len(rules.ORDER_STATUSES))] | None = None
+    ServiceOrderIDs: Annotated[list[Id], Field(max_length=200), AfterValidator(_at_least_one)] | None = None
+    OrderStatuses: (
+        Annotated[list[OrderStatus], Field(max_length=len(rules.ORDER_STATUSES)), AfterValidator(_at_least_one)] | None
+    ) = None
     UpdatedSince: AwareDatetime | None = None
     FromDate: AwareDatetime | None = None
     ToDate: AwareDatetime | None = None
@@ -103,6 +135,111 @@ class UpdateRequest(Strict):
     ServiceOrderID: Id
     # The caller's own reference for the order; null clears it.
     ExternalReference: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)] | None
+
+
+# ---------------------------------------------------------------- reading request bodies
+
+RequestT = TypeVar("RequestT", bound=BaseModel)
+
+
+def read_list_body(raw: bytes) -> ListOrdersRequest:
+    """The List filters; no body at all (or only whitespace) means no filter, like `{}`."""
+    try:
+        return ListOrdersRequest.model_validate_json(raw if raw.strip() else b"{}")
+    except ValidationError as exc:
+        raise ValidationFailed(errors=validation_errors(exc.errors())) from None
+
+
+@dataclass(frozen=True)
+class WriteBody(Generic[RequestT]):
+    """A write body read leniently.
+
+    `request` is the validated request when the body has no shape error. Otherwise `errors` names every
+    shape error, `fields` holds the top-level fields that are valid and `items` the valid fields of each
+    `OrderItems` entry (absent optional fields at their default), so existence and state checks can still
+    run for every item whose `OrderItemId` is well-formed.
+    """
+
+    request: RequestT | None
+    errors: dict[str, list[str]]
+    fields: dict[str, Any]
+    items: list[dict[str, Any]]
+
+    def valid(self) -> RequestT:
+        if self.request is None:
+            raise ValidationFailed(errors=self.errors)
+        return self.request
+
+
+def read_write_body(
+    raw: bytes, model: type[RequestT], item_model: type[BaseModel] | None = None
+) -> WriteBody[RequestT]:
+    if not raw.strip():
+        raise ValidationFailed(errors={"body": ["Required."]})
+    try:
+        request = model.model_validate_json(raw)
+    except ValidationError as exc:
+        errors = validation_errors(exc.errors())
+    else:
+        return WriteBody(request, {}, dict(request), [dict(item) for item in getattr(request, "OrderItems", ())])
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise ValidationFailed(errors=errors) from None
+    if not isinstance(data, dict):
+        raise ValidationFailed(errors=errors)
+    fields = _valid_fields(model, data, skip="OrderItems")
+    raw_items = data.get("OrderItems")
+    items: list[dict[str, Any]] = []
+    # Over the limit the batch is refused whole (named by its shape error): its items are not looked up.
+    if item_model is not None and isinstance(raw_items, list) and len(raw_items) <= BATCH_MAX:
+        items = [_valid_fields(item_model, entry) if isinstance(entry, dict) else {} for entry in raw_items]
+    return WriteBody(None, errors, fields, items)
+
+
+def _valid_fields(model: type[BaseModel], data: dict[str, Any], skip: str = "") -> dict[str, Any]:
+    """The fields of `data` that `model` accepts, each validated on its own (strict, as JSON)."""
+    valid: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        if name == skip:
+            continue
+        if name not in data:
+            if not info.is_required():
+                valid[name] = info.get_default(call_default_factory=True)
+            continue
+        try:
+            # Re-encoded from the parsed value: exact for every value a caller would send; only the
+            # extra digits of a number beyond double precision are lost, and no write happens here.
+            valid[name] = _field_adapter(model, name).validate_json(orjson.dumps(data[name]))
+        except (ValidationError, orjson.JSONEncodeError):
+            continue
+    return valid
+
+
+@cache
+def _field_adapter(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
+    info = model.model_fields[name]
+    annotated: Any = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
+    return TypeAdapter(annotated, config=ConfigDict(strict=True))
+
+
+def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON schema with its $defs inlined, for an OpenAPI requestBody given by hand."""
+    schema = model.model_json_schema()
+    definitions = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return resolve(definitions[ref.removeprefix("#/$defs/")])
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(value) for value in node]
+        return node
+
+    resolved: dict[str, Any] = resolve(schema)
+    return resolved
 
 
 # ---------------------------------------------------------------- the order on the wire

@@ -1,14 +1,17 @@
 """Order use cases: ingest pulled orders, list/read, confirm/cancel/refund (with write-back), update.
 
 Every change moves the order's last-changed time (`updated_at`), and only a real change does.
-Writes validate the whole batch before applying anything; an invalid item raises ValidationFailed
-keyed `OrderItems[i].<Field>` and nothing is applied (the edge rolls the transaction back).
+Writes validate the whole batch before applying anything: the body's shape errors (read leniently, see
+schemas.read_write_body) and every existence and state refusal of every item whose OrderItemId is
+well-formed come back together in ONE ValidationFailed keyed `OrderItems[i].<Field>`, and nothing is
+applied (the edge rolls the transaction back).
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -325,6 +328,9 @@ class _Batch:
     orders: dict[str, Order]
     items: dict[str, OrderItem]
     items_by_order: dict[str, list[OrderItem]]
+    # Per batch position, the item whose state is checked: None when the id is malformed (its shape error
+    # names it), unknown, or repeated (the first occurrence is checked).
+    resolved: list[OrderItem | None]
 
 
 @dataclass
@@ -335,24 +341,61 @@ class _WriteBack:
     warnings: list[str] = field(default_factory=list)
 
 
-async def _load_batch(session: AsyncSession, account_id: str, item_ids: Sequence[str]) -> _Batch:
-    """Resolve every OrderItemId (unknown or repeated ones are 400s naming the item), lock their orders,
+Problems = dict[str, list[str]]
+_ITEM_KEY = re.compile(r"^OrderItems\[(\d+)\]")
+
+
+def _add(problems: Problems, key: str, message: str) -> None:
+    messages = problems.setdefault(key, [])
+    if message not in messages:
+        messages.append(message)
+
+
+def _refuse_if_any(shape_errors: Mapping[str, Sequence[str]], problems: Problems) -> None:
+    """One 400 with every shape error and every refusal: top-level fields first, then item by item."""
+    if not shape_errors and not problems:
+        return
+    merged: Problems = {}
+    for errors in (shape_errors, problems):
+        for key, messages in errors.items():
+            for message in messages:
+                _add(merged, key, message)
+
+    def position(key: str) -> tuple[int, int, str]:
+        match = _ITEM_KEY.match(key)
+        return (1, int(match[1]), key) if match else (0, 0, "")
+
+    raise ValidationFailed(errors=dict(sorted(merged.items(), key=lambda entry: position(entry[0]))))
+
+
+async def _load_batch(
+    session: AsyncSession, account_id: str, lines: Sequence[Mapping[str, Any]]
+) -> tuple[_Batch, Problems]:
+    """Resolve every well-formed OrderItemId (unknown or repeated ones are named), lock their orders,
     then read the items fresh under that lock."""
-    problems: dict[str, list[str]] = {}
-    order_of = await repository.order_ids_of_items(session, account_id, item_ids)
+    problems: Problems = {}
+    item_ids: list[str | None] = [line.get("OrderItemId") for line in lines]
+    order_of = await repository.order_ids_of_items(session, account_id, {i for i in item_ids if i is not None})
     seen: set[str] = set()
+    checked: list[str | None] = []
     for index, item_id in enumerate(item_ids):
+        if item_id is None:
+            checked.append(None)
+            continue
         if item_id not in order_of:
-            problems[f"OrderItems[{index}].OrderItemId"] = ["No order item with this id."]
+            _add(problems, f"OrderItems[{index}].OrderItemId", "No order item with this id.")
+            checked.append(None)
         elif item_id in seen:
-            problems[f"OrderItems[{index}].OrderItemId"] = ["This item appears more than once in the batch."]
+            _add(problems, f"OrderItems[{index}].OrderItemId", "This item appears more than once in the batch.")
+            checked.append(None)
+        else:
+            checked.append(item_id)
         seen.add(item_id)
-    if problems:
-        raise ValidationFailed(errors=problems)
     orders = await repository.lock_orders(session, account_id, set(order_of.values()))
     items_by_order = await repository.items_of_orders(session, list(orders))
     items = {item.id: item for group in items_by_order.values() for item in group}
-    return _Batch(orders, items, items_by_order)
+    resolved = [items.get(item_id) if item_id is not None else None for item_id in checked]
+    return _Batch(orders, items, items_by_order, resolved), problems
 
 
 async def _plan_write_back(
@@ -381,6 +424,13 @@ async def _plan_write_back(
                 f"{order.platform}: {name} is paused; the {action} is stored in this service only and is not sent. "
                 f"Apply it in {order.platform}'s own tools."
             )
+        elif connection.requires_reauthorization:
+            # Queued all the same: the OrderWriteBack job waits for the reconnection instead of failing.
+            warnings.append(
+                f"{order.platform}: {name} must be reconnected in the app; the {action} is saved and will be sent "
+                "once it is reauthorised."
+            )
+            sending[marketplace_id] = connection
         else:
             sending[marketplace_id] = connection
     return sending, warnings
@@ -436,20 +486,34 @@ def _finish(rt: Runtime, batch: _Batch, touched_orders: set[str]) -> None:
 
 
 async def confirm(
-    rt: Runtime, session: AsyncSession, account_id: str, request: schemas.ConfirmRequest
+    rt: Runtime, session: AsyncSession, account_id: str, body: schemas.WriteBody[schemas.ConfirmRequest]
 ) -> dict[str, Any]:
-    item_ids = [line.OrderItemId for line in request.OrderItems]
-    batch = await _load_batch(session, account_id, item_ids)
-    problems: dict[str, list[str]] = {}
-    for index, line in enumerate(request.OrderItems):
-        item = batch.items[line.OrderItemId]
-        refusal = rules.refuse_confirm(_figures(item), order_pending=_pending(batch.orders[item.order_id]))
-        if refusal:
-            problems[f"OrderItems[{index}].OrderItemId"] = [refusal]
-    if problems:
-        raise ValidationFailed(errors=problems)
-
+    batch, problems = await _load_batch(session, account_id, body.items)
     now = rt.clock.now()
+    for index, (entry, checked) in enumerate(zip(body.items, batch.resolved, strict=True)):
+        if checked is None:
+            continue
+        order = batch.orders[checked.order_id]
+        refusal = rules.refuse_confirm(_figures(checked), order_pending=_pending(order))
+        if refusal:
+            _add(problems, f"OrderItems[{index}].OrderItemId", refusal)
+        if entry.get("ShipDate") is not None:
+            refusal = rules.refuse_ship_date(entry["ShipDate"], purchase_date=order.purchase_date, now=now)
+            if refusal:
+                _add(problems, f"OrderItems[{index}].ShipDate", refusal)
+        if "CarrierCode" in entry and "TrackingNumber" in entry:  # both well-formed (a bad one is named already)
+            refusal = rules.refuse_shipment_details(
+                write_back=kind_of(order.platform).order_write_back,
+                marketplace=marketplace_name(order.platform, order.country),
+                carrier_code=entry["CarrierCode"],
+                tracking_number=entry["TrackingNumber"],
+            )
+            if refusal:
+                _add(problems, f"OrderItems[{index}].TrackingNumber", refusal)
+    _refuse_if_any(body.errors, problems)
+    request = body.valid()
+    item_ids = [line.OrderItemId for line in request.OrderItems]
+
     sending, warnings = await _plan_write_back(
         session, account_id, [batch.orders[batch.items[i].order_id] for i in item_ids], "confirmation"
     )
@@ -501,20 +565,24 @@ async def confirm(
     }
 
 
-async def cancel(rt: Runtime, session: AsyncSession, account_id: str, request: schemas.CancelRequest) -> dict[str, Any]:
-    item_ids = [line.OrderItemId for line in request.OrderItems]
-    batch = await _load_batch(session, account_id, item_ids)
-    problems: dict[str, list[str]] = {}
-    for index, line in enumerate(request.OrderItems):
-        item = batch.items[line.OrderItemId]
+async def cancel(
+    rt: Runtime, session: AsyncSession, account_id: str, body: schemas.WriteBody[schemas.CancelRequest]
+) -> dict[str, Any]:
+    batch, problems = await _load_batch(session, account_id, body.items)
+    for index, (entry, checked) in enumerate(zip(body.items, batch.resolved, strict=True)):
+        if checked is None:
+            continue
+        # None: omitted (every unshipped unit), or malformed and named already: the item's state is checked.
+        quantity = entry.get("Quantity")
         refusal = rules.refuse_cancel(
-            _figures(item), line.Quantity, order_pending=_pending(batch.orders[item.order_id])
+            _figures(checked), quantity, order_pending=_pending(batch.orders[checked.order_id])
         )
         if refusal:
-            key = "Quantity" if line.Quantity is not None and "unit(s)" in refusal else "OrderItemId"
-            problems[f"OrderItems[{index}].{key}"] = [refusal]
-    if problems:
-        raise ValidationFailed(errors=problems)
+            key = "Quantity" if quantity is not None and "unit(s)" in refusal else "OrderItemId"
+            _add(problems, f"OrderItems[{index}].{key}", refusal)
+    _refuse_if_any(body.errors, problems)
+    request = body.valid()
+    item_ids = [line.OrderItemId for line in request.OrderItems]
 
     sending, warnings = await _plan_write_back(
         session, account_id, [batch.orders[batch.items[i].order_id] for i in item_ids], "cancellation"
@@ -541,25 +609,35 @@ async def cancel(rt: Runtime, session: AsyncSession, account_id: str, request: s
     }
 
 
-async def refund(rt: Runtime, session: AsyncSession, account_id: str, request: schemas.RefundRequest) -> dict[str, Any]:
-    item_ids = [line.OrderItemId for line in request.OrderItems]
-    batch = await _load_batch(session, account_id, item_ids)
-    problems: dict[str, list[str]] = {}
-    for index, line in enumerate(request.OrderItems):
-        item = batch.items[line.OrderItemId]
-        order = batch.orders[item.order_id]
-        if order.currency != request.Currency:
-            problems.setdefault("Currency", []).append(
+async def refund(
+    rt: Runtime, session: AsyncSession, account_id: str, body: schemas.WriteBody[schemas.RefundRequest]
+) -> dict[str, Any]:
+    batch, problems = await _load_batch(session, account_id, body.items)
+    currency = body.fields.get("Currency")  # None when malformed: named already
+    for index, (entry, checked) in enumerate(zip(body.items, batch.resolved, strict=True)):
+        if checked is None:
+            continue
+        order = batch.orders[checked.order_id]
+        if currency is not None and order.currency != currency:
+            _add(
+                problems,
+                "Currency",
                 f"OrderItems[{index}] belongs to an order in {order.currency}; "
-                "a refund is made in the order's currency."
+                "a refund is made in the order's currency.",
             )
             continue
-        refusal = rules.refuse_refund(_figures(item), line.Quantity, line.Amount, order_pending=_pending(order))
+        amount, quantity = entry.get("Amount"), entry.get("Quantity")
+        if amount is None or quantity is None:  # malformed and named already: only the order's state is checked
+            if _pending(order):
+                _add(problems, f"OrderItems[{index}].Amount", rules.REFUND_OF_PENDING)
+            continue
+        refusal = rules.refuse_refund(_figures(checked), quantity, amount, order_pending=_pending(order))
         if refusal:
             key = "Quantity" if "unit(s) remain" in refusal else "Amount"
-            problems[f"OrderItems[{index}].{key}"] = [refusal]
-    if problems:
-        raise ValidationFailed(errors=problems)
+            _add(problems, f"OrderItems[{index}].{key}", refusal)
+    _refuse_if_any(body.errors, problems)
+    request = body.valid()
+    item_ids = [line.OrderItemId for line in request.OrderItems]
 
     now = rt.clock.now()
     sending, warnings = await _plan_write_back(
@@ -623,8 +701,20 @@ async def refund(rt: Runtime, session: AsyncSession, account_id: str, request: s
     }
 
 
-async def update(rt: Runtime, session: AsyncSession, account_id: str, request: schemas.UpdateRequest) -> dict[str, Any]:
-    """Attach the caller's external reference: local bookkeeping, nothing is sent to a marketplace."""
+async def update(
+    rt: Runtime, session: AsyncSession, account_id: str, body: schemas.WriteBody[schemas.UpdateRequest]
+) -> dict[str, Any]:
+    """Attach the caller's external reference: local bookkeeping, nothing is sent to a marketplace.
+
+    An unknown order alone is a 404; together with a shape error it is named in the same 400.
+    """
+    if body.request is None:
+        problems: Problems = {}
+        order_id = body.fields.get("ServiceOrderID")
+        if order_id is not None and not await repository.lock_orders(session, account_id, [order_id]):
+            _add(problems, "ServiceOrderID", "No order with this id.")
+        _refuse_if_any(body.errors, problems)
+    request = body.valid()
     order = (await repository.lock_orders(session, account_id, [request.ServiceOrderID])).get(request.ServiceOrderID)
     if order is None:
         raise NotFound("No order with this id.")

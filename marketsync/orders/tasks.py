@@ -5,6 +5,11 @@ The job's payload is {"MarketplaceId", "Action", "Lines": [{"Reference", "Market
 The handler is safe to run again after a worker crash: the feed is submitted with the job id as its
 idempotency key, and its outcome (with any FeedOutcome event) is recorded once, in one transaction,
 in the order_feeds row.
+
+A connection that must be reauthorised (RequiresReauthorization, or the marketplace answering with
+AuthorizationRevoked, which is recorded on the connection's health exactly as the price/stock push does)
+does not fail the job: the change is already saved here and was promised to the caller, so the job goes
+back to the queue and retries every health-check interval until the merchant has reconnected.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ import structlog
 from marketsync.jobs.registry import task
 from marketsync.jobs.run import JobRun, RetryLater
 from marketsync.marketplaces import events
+from marketsync.marketplaces import service as marketplaces
 from marketsync.marketplaces.connector import (
+    AuthorizationRevoked,
     Connector,
     FeedResult,
     OrderUpdateLine,
@@ -62,6 +69,8 @@ async def order_write_back(rt: Runtime, job: JobRun) -> None:
     if connection is None:
         log.warning("order_write_back_disconnected", job_id=job.job_id, marketplace_id=marketplace_id)
         return
+    if connection.requires_reauthorization:
+        raise RetryLater(_reauthorization_wait_s(rt), "waiting for the marketplace to be reauthorised")
     lines = update_lines(job.payload)
     connector = connector_for(rt, connection)
     try:
@@ -74,6 +83,10 @@ async def order_write_back(rt: Runtime, job: JobRun) -> None:
         raise RetryLater(exc.retry_after_s, "marketplace throttled the order feed") from exc
     except Unavailable as exc:
         raise RetryLater(UNAVAILABLE_RETRY_S, "marketplace unavailable") from exc
+    except AuthorizationRevoked as exc:
+        await marketplaces.note_authorization_revoked(rt, connection.id)
+        log.warning("order_write_back_unauthorised", job_id=job.job_id, marketplace_id=marketplace_id)
+        raise RetryLater(_reauthorization_wait_s(rt), "marketplace authorisation revoked") from exc
     if result.status == "Processing":
         raise RetryLater(PROCESSING_RETRY_S, "order feed still processing")
 
@@ -102,6 +115,11 @@ async def order_write_back(rt: Runtime, job: JobRun) -> None:
         outcome=feed.status,
         failed_references=[error.reference for error in result.errors],
     )
+
+
+def _reauthorization_wait_s(rt: Runtime) -> float:
+    """Come back after the next health check, which is what notices a reconnection."""
+    return max(1.0, rt.settings.health_check_interval_s)
 
 
 async def _record_submission(rt: Runtime, job: JobRun, marketplace_id: str, marketplace_feed_id: str) -> None:

@@ -40,7 +40,11 @@ async def test_customer_data_never_reaches_the_logs(rt: Runtime, api: httpx.Asyn
         order_id = listed.json()["Orders"][0]["ServiceOrderID"]
         item_id = listed.json()["Orders"][0]["Items"][0]["OrderItemId"]
         await api.get(f"/api/orders/{order_id}", params={"includeCustomerData": "true"}, headers=tenant.headers)
-        await api.post("/api/orders/Confirm", json={"OrderItems": [{"OrderItemId": item_id}]}, headers=tenant.headers)
+        await api.post(
+            "/api/orders/Confirm",
+            json={"OrderItems": [{"OrderItemId": item_id, "TrackingNumber": "T1"}]},
+            headers=tenant.headers,
+        )
 
     logs = "\n".join(lines)
     assert "orders_ingested" in logs and "orders_confirmed" in logs  # the logs were captured

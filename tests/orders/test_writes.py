@@ -96,7 +96,7 @@ async def test_write_reach_per_platform(rt: Runtime, api: httpx.AsyncClient, pla
         for _ in range(3)
     ]
     writes = [
-        ("Confirm", {"OrderItems": [{"OrderItemId": item_ids(orders[0])[0]}]}),
+        ("Confirm", {"OrderItems": [{"OrderItemId": item_ids(orders[0])[0], "TrackingNumber": "T1"}]}),
         ("Cancel", {"CancelReason": "OutOfStock", "OrderItems": [{"OrderItemId": item_ids(orders[1])[0]}]}),
         (
             "Refund",
@@ -158,7 +158,7 @@ async def test_unknown_repeated_and_foreign_items_are_named(rt: Runtime, api: ht
         api,
         tenant,
         "Confirm",
-        {"OrderItems": [{"OrderItemId": mine_id}, {"OrderItemId": theirs_id}, {"OrderItemId": mine_id}]},
+        {"OrderItems": [{"OrderItemId": i, "TrackingNumber": "T1"} for i in (mine_id, theirs_id, mine_id)]},
     )
     assert response.status_code == 400
     errors = problem(response)["errors"]

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from marketsync.orders import rules
+from marketsync.errors import ValidationFailed
+from marketsync.orders import rules, schemas
 from marketsync.orders.rules import ItemFigures
 
 D = Decimal
@@ -117,3 +119,69 @@ def test_filter_fingerprint_ignores_order_of_lists_but_not_values() -> None:
     assert rules.filter_fingerprint(None, None, since, None, None) != rules.filter_fingerprint(
         None, None, None, since, None
     )
+
+
+def test_ship_date_may_not_run_ahead_more_than_a_day_nor_precede_the_purchase() -> None:
+    now = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+    purchased = datetime(2026, 5, 30, 9, 0, tzinfo=UTC)
+    assert rules.refuse_ship_date(now + timedelta(days=1), purchase_date=purchased, now=now) is None
+    assert rules.refuse_ship_date(purchased, purchase_date=purchased, now=now) is None
+    ahead = rules.refuse_ship_date(now + timedelta(days=1, seconds=1), purchase_date=purchased, now=now)
+    assert "more than a day in the future" in (ahead or "")
+    early = rules.refuse_ship_date(purchased - timedelta(seconds=1), purchase_date=purchased, now=now)
+    assert "before the order's purchase date (2026-05-30T09:00:00.000Z)" in (early or "")
+
+
+def test_a_write_back_marketplace_needs_a_carrier_code_or_tracking_number() -> None:
+    def refusal(write_back: bool, code: str | None, tracking: str | None) -> str | None:
+        return rules.refuse_shipment_details(
+            write_back=write_back, marketplace="P1 UK", carrier_code=code, tracking_number=tracking
+        )
+
+    assert "P1 UK needs a CarrierCode or a TrackingNumber" in (refusal(True, None, None) or "")
+    assert refusal(True, "RM", None) is None and refusal(True, None, "T1") is None
+    assert refusal(False, None, None) is None  # stored locally only: nothing to refuse
+
+
+def test_write_bodies_are_read_leniently_keeping_every_well_formed_field() -> None:
+    raw = orjson.dumps(
+        {
+            "Reason": "Nope",
+            "Currency": "GBP",
+            "OrderItems": [{"OrderItemId": "a", "Amount": "2.50"}, {"OrderItemId": "", "Amount": -1}, "junk"],
+        }
+    )
+    body = schemas.read_write_body(raw, schemas.RefundRequest, schemas.RefundItem)
+    assert body.request is None
+    assert set(body.errors) == {"Reason", "OrderItems[1].OrderItemId", "OrderItems[1].Amount", "OrderItems[2]"}
+    assert body.fields == {"Currency": "GBP"}
+    assert body.items == [{"OrderItemId": "a", "Amount": D("2.50"), "Quantity": 0}, {"Quantity": 0}, {}]
+    with pytest.raises(ValidationFailed):
+        body.valid()
+
+    valid = schemas.read_write_body(
+        b'{"CancelReason": "Other", "OrderItems": [{"OrderItemId": "a"}]}', schemas.CancelRequest, schemas.CancelItem
+    )
+    assert valid.errors == {} and valid.items == [{"OrderItemId": "a", "Quantity": None}]
+    assert valid.valid().CancelReason == "Other"
+    for broken, key in ((b"", "body"), (b"{", "body"), (b"[]", "body")):
+        with pytest.raises(ValidationFailed) as raised:
+            schemas.read_write_body(broken, schemas.ConfirmRequest, schemas.ConfirmItem)
+        assert list(raised.value.errors) == [key]
+
+
+def test_list_bodies_are_strict_and_an_absent_body_is_no_filter() -> None:
+    assert schemas.read_list_body(b"") == schemas.ListOrdersRequest()
+    assert schemas.read_list_body(b"  ").Limit == 50
+    since = schemas.read_list_body(b'{"UpdatedSince": "2026-01-01T00:00:00+01:00"}').UpdatedSince
+    assert since == datetime(2025, 12, 31, 23, 0, tzinfo=UTC)
+    for raw, key in (
+        (b'{"Limit": "5"}', "Limit"),
+        (b'{"Limit": true}', "Limit"),
+        (b'{"UpdatedSince": 1234}', "UpdatedSince"),
+        (b'{"IncludeCustomerData": "yes"}', "IncludeCustomerData"),
+        (b'{"OrderStatuses": []}', "OrderStatuses"),
+    ):
+        with pytest.raises(ValidationFailed) as raised:
+            schemas.read_list_body(raw)
+        assert list(raised.value.errors) == [key]
