@@ -10,7 +10,7 @@ from typing import Any
 import structlog
 from prometheus_client import Counter, Histogram
 
-from marketsync.errors import PayloadTooLarge, internal_error_response, problem_response
+from marketsync.errors import PayloadTooLarge, ValidationFailed, internal_error_response, problem_response
 from marketsync.kit.requestid import begin_request
 
 Scope = MutableMapping[str, Any]
@@ -28,6 +28,9 @@ LATENCY = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
 )
 _JSON_BODY_METHODS = {b"POST", b"PUT", b"PATCH"}
+# PostgreSQL text cannot hold U+0000 (and SQLite would truncate on it): refused at the edge for every route.
+_NUL_MESSAGE = "Strings must not contain the NUL character (U+0000)."
+_JSON_NUL = b"\\u0000"
 
 
 class RequestContextMiddleware:
@@ -85,6 +88,8 @@ class RequestContextMiddleware:
             )
 
     def _reject(self, scope: Scope, headers: dict[bytes, bytes]) -> Any:
+        if "\x00" in scope["path"] or b"%00" in scope.get("query_string", b""):
+            return problem_response(400, "validation-failed", ValidationFailed.title, {"request": [_NUL_MESSAGE]})
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
             return problem_response(413, "payload-too-large", f"The request body exceeds {self.max_body_bytes} bytes.")
@@ -106,15 +111,20 @@ class RequestContextMiddleware:
 
     def _limited(self, receive: Receive) -> Receive:
         seen = 0
+        tail = b""
         limit = self.max_body_bytes
 
         async def wrapped() -> Message:
-            nonlocal seen
+            nonlocal seen, tail
             message = await receive()
             if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
+                chunk = message.get("body", b"")
+                seen += len(chunk)
                 if seen > limit:
                     raise PayloadTooLarge(f"The request body exceeds {limit} bytes.")
+                if _JSON_NUL in tail + chunk:
+                    raise ValidationFailed(errors={"body": [_NUL_MESSAGE]})
+                tail = chunk[-5:]
             return message
 
         return wrapped

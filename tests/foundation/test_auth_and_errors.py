@@ -176,3 +176,17 @@ async def test_request_id_is_echoed_when_well_formed(rt: Runtime, api: httpx.Asy
     assert response.json()["requestId"] == "caller-correlation-1"
     minted = await api.get("/api/marketplaces", headers={"X-Request-Id": "bad id with spaces"})
     assert minted.headers["x-request-id"] != "bad id with spaces"
+
+
+async def test_nul_characters_are_refused_at_the_edge(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api)
+    body = await api.post(
+        "/api/webhooks/Create",
+        headers={**tenant.headers, "Content-Type": "application/json"},
+        content=b'{"Url": "https://a.example/\\u0000", "EventTypes": ["OrdersDownloaded"]}',
+    )
+    assert body.status_code == 400 and list(problem(body)["errors"]) == ["body"]
+    query = await api.get("/api/product-types/Schema?marketplaceId=x&categoryId=a%00b", headers=tenant.headers)
+    assert query.status_code == 400 and list(problem(query)["errors"]) == ["request"]
+    path = await api.get("/api/products/a%00b", headers=tenant.headers)
+    assert path.status_code == 400
