@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from marketsync.auth.dependencies import OrdersReader, OrdersWriter, RuntimeDep
 from marketsync.kit import idempotency, jsonio
+from marketsync.kit.openapi import inline_schema
 from marketsync.orders import schemas, service
 
 router = APIRouter(prefix="/api/orders", tags=["Orders"])
@@ -25,7 +26,7 @@ _WRITE_DOC = (
 
 def _body_doc(model: type[BaseModel], *, required: bool = True) -> dict[str, Any]:
     """The request body in the OpenAPI: bodies are read from the raw bytes (strict JSON, see schemas)."""
-    content = {"application/json": {"schema": schemas.inline_schema(model)}}
+    content = {"application/json": {"schema": inline_schema(model)}}
     return {"requestBody": {"required": required, "content": content}}
 
 
