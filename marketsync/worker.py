@@ -129,8 +129,11 @@ class Worker:
         finally:
             heartbeat.cancel()
         async with self.rt.db.transaction() as session:
-            await repository.finish(session, run.job_id, self.worker_id, self.rt.clock.now(), status, reason)
-        log.info("job_finished", job_id=run.job_id, type=run.type, status=status)
+            recorded = await repository.finish(session, run.job_id, self.worker_id, self.rt.clock.now(), status, reason)
+        if recorded:
+            log.info("job_finished", job_id=run.job_id, type=run.type, status=status)
+        else:  # the handler recorded its own end state with its outcome (or lost the lease)
+            log.info("job_finished_by_handler", job_id=run.job_id, type=run.type)
 
     async def _heartbeat(self, run: JobRun, runner: asyncio.Task[None] | None) -> None:
         interval = max(0.05, self.lease_s / 3)

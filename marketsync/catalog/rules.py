@@ -84,11 +84,14 @@ def parse_create_request(raw: Any) -> tuple[CreateRequest, Errors]:
 
     quantity = raw.get("Quantity")
     if quantity is not None:
-        if isinstance(quantity, bool) or not isinstance(quantity, int):
-            add_error(errors, "Quantity", "Must be a whole number.")
+        # A whole number beyond 64 bits reaches us as a float (the JSON parser's choice), yet it is a whole
+        # number: what is wrong with it is its size.
+        huge = isinstance(quantity, float) and quantity.is_integer()
+        if huge or (isinstance(quantity, int) and not isinstance(quantity, bool) and not 0 <= quantity <= MAX_QUANTITY):
+            add_error(errors, "Quantity", f"Must be a whole number between 0 and {MAX_QUANTITY}.")
             quantity = None
-        elif not 0 <= quantity <= MAX_QUANTITY:
-            add_error(errors, "Quantity", f"Must be between 0 and {MAX_QUANTITY}.")
+        elif isinstance(quantity, bool) or not isinstance(quantity, int):
+            add_error(errors, "Quantity", "Must be a whole number.")
             quantity = None
 
     marketplace_id = _id_field(raw, "MarketplaceId", errors, required=True)
@@ -126,6 +129,28 @@ def parse_create_request(raw: Any) -> tuple[CreateRequest, Errors]:
         attributes_sent=attributes_sent,
     )
     return request, errors
+
+
+def off_api_warning(platform: str, name: str, *, validate_only: bool) -> str:
+    """Spec §4 item 7: a required thing the API cannot carry never fails the create; it is a warning."""
+    what = "If you create it, the listing is saved and queued" if validate_only else "The listing is saved and queued"
+    return (
+        f"{name}: required by {platform} for this category but cannot be sent through the API. {what}; "
+        f"{platform} rejects it until {name} is filled in in the app."
+    )
+
+
+def case_variant_warning(sku: str, variants: Sequence[str], *, validate_only: bool) -> str:
+    """Create upserts on the exact SKU only: another casing becomes a new product, which makes reads and
+    pushes by any other spelling ambiguous (spec: GET 409 conflict, push Result Ambiguous)."""
+    shown = ", ".join(f"'{variant}'" for variant in variants[:5])
+    more = f" and {len(variants) - 5} more" if len(variants) > 5 else ""
+    created = "would be created" if validate_only else "was created"
+    return (
+        f"Products differing from '{sku}' only in letter case exist ({shown}{more}); create matches SKUs exactly, "
+        f"so a new product '{sku}' {created}. GET /api/products and pushes that spell the SKU with none of the "
+        "stored casings are now Ambiguous (409 conflict); send the exact SKU to update an existing product."
+    )
 
 
 def _id_field(raw: dict[str, Any], name: str, errors: Errors, *, required: bool) -> str | None:

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from marketsync.catalog.taxonomy import AttributeSpec
+from marketsync.inventory.rules import MAX_OFFSET
 from marketsync.models.catalog import ProductTypeView
 
 
@@ -21,7 +22,7 @@ class SearchIn(BaseModel):
         "Omit to walk the whole tree.",
     )
     Limit: int | None = Field(None, ge=1, le=200, description="Default 50, maximum 200.")
-    Offset: int | None = Field(None, ge=0)
+    Offset: int | None = Field(None, ge=0, le=MAX_OFFSET, description=f"0 to {MAX_OFFSET}.")
 
 
 class ProductTypeOut(BaseModel):

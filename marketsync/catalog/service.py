@@ -19,10 +19,12 @@ from marketsync.catalog.repository import LeafRow
 from marketsync.catalog.taxonomy import AttributeSpec, Taxonomy
 from marketsync.errors import NotFound, ValidationFailed
 from marketsync.inventory.service import ChangeSource, SkuChange, apply_inventory_changes
+from marketsync.jobs import repository as jobs_repository
 from marketsync.jobs import service as jobs
-from marketsync.jobs.run import JobRun, RetryLater
+from marketsync.jobs.run import JobRun, LeaseLost, RetryLater
 from marketsync.kit.ids import new_id
 from marketsync.marketplaces import events
+from marketsync.marketplaces import rules as marketplace_rules
 from marketsync.marketplaces import service as marketplaces
 from marketsync.marketplaces.connector import (
     AuthorizationRevoked,
@@ -365,18 +367,14 @@ async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
             if problem:
                 rules.add_error(errors, "ProductTypeViewId", problem)
 
+    # Upsert on the exact SKU; another casing is another product (docs/decisions/0081).
     product: Product | None = None
+    case_variants: list[str] = []
     if request.sku is not None:
         candidates = await repository.products_by_sku(session, account_id, request.sku)
         product = next((p for p in candidates if p.sku == request.sku), None)
-        if product is None and candidates:
-            stored = ", ".join(f"'{p.sku}'" for p in candidates[:5])
-            rules.add_error(
-                errors,
-                "Sku",
-                f"Products differing only in letter case exist ({stored}); create matches SKUs exactly: "
-                "send the SKU exactly as stored to update it.",
-            )
+        if product is None:
+            case_variants = [p.sku for p in candidates]
 
     listing: Listing | None = None
     if product is not None and connection is not None:
@@ -395,7 +393,9 @@ async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
         raise NotFound(not_found or "No active marketplace connection with this MarketplaceId.")
 
     category_id = request.category_id or (listing.category_id if listing is not None else None)
-    warnings = await _warnings(session, connection, view, category_id)
+    warnings = await _warnings(session, connection, view, category_id, validate_only=request.validate_only)
+    if case_variants and request.sku is not None:
+        warnings.insert(0, rules.case_variant_warning(request.sku, case_variants, validate_only=request.validate_only))
     return _Plan(request, connection, product, listing, request.category_id, view, attributes, warnings)
 
 
@@ -419,7 +419,12 @@ async def _view_problem(session: AsyncSession, platform: str, category_id: str, 
 
 
 async def _warnings(
-    session: AsyncSession, connection: MarketplaceConnection, view: ProductTypeView | None, category_id: str | None
+    session: AsyncSession,
+    connection: MarketplaceConnection,
+    view: ProductTypeView | None,
+    category_id: str | None,
+    *,
+    validate_only: bool,
 ) -> list[str]:
     """Required things the API cannot carry: they never fail the create, they come back as warnings."""
     if view is None and category_id is not None:
@@ -428,10 +433,8 @@ async def _warnings(
             view = await repository.get_view(session, category.view_id)
     if view is None:
         return []
-    platform = connection.platform
     return [
-        f"{name}: required by {platform} for this category but cannot be sent through the API. The listing is "
-        f"saved and queued; {platform} rejects it until {name} is filled in in the app."
+        rules.off_api_warning(connection.platform, name, validate_only=validate_only)
         for name in view.off_api_requirements
     ]
 
@@ -562,13 +565,14 @@ async def publish_journey(rt: Runtime, job: JobRun) -> None:
     except Unavailable as exc:
         raise RetryLater(_REQUEUE_UNAVAILABLE_S, "marketplace unavailable") from exc
     except AuthorizationRevoked:
+        # Same rule as every marketplace call: the connection's health flips (once), the batch fails.
+        await marketplaces.note_authorization_revoked(rt, connection.id)
         revoked = FeedResult(job.job_id, "Rejected", 0, [], "The marketplace authorisation was revoked.")
         await _record_outcome(rt, job, connection, revoked, feed_rejected=False)
-        raise
+        return
     if result.status == "Processing":
         raise RetryLater(_REQUEUE_PROCESSING_S, "feed still processing")
     await _record_outcome(rt, job, connection, result, feed_rejected=result.status == "Rejected")
-    await job.progress(len(drafts), len(drafts))
 
 
 async def _record_outcome(
@@ -615,3 +619,11 @@ async def _record_outcome(
         await repository.mark_job_payload(
             session, job.job_id, {**payload, "Finalized": True, "PublishedCount": published, "FailedCount": failed}
         )
+        # The job's end state goes with its outcome, in this transaction: ProgressDone = listings the
+        # marketplace accepted; none accepted is a failed job (docs/decisions/0082).
+        status = marketplace_rules.feed_job_status(published + failed, published)
+        reason = None if status == "Completed" else f"no listing published: {result.message or 'all rejected'}"[:2000]
+        if not await jobs_repository.set_progress(
+            session, job.job_id, job.worker_id, now, published, published + failed
+        ) or not await jobs_repository.finish(session, job.job_id, job.worker_id, now, status, reason):
+            raise LeaseLost(job.job_id)  # another worker took the job over: undo this transaction

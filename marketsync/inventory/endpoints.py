@@ -16,11 +16,11 @@ from marketsync.inventory.schemas import (
     ProductsOut,
     PushIn,
     PushOut,
-    inline_schema,
     listing_dicts,
     parse_push,
 )
 from marketsync.kit import jsonio
+from marketsync.kit.openapi import inline_schema
 from marketsync.kit.requestid import current_request_id
 
 router = APIRouter(tags=["Inventory"])

@@ -160,17 +160,32 @@ async def write_product_values(session: AsyncSession, writes: Sequence[ProductWr
     return failed
 
 
-async def listed_connections(
-    session: AsyncSession, account_id: str, product_ids: Collection[str]
-) -> list[tuple[str, str]]:
-    """(connection id, product id) for every listing of these products on an active connection.
+@dataclass(frozen=True)
+class ListedOn:
+    """A product listed (marketplace listing id known) on an active connection, with that connection's state."""
+
+    marketplace_id: str
+    product_id: str
+    platform: str
+    country: str
+    requires_reauthorization: bool
+
+
+async def listed_connections(session: AsyncSession, account_id: str, product_ids: Collection[str]) -> list[ListedOn]:
+    """Every listing of these products on an active connection.
 
     Only listings that exist at the marketplace (their listing id is known) receive price/stock pushes.
     """
     if not product_ids:
         return []
     result = await session.execute(
-        select(Listing.marketplace_id, Listing.product_id)
+        select(
+            Listing.marketplace_id,
+            Listing.product_id,
+            MarketplaceConnection.platform,
+            MarketplaceConnection.country,
+            MarketplaceConnection.requires_reauthorization,
+        )
         .join(MarketplaceConnection, MarketplaceConnection.id == Listing.marketplace_id)
         .where(
             Listing.account_id == account_id,
@@ -181,7 +196,10 @@ async def listed_connections(
         )
         .order_by(Listing.marketplace_id, Listing.product_id)
     )
-    return [(row.marketplace_id, row.product_id) for row in result.all()]
+    return [
+        ListedOn(row.marketplace_id, row.product_id, row.platform, row.country, bool(row.requires_reauthorization))
+        for row in result.all()
+    ]
 
 
 # --- reads -----------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from decimal import ROUND_DOWN, Decimal, InvalidOperation
 from typing import Any, Literal
 
 from marketsync.kit.clock import iso
+from marketsync.marketplaces.kinds import KINDS, marketplace_name
 
 Writer = Literal["MerchantPush", "MasterMirror"]
 Channel = Literal["Api", "FileImport", "Marketplace"]
@@ -35,6 +36,9 @@ PRICE_DECIMAL_PLACES = 4
 # inside the scaled BIGINT the price is stored as.
 MAX_PRICE = Decimal("99999999999.9999")
 MAX_QUANTITY = 2**31 - 1
+# Paging bound: far beyond any catalogue, and inside every database's integer range (a larger OFFSET
+# would overflow the driver: a 500 instead of a 400).
+MAX_OFFSET = 2**31 - 1
 _PRICE_QUANTUM = Decimal(1).scaleb(-PRICE_DECIMAL_PLACES)
 
 
@@ -120,23 +124,6 @@ def sku_problem(value: str) -> str | None:
     return None
 
 
-def collapse_last(items: Sequence[PushItem]) -> list[tuple[int, PushItem]]:
-    """Spec rule 2: a repeated SKU collapses to its last occurrence before anything is written.
-
-    Returns (position of the winning occurrence, item), one per distinct SKU, in order of first appearance.
-    """
-    slots: dict[str, int] = {}
-    collapsed: list[tuple[int, PushItem]] = []
-    for position, item in enumerate(items):
-        slot = slots.get(item.sku)
-        if slot is None:
-            slots[item.sku] = len(collapsed)
-            collapsed.append((position, item))
-        else:
-            collapsed[slot] = (position, item)
-    return collapsed
-
-
 def resolve_sku(sku: str, candidates: Sequence[StoredProduct]) -> StoredProduct | Literal["NotFound", "Ambiguous"]:
     """Which product a SKU names: exact casing wins; one case-insensitive match is that product;
     several case variants and none exact is Ambiguous (spec: Result Ambiguous / GET 409 conflict)."""
@@ -148,6 +135,49 @@ def resolve_sku(sku: str, candidates: Sequence[StoredProduct]) -> StoredProduct 
     if len(candidates) == 1:
         return candidates[0]
     return "Ambiguous"
+
+
+Resolution = StoredProduct | Literal["NotFound", "Ambiguous"]
+
+
+@dataclass(frozen=True)
+class ResolvedItem:
+    """One distinct SKU of a push after collapsing: the winning (last) occurrence and what it names."""
+
+    position: int  # index of the winning occurrence in the request (the import maps it to a file line)
+    item: PushItem
+    match: Resolution
+
+
+def resolve_push(items: Sequence[PushItem], candidates: Mapping[str, Sequence[StoredProduct]]) -> list[ResolvedItem]:
+    """Spec §4 rule 2 with case-insensitive matching: match every item, then collapse repeats to the last.
+
+    Items are repeats of one SKU when they name the same product (exact casing first, else the unique
+    case-insensitive match), or when no product carries them and they differ only by case. A repeat
+    collapses to its last occurrence, whole (its values and its spelling). An Ambiguous spelling (several
+    case variants stored, none exact) names no product, so each distinct spelling is its own entry.
+    `candidates` maps `sku_key` to the stored products of that key. Entries are in order of first
+    appearance, so nothing is dropped silently and every entry is one distinct SKU.
+    """
+    slots: dict[tuple[str, str], int] = {}
+    resolved: list[ResolvedItem] = []
+    for position, item in enumerate(items):
+        key = sku_key(item.sku)
+        match = resolve_sku(item.sku, candidates.get(key, ()))
+        if isinstance(match, StoredProduct):
+            group = ("product", match.id)
+        elif match == "NotFound":
+            group = ("missing", key)
+        else:
+            group = ("ambiguous", item.sku)
+        entry = ResolvedItem(position, item, match)
+        slot = slots.get(group)
+        if slot is None:
+            slots[group] = len(resolved)
+            resolved.append(entry)
+        else:
+            resolved[slot] = entry
+    return resolved
 
 
 def moved_values(stored: StoredProduct, change: SkuChange) -> tuple[Decimal | None, int | None]:
@@ -211,6 +241,48 @@ def drift_warnings(owners: Mapping[DataKind, DataOwner], *, sends_price: bool, s
     if sends_quantity and owners.get("Stock", DEFAULT_DATA_OWNER) == "Marketplace":
         warnings.append(drift_message("Stock"))
     return warnings
+
+
+_SHOWN_SKUS = 10
+
+
+def _sku_list(skus: Sequence[str]) -> str:
+    shown = ", ".join(skus[:_SHOWN_SKUS])
+    return shown + (f" and {len(skus) - _SHOWN_SKUS} more" if len(skus) > _SHOWN_SKUS else "")
+
+
+def zero_price_warnings(listings: Iterable[tuple[str, str, str]], zero_priced: Mapping[str, str]) -> list[str]:
+    """One warning per marketplace that refuses a zero price and lists a product pushed at price 0.
+
+    `listings` are (platform, country, product id) of active listings; `zero_priced` maps product id to
+    SKU. The price is saved, but never sent there: the feed line carries the stock alone and the
+    marketplace keeps its current price (docs/decisions/0027, 0047).
+    """
+    per_marketplace: dict[tuple[str, str], set[str]] = {}
+    for platform, country, product_id in listings:
+        sku = zero_priced.get(product_id)
+        if sku is None or platform not in KINDS or KINDS[platform].accepts_zero_price:
+            continue
+        per_marketplace.setdefault((platform, country), set()).add(sku)
+    warnings = []
+    for (platform, country), skus in sorted(per_marketplace.items()):
+        name = marketplace_name(platform, country)
+        warnings.append(
+            f"Price 0 is saved for {_sku_list(sorted(skus))}, but {name} refuses a price of zero: it is not sent "
+            f"there, {name} keeps its current price, and stock changes are still sent. Push a price above zero "
+            f"to change the price on {name}."
+        )
+    return warnings
+
+
+def reauthorization_warning(marketplace: tuple[str, str]) -> str:
+    """A push scheduled to a connection that needs reconnecting (spec: RequiresReauthorization)."""
+    name = marketplace_name(*marketplace)
+    return (
+        f"{name} needs to be reconnected in the app (its authorisation was revoked). The changes are saved; "
+        f"the push job for {name} fails until then, and once it is reauthorised the pending values are sent "
+        "automatically."
+    )
 
 
 def normalise_choice(value: str, choices: Sequence[str]) -> str | None:

@@ -17,7 +17,7 @@ from pydantic_core import PydanticCustomError
 from marketsync.errors import ValidationFailed, validation_errors
 from marketsync.inventory import rules
 from marketsync.inventory.repository import ListingView
-from marketsync.inventory.rules import MAX_PUSH_ITEMS, PushItem
+from marketsync.inventory.rules import MAX_OFFSET, MAX_PUSH_ITEMS, PushItem
 
 
 class PushItemIn(BaseModel):
@@ -77,7 +77,7 @@ def parse_push(raw: bytes) -> PushIn:
     """The push body with exact decimals; every bad field in one 400 keyed like `Items[3].Price`."""
     try:
         data = json.loads(raw or b"null", parse_float=Decimal, parse_constant=_reject_constant)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser's stack
         raise ValidationFailed(errors={"body": ["The body is not valid JSON."]}) from None
     try:
         return PushIn.model_validate(data)
@@ -115,7 +115,9 @@ class ProductListIn(BaseModel):
 
     Sku: StrictStr | None = Field(None, description="Case-insensitive SKU filter.")
     Limit: Annotated[int, Field(ge=1, le=200)] | None = Field(None, description="Default 50, maximum 200.")
-    Offset: Annotated[int, Field(ge=0)] | None = None
+    Offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] | None = Field(
+        None, description=f"0 to {MAX_OFFSET}; page against TotalCount."
+    )
     ModifiedSince: datetime | None = Field(
         None,
         description="Inclusive bound; the page is then ordered oldest change first. Resume with the "
@@ -163,22 +165,3 @@ def listing_dicts(listings: list[ListingView]) -> list[dict[str, Any]]:
         }
         for listing in listings
     ]
-
-
-def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """A model's JSON schema with its $defs inlined, for an OpenAPI requestBody given by hand."""
-    schema = model.model_json_schema()
-    definitions = schema.pop("$defs", {})
-
-    def resolve(node: Any) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                return resolve(definitions[ref.removeprefix("#/$defs/")])
-            return {key: resolve(value) for key, value in node.items()}
-        if isinstance(node, list):
-            return [resolve(value) for value in node]
-        return node
-
-    resolved: dict[str, Any] = resolve(schema)
-    return resolved

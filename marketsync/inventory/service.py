@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -140,13 +139,20 @@ async def propagate_to_listings(
     rt: Runtime, session: AsyncSession, account_id: str, product_ids: Sequence[str]
 ) -> list[str]:
     """One PriceStockPush job per active connection holding a listing of a changed product."""
-    per_connection: dict[str, list[str]] = defaultdict(list)
-    for marketplace_id, product_id in await repository.listed_connections(session, account_id, product_ids):
-        per_connection[marketplace_id].append(product_id)
+    listed = await repository.listed_connections(session, account_id, product_ids)
+    return _enqueue_pushes(rt, session, account_id, listed)
+
+
+def _enqueue_pushes(
+    rt: Runtime, session: AsyncSession, account_id: str, listed: Sequence[repository.ListedOn]
+) -> list[str]:
+    per_connection: dict[str, set[str]] = defaultdict(set)
+    for row in listed:
+        per_connection[row.marketplace_id].add(row.product_id)
     now = rt.clock.now()
     job_ids = []
     for marketplace_id in sorted(per_connection):
-        ids = sorted(set(per_connection[marketplace_id]))
+        ids = sorted(per_connection[marketplace_id])
         job = jobs.enqueue(
             session,
             now,
@@ -195,32 +201,26 @@ async def push_price_quantity(
     if not 1 <= len(items) <= MAX_PUSH_ITEMS:
         raise ValidationFailed(errors={"Items": [f"Send 1 to {MAX_PUSH_ITEMS} items."]})
     source = source or ChangeSource(writer="MerchantPush", channel="Api")
-    collapsed = rules.collapse_last(items)
     stored = await repository.lock_products_by_sku_keys(
-        session, account_id, {rules.sku_key(item.sku) for _, item in collapsed}
+        session, account_id, {rules.sku_key(item.sku) for item in items}
     )
     candidates: dict[str, list[StoredProduct]] = defaultdict(list)
     for product in stored:
         candidates[rules.sku_key(product.sku)].append(product)
-
-    # Two spellings of one SKU can name the same product (case-insensitive match): the later wins.
-    resolved: list[tuple[int, PushItem, StoredProduct | Literal["NotFound", "Ambiguous"]]] = []
-    winner: dict[str, tuple[int, SkuChange]] = {}
-    for position, item in collapsed:
-        match = rules.resolve_sku(item.sku, candidates.get(rules.sku_key(item.sku), []))
-        resolved.append((position, item, match))
-        if isinstance(match, StoredProduct):
-            current = winner.get(match.id)
-            if current is None or current[0] < position:
-                winner[match.id] = (position, SkuChange(match.id, item.price, item.quantity))
-
-    changes = [change for _, change in sorted(winner.values(), key=lambda entry: entry[0])]
+    # Repeats (also case variants naming one product) collapse to their last occurrence (docs/decisions/0022).
+    resolved = rules.resolve_push(items, candidates)
+    changes = [
+        SkuChange(entry.match.id, entry.item.price, entry.item.quantity)
+        for entry in resolved
+        if isinstance(entry.match, StoredProduct)
+    ]
     outcome = await _apply_locked(rt, session, account_id, stored, changes, source)
     applied_ids = {change.product_id for change in outcome.applied}
 
     results = []
-    for position, item, match in resolved:
+    for entry in resolved:
         result: PushOutcome
+        match = entry.match
         if isinstance(match, StoredProduct):
             if match.id in outcome.failed:
                 result = "Failed"
@@ -230,17 +230,36 @@ async def push_price_quantity(
                 result = "Unchanged"
         else:
             result = match
-        results.append(PushResultLine(item.sku, result, position))
+        results.append(PushResultLine(entry.item.sku, result, entry.position))
 
     owners = await repository.data_flows(session, account_id)
     warnings = rules.drift_warnings(
         owners,
-        sends_price=any(item.price is not None for _, item in collapsed),
-        sends_quantity=any(item.quantity is not None for _, item in collapsed),
+        sends_price=any(entry.item.price is not None for entry in resolved),
+        sends_quantity=any(entry.item.quantity is not None for entry in resolved),
+    )
+    # Price 0 on a product listed where a zero price is refused: saved, never sent (docs/decisions/0027).
+    zero_priced = {
+        entry.match.id: entry.match.sku
+        for entry in resolved
+        if isinstance(entry.match, StoredProduct)
+        and entry.item.price is not None
+        and entry.item.price == 0
+        and entry.match.id not in outcome.failed
+    }
+    listed = await repository.listed_connections(session, account_id, sorted(applied_ids | set(zero_priced)))
+    warnings.extend(
+        rules.zero_price_warnings([(row.platform, row.country, row.product_id) for row in listed], zero_priced)
     )
     job_ids: list[str] = []
     if propagate and outcome.applied:
-        job_ids = await propagate_to_listings(rt, session, account_id, sorted(applied_ids))
+        to_push = [row for row in listed if row.product_id in applied_ids]
+        job_ids = _enqueue_pushes(rt, session, account_id, to_push)
+        # A connection only a person can repair (spec: RequiresReauthorization): the job will fail (0027).
+        warnings.extend(
+            rules.reauthorization_warning(name)
+            for name in sorted({(row.platform, row.country) for row in to_push if row.requires_reauthorization})
+        )
     return PushResult(results=results, job_ids=job_ids, warnings=warnings, changed_count=len(outcome.applied))
 
 

@@ -13,6 +13,9 @@ class MarketplaceKind:
     category_required_on_create: bool
     # Whether attributes hang off a product type (P1) or off the category itself.
     attributes_by_product_type: bool
+    # Whether the marketplace takes a price of 0. None of today's kinds does: a feed line carrying one is
+    # refused whole, so such a price is never sent (docs/decisions/0047).
+    accepts_zero_price: bool = False
 
 
 KINDS: dict[str, MarketplaceKind] = {

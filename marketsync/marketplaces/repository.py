@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, cast
@@ -96,26 +97,43 @@ async def job_by_id(session: AsyncSession, job_id: str) -> Job | None:
     return await session.get(Job, job_id)
 
 
+@dataclass(frozen=True)
+class ListingLine:
+    """A published listing's catalogue values next to what the marketplace is known to hold (None: unknown)."""
+
+    external_sku: str
+    price: Decimal | None
+    quantity: int
+    listing_row_id: str
+    held_price: Decimal | None
+    held_quantity: int | None
+
+
 async def listing_lines(
     session: AsyncSession, marketplace_id: str, product_ids: Sequence[str] | None
-) -> list[tuple[str, Decimal | None, int, str]]:
-    """(external SKU, catalogue price, catalogue quantity, listing row id) of a connection's published listings."""
+) -> list[ListingLine]:
+    """The connection's published listings (external SKU known) with catalogue and marketplace values."""
     base = (
-        select(Listing.external_sku, Product.price, Product.quantity, Listing.id)
+        select(
+            Listing.external_sku,
+            Product.price,
+            Product.quantity,
+            Listing.id,
+            Listing.marketplace_price,
+            Listing.marketplace_quantity,
+        )
         .join(Product, Product.id == Listing.product_id)
         .where(Listing.marketplace_id == marketplace_id, Listing.external_sku.is_not(None))
     )
-    rows: list[tuple[str, Decimal | None, int, str]] = []
+    results = []
     if product_ids is None:
-        result = await session.execute(base.order_by(Listing.external_sku))
-        rows.extend((str(r[0]), r[1], r[2], r[3]) for r in result.all())
+        results.append(await session.execute(base))
     else:
         unique = sorted(set(product_ids))
         for start in range(0, len(unique), _CHUNK):
-            chunk = unique[start : start + _CHUNK]
-            result = await session.execute(base.where(Listing.product_id.in_(chunk)))
-            rows.extend((str(r[0]), r[1], r[2], r[3]) for r in result.all())
-        rows.sort(key=lambda r: r[0])
+            results.append(await session.execute(base.where(Listing.product_id.in_(unique[start : start + _CHUNK]))))
+    rows = [ListingLine(str(r[0]), r[1], r[2], r[3], r[4], r[5]) for result in results for r in result.all()]
+    rows.sort(key=lambda row: row.external_sku)
     return rows
 
 

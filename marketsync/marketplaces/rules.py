@@ -1,8 +1,9 @@
-"""Pure rules of the marketplace side (no I/O): health transitions."""
+"""Pure rules of the marketplace side (no I/O): health transitions, end states of feed jobs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Literal
 
 HealthEvent = Literal["MarketplaceUnhealthy", "MarketplaceRestored"]
@@ -55,3 +56,41 @@ def health_transition(current: Health, observed: Health) -> tuple[Health, Health
     if current.broken and not observed.broken:
         return observed, "MarketplaceRestored"
     return observed, None
+
+
+# -- feed jobs (PriceStockPush, ListingPublish) ------------------------------------------------------------
+
+FeedJobStatus = Literal["Completed", "Failed"]
+
+
+def feed_job_status(lines: int, accepted: int) -> FeedJobStatus:
+    """End state of a job that sent `lines` rows of which the marketplace accepted `accepted`.
+
+    A job whose every row was refused (or whose feed was rejected whole) did not succeed, whatever the
+    feed's own status says: Failed. Any accepted row makes it Completed; the refused rows are reported by
+    FeedOutcome ProcessedWithErrors (docs/decisions/0042).
+    """
+    return "Completed" if accepted > 0 or lines == 0 else "Failed"
+
+
+def price_stock_values(
+    price: Decimal | None,
+    quantity: int,
+    held_price: Decimal | None,
+    held_quantity: int | None,
+    *,
+    accepts_zero_price: bool,
+) -> tuple[Decimal | None, int | None] | None:
+    """What one price & stock feed line carries: only the values that differ from what the marketplace is
+    known to hold (both when that is unknown); None when there is nothing to send.
+
+    A price the marketplace refuses (0 where zero prices are not accepted) is withheld, so it can never
+    block the stock it would travel with: the marketplace keeps its current price (docs/decisions/0047).
+    """
+    send_price = price if price is not None and (held_price is None or price != held_price) else None
+    if send_price is not None and send_price <= 0 and not accepts_zero_price:
+        send_price = None
+    send_quantity = quantity if held_quantity is None or quantity != held_quantity else None
+    if send_price is None and send_quantity is None:
+        return None
+    return send_price, send_quantity

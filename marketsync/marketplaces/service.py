@@ -141,6 +141,16 @@ async def apply_health(rt: Runtime, session: AsyncSession, marketplace_id: str, 
         # Reason is the machine-readable health value; Detail the human text.
         detail = new.message if event == "MarketplaceUnhealthy" else f"{new.message} (was {current.status})."
         events.health_changed(rt, session, connection, event, new.status or "", detail)
+    if event == "MarketplaceRestored" and current.requires_reauthorization and connection.state == ACTIVE:
+        # Pushes made while the connection needed reauthorising failed; send what the marketplace lacks
+        # now (a feed line carries only values that differ from what it holds: docs/decisions/0047).
+        jobs_service.enqueue(
+            session,
+            rt.clock.now(),
+            connection.account_id,
+            "PriceStockPush",
+            {"MarketplaceId": connection.id, "AllListings": True},
+        )
     return event
 
 

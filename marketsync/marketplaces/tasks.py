@@ -24,7 +24,7 @@ from marketsync.jobs import service as jobs_service
 from marketsync.jobs.registry import schedule, task
 from marketsync.jobs.run import JobRun, LeaseLost, RetryLater
 from marketsync.kit.ids import new_id
-from marketsync.marketplaces import events, repository, service
+from marketsync.marketplaces import events, repository, rules, service
 from marketsync.marketplaces.connector import (
     AuthorizationRevoked,
     FeedResult,
@@ -345,7 +345,8 @@ async def _await_feed(rt: Runtime, connection: MarketplaceConnection, marketplac
 
 
 async def push_price_stock(rt: Runtime, job: JobRun) -> FeedResult | None:
-    """Send the current price and stock of the job's products to one marketplace as one feed.
+    """Send the job's products' price and stock to one marketplace as one feed: per listing only the values
+    that differ from what the marketplace holds, never a price it refuses (docs/decisions/0047).
 
     The feed id is the job id, so a recovered job re-submits idempotently: the marketplace returns the
     feed it already has and never applies a row twice.
@@ -356,8 +357,17 @@ async def push_price_stock(rt: Runtime, job: JobRun) -> FeedResult | None:
     product_ids = None if job.payload.get("AllListings") else [str(p) for p in job.payload.get("ProductIds") or []]
     async with rt.db.read() as session:
         rows = await repository.listing_lines(session, connection.id, product_ids)
-    lines = [PriceStockLine(sku, price, quantity) for sku, price, quantity, _ in rows]
-    row_ids = {sku: row_id for sku, _, _, row_id in rows}
+    accepts_zero_price = kind_of(connection.platform).accepts_zero_price
+    lines: list[PriceStockLine] = []
+    row_ids: dict[str, str] = {}
+    for row in rows:
+        # Only what differs from what the marketplace holds, never a price it refuses (0047).
+        values = rules.price_stock_values(
+            row.price, row.quantity, row.held_price, row.held_quantity, accepts_zero_price=accepts_zero_price
+        )
+        if values is not None:
+            lines.append(PriceStockLine(row.external_sku, *values))
+            row_ids[row.external_sku] = row.listing_row_id
     total = len(lines)
     if not lines:
         async with rt.db.transaction() as session:
@@ -378,24 +388,26 @@ async def push_price_stock(rt: Runtime, job: JobRun) -> FeedResult | None:
                 raise LeaseLost(job.job_id)
     result = await _await_feed(rt, connection, feed_id)
     failed = {error.reference for error in result.errors}
+    applied = (
+        [(row_ids[line.external_sku], line.price, line.quantity) for line in lines if line.external_sku not in failed]
+        if result.status == "Done"
+        else []
+    )
+    # ProgressDone counts the rows the marketplace applied; every row refused is a failed job (0042).
+    status = rules.feed_job_status(total, len(applied))
     async with rt.db.transaction() as session:
-        if result.status == "Done":
-            applied = [
-                (row_ids[line.external_sku], line.price, line.quantity)
-                for line in lines
-                if line.external_sku not in failed
-            ]
-            await repository.record_marketplace_values(session, applied, rt.clock.now())
-        await _set_progress(rt, session, job, result.processed, total)
+        await repository.record_marketplace_values(session, applied, rt.clock.now())
+        await _set_progress(rt, session, job, len(applied), total)
         if result.status == "Rejected":
             events.feed_outcome(rt, session, connection, "Price & stock", "Rejected", result.status, total)
             await finish(rt, session, job, "Failed", f"feed {feed_id} rejected: {result.message}"[:2000])
         else:
             if result.errors:
                 events.feed_outcome(
-                    rt, session, connection, "Price & stock", "ProcessedWithErrors", result.status, len(result.errors)
+                    rt, session, connection, "Price & stock", "ProcessedWithErrors", result.status, total - len(applied)
                 )
-            await finish(rt, session, job, "Completed")
+            reason = f"feed {feed_id}: every line refused: {result.message}"[:2000] if status == "Failed" else None
+            await finish(rt, session, job, status, reason)
     return result
 
 

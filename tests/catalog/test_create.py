@@ -96,6 +96,9 @@ async def test_each_check_rejects_a_payload_failing_it_alone_and_writes_nothing(
         ("Sku missing", {k: v for k, v in base.items() if k != "Sku"}, "Sku", "Required."),
         ("Sku not a string", {**base, "Sku": 42}, "Sku", "string"),
         ("Quantity negative", {**base, "Quantity": -1}, "Quantity", "between"),
+        ("Quantity beyond 64 bits", {**base, "Quantity": 10**20}, "Quantity", "between 0 and 2147483647"),
+        ("Quantity too large", {**base, "Quantity": 2**31}, "Quantity", "between 0 and 2147483647"),
+        ("Quantity a fraction", {**base, "Quantity": 1.5}, "Quantity", "whole number"),
         ("CategoryId a number", {**base, "CategoryId": 30022}, "CategoryId", "string"),
         ("unknown field", {**base, "sku": "lower"}, "sku", "case-exact"),
     ]
@@ -293,15 +296,40 @@ async def test_quantity_moves_stock_through_inventory_and_fires_inventory_change
     assert product.quantity == 0
 
 
-async def test_sku_upserts_on_exact_casing_and_refuses_case_variants(rt: Runtime, api: httpx.AsyncClient) -> None:
+async def test_sku_upserts_on_exact_casing_and_creates_case_variants(rt: Runtime, api: httpx.AsyncClient) -> None:
     tenant = await _tenant(rt, api)
     payload = await create_payload(api, tenant, "P2", "Smartphones", "Case-Sku")
-    assert (await create(api, tenant, payload)).status_code == 200
-    response = await create(api, tenant, {**payload, "Sku": "CASE-SKU"})
-    assert response.status_code == 400
-    errors = problem(response)["errors"]
-    assert set(errors) == {"Sku"} and "'Case-Sku'" in errors["Sku"][0]
-    assert await counts(rt, tenant.account_id) == (1, 1, 1)
+    first = await create(api, tenant, payload)
+    assert first.status_code == 200, first.text
+
+    # Another casing is another SKU: a new product (spec: case variants can exist, reads then 409).
+    variant = await create(api, tenant, {**payload, "Sku": "CASE-SKU"})
+    assert variant.status_code == 200, variant.text
+    body = variant.json()
+    assert body["Sku"] == "CASE-SKU" and body["ProductId"] != first.json()["ProductId"]
+    assert body["ListingAction"] == "Create"
+    assert any("'Case-Sku'" in warning and "Ambiguous" in warning for warning in body["Warnings"])
+    assert await counts(rt, tenant.account_id) == (2, 2, 2)
+
+    # The exact casing upserts the existing entry.
+    again = await create(api, tenant, {**payload, "Quantity": 4})
+    assert again.status_code == 200 and again.json()["ProductId"] == first.json()["ProductId"]
+    assert await counts(rt, tenant.account_id) == (2, 2, 3)
+
+    conflict = await api.get("/api/products/case-sku", headers=tenant.headers)
+    assert conflict.status_code == 409 and problem(conflict)["code"] == "conflict"
+    exact = await api.get("/api/products/Case-Sku", headers=tenant.headers)
+    assert exact.status_code == 200 and exact.json()["Product"]["Quantity"] == 4
+    pushed = await api.post(
+        "/api/inventory/price-quantity",
+        json={"Items": [{"Sku": "case-sku", "Quantity": 1}, {"Sku": "CASE-SKU", "Quantity": 2}]},
+        headers=tenant.headers,
+    )
+    assert pushed.status_code == 200
+    assert pushed.json()["Results"] == [
+        {"Sku": "case-sku", "Result": "Ambiguous"},
+        {"Sku": "CASE-SKU", "Result": "Updated"},
+    ]
 
 
 async def test_idempotency_key_makes_a_retry_create_one_product_and_one_job(
@@ -335,6 +363,9 @@ async def test_validate_only_answers_the_outcome_and_writes_nothing(rt: Runtime,
     assert body["ListingAction"] == "Create"
     assert body["JobId"] is None and body["ProductId"] is None
     assert body["Warnings"] and body["Warnings"][0].startswith("Images:")
+    # Nothing is saved by a dry run, and the warning does not claim otherwise.
+    assert "If you create it, the listing is saved and queued" in body["Warnings"][0]
+    assert "The listing is saved" not in body["Warnings"][0]
     assert await counts(rt, tenant.account_id) == (0, 0, 0)
     assert await events_of(rt, tenant.account_id, "InventoryChanged") == []
 
@@ -344,7 +375,9 @@ async def test_validate_only_answers_the_outcome_and_writes_nothing(rt: Runtime,
     assert problem(bad)["errors"] == problem(real_bad)["errors"]
     assert await counts(rt, tenant.account_id) == (0, 0, 0)
 
-    assert (await create(api, tenant, payload)).status_code == 200
+    real = await create(api, tenant, payload)
+    assert real.status_code == 200
+    assert "The listing is saved and queued" in real.json()["Warnings"][0]
     await run_jobs(rt)  # T-Shirts lacks Images: the marketplace rejects it, so it stays a Create
     again = await create(api, tenant, {**payload, "ValidateOnly": True})
     assert again.json()["ListingAction"] == "Create"

@@ -167,3 +167,27 @@ async def test_reimport_changes_view_ids_of_changed_schemas_and_create_refuses_t
     assert await counts(rt, tenant.account_id) == (0, 0, 0)
     fresh = await create(api, tenant, {**stale, "ProductTypeViewId": new_tee["ProductTypeViewId"]})
     assert fresh.status_code == 200, fresh.text
+
+
+async def test_huge_numbers_and_deep_nesting_are_400_not_500(rt: Runtime, api: httpx.AsyncClient) -> None:
+    await load_taxonomies(rt, ("P1",))
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    for fields in ({"Offset": 10**30}, {"Offset": 2**63}, {"Limit": 10**30}):
+        response = await _search(api, tenant, "P1", **fields)
+        assert response.status_code == 400, (fields, response.text)
+        assert set(problem(response)["errors"]) == set(fields)
+    page = (await _search(api, tenant, "P1", Offset=2**31 - 1)).json()
+    assert page["ProductTypes"] == [] and page["TotalCount"] > 0
+
+    headers = {**tenant.headers, "Content-Type": "application/json"}
+    for path in ("/api/product-types/Search", "/api/products/Create"):
+        response = await api.post(path, content=b"[" * 100_000, headers=headers)
+        assert response.status_code == 400, (path, response.status_code)
+        assert "body" in problem(response)["errors"], path
+    response = await api.get(
+        "/api/product-types/Schema",
+        params={"marketplaceId": tenant.marketplace("P1").id, "categoryId": "9" * 400},
+        headers=tenant.headers,
+    )
+    assert response.status_code == 404
+    assert await counts(rt, tenant.account_id) == (0, 0, 0)

@@ -67,6 +67,10 @@ async def test_item_rejection_for_an_off_api_requirement_raises_feed_outcome(
     [listing] = await _listings(rt, tenant.account_id)
     assert listing.status == "Rejected" and listing.listing_id is None
     assert listing.last_error and "Images" in listing.last_error
+    # Its only listing was refused: the job did not succeed (docs/decisions/0082).
+    job = (await api.get(f"/api/jobs/{created.json()['JobId']}", headers=tenant.headers)).json()
+    assert (job["Status"], job["IsComplete"], job["IsSuccessful"]) == ("Failed", True, False)
+    assert (job["ProgressDone"], job["ProgressTotal"]) == (0, 1)
     published = await events_of(rt, tenant.account_id, "ListingPublished")
     assert [(e["PublishedCount"], e["FailedCount"]) for e in published] == [(0, 1)]
     [outcome] = await events_of(rt, tenant.account_id, "FeedOutcome")
@@ -83,10 +87,13 @@ async def test_a_rejected_feed_raises_feed_outcome_rejected(rt: Runtime, api: ht
         seller = await sandbox_state.ensure_seller(session, connection.id, "P2", "DE", rt.clock.now())
         sandbox_state.set_feed_fault(seller, "reject")
     payload = await create_payload(api, tenant, "P2", "Smartphones", "PHONE-1")
-    assert (await create(api, tenant, payload)).status_code == 200
+    created = await create(api, tenant, payload)
+    assert created.status_code == 200
     await run_jobs(rt)
     [listing] = await _listings(rt, tenant.account_id)
     assert listing.status == "Rejected" and listing.listing_id is None
+    job = (await api.get(f"/api/jobs/{created.json()['JobId']}", headers=tenant.headers)).json()
+    assert (job["Status"], job["IsSuccessful"], job["ProgressDone"], job["ProgressTotal"]) == ("Failed", False, 0, 1)
     [outcome] = await events_of(rt, tenant.account_id, "FeedOutcome")
     assert (outcome["Outcome"], outcome["FeedKind"], outcome["FailedCount"]) == ("Rejected", "Product listing", 1)
     published = await events_of(rt, tenant.account_id, "ListingPublished")
@@ -123,3 +130,26 @@ async def test_a_recovered_publish_run_records_nothing_twice(rt: Runtime, api: h
     assert len(await events_of(rt, tenant.account_id, "ListingPublished")) == 1
     [same] = await _listings(rt, tenant.account_id)
     assert same.listing_id == listing.listing_id
+
+
+async def test_a_publish_meeting_revoked_authorisation_fails_and_flips_health(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant = await _tenant(rt, api)
+    connection = tenant.marketplace("P2")
+    async with rt.db.transaction() as session:
+        seller = await sandbox_state.ensure_seller(session, connection.id, "P2", "DE", rt.clock.now())
+        seller.auth_revoked = True
+    payload = await create_payload(api, tenant, "P2", "Smartphones", "PHONE-1")
+    created = await create(api, tenant, payload)
+    assert created.status_code == 200
+    await run_jobs(rt)
+
+    job = (await api.get(f"/api/jobs/{created.json()['JobId']}", headers=tenant.headers)).json()
+    assert (job["Status"], job["IsSuccessful"], job["ProgressDone"], job["ProgressTotal"]) == ("Failed", False, 0, 1)
+    published = await events_of(rt, tenant.account_id, "ListingPublished")
+    assert [(e["PublishedCount"], e["FailedCount"]) for e in published] == [(0, 1)]
+    [unhealthy] = await events_of(rt, tenant.account_id, "MarketplaceUnhealthy")
+    assert unhealthy["Reason"] == "UnAuthorized"
+    marketplaces = (await api.get("/api/marketplaces", headers=tenant.headers)).json()["Marketplaces"]
+    assert [m["RequiresReauthorization"] for m in marketplaces] == [True]

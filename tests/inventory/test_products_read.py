@@ -149,3 +149,21 @@ async def test_get_product_case_insensitive_exact_wins_conflict(rt: Runtime, api
     other = await make_tenant(rt, api)
     response = await api.get("/api/products/Solo", headers=other.headers)
     assert response.status_code == 404
+
+
+async def test_huge_numbers_and_deep_nesting_are_400_not_500(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("H-1", "1", 3)])
+
+    for bad in ({"Offset": 10**30}, {"Offset": 2**63}, {"Limit": 10**30}, {"Limit": -(10**30)}):
+        response = await api.post(LIST, json=bad, headers=tenant.headers)
+        assert response.status_code == 400, (bad, response.text)
+        assert set(problem(response)["errors"]) == set(bad)
+    page = await list_page(api, tenant.headers, Offset=2**31 - 1)
+    assert (page["Products"], page["TotalCount"]) == ([], 1)
+
+    nested = b"[" * 100_000
+    for path in (LIST, "/api/inventory/price-quantity"):
+        response = await api.post(path, content=nested, headers={**tenant.headers, "Content-Type": "application/json"})
+        assert response.status_code == 400, (path, response.status_code)
+        assert "body" in problem(response)["errors"], path

@@ -115,6 +115,62 @@ async def test_case_insensitive_matching_exact_casing_wins_else_ambiguous(rt: Ru
     assert [entry["sku"] for entry in event["changed"]] == ["ABC", "Solo-1"]
 
 
+async def test_case_variants_naming_one_product_collapse_to_the_last_occurrence(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("PLN-OLI-00018", "10.00", 67), ("Q-1", "1.00", 1)])
+
+    body = await push_ok(api, tenant, [{"Sku": "PLN-OLI-00018", "Price": 77}, {"Sku": "pln-oli-00018", "Quantity": 67}])
+    # One distinct SKU, one Result, under the last occurrence's spelling; the last occurrence wins whole.
+    assert body["Results"] == [{"Sku": "pln-oli-00018", "Result": "Unchanged"}]
+    assert counts(body) == {"Updated": 0, "Unchanged": 1, "NotFound": 0, "Ambiguous": 0, "Failed": 0}
+
+    body = await push_ok(
+        api,
+        tenant,
+        [
+            {"Sku": "Q-1", "Quantity": 5},
+            {"Sku": "Q-1", "Quantity": 6},
+            {"Sku": "q-1", "Quantity": 7},
+            {"Sku": "nope", "Quantity": 1},
+            {"Sku": "NOPE", "Quantity": 2},
+        ],
+    )
+    assert body["Results"] == [{"Sku": "q-1", "Result": "Updated"}, {"Sku": "NOPE", "Result": "NotFound"}]
+    assert counts(body) == {"Updated": 1, "Unchanged": 0, "NotFound": 1, "Ambiguous": 0, "Failed": 0}
+    after = await stored(rt, tenant.account_id)
+    assert after["PLN-OLI-00018"][:2] == (Decimal("10.00"), 67)
+    assert after["Q-1"][:2] == (Decimal("1.00"), 7)
+    [event] = payloads(await inventory_events(rt, tenant.account_id))
+    assert event["changed"] == [{"sku": "Q-1", "price": None, "quantity": 7}]
+
+
+async def test_each_ambiguous_spelling_is_reported(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("abc", "1", 1), ("ABC", "1", 1)])
+
+    body = await push_ok(
+        api,
+        tenant,
+        [
+            {"Sku": "Abc", "Quantity": 5},
+            {"Sku": "aBC", "Quantity": 6},
+            {"Sku": "abc", "Quantity": 2},
+            {"Sku": "Abc", "Quantity": 8},
+            {"Sku": "abc", "Quantity": 3},
+        ],
+    )
+    assert body["Results"] == [
+        {"Sku": "Abc", "Result": "Ambiguous"},
+        {"Sku": "aBC", "Result": "Ambiguous"},
+        {"Sku": "abc", "Result": "Updated"},
+    ]
+    assert counts(body) == {"Updated": 1, "Unchanged": 0, "NotFound": 0, "Ambiguous": 2, "Failed": 0}
+    after = await stored(rt, tenant.account_id)
+    assert (after["abc"][1], after["ABC"][1]) == (3, 1)
+
+
 async def test_an_equal_push_changes_nothing_and_fires_no_event(rt: Runtime, api: httpx.AsyncClient) -> None:
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
     ids = await add_products(rt, tenant.account_id, [("E-1", "3.10", 4), ("E-2", "0.99", 0)])

@@ -133,6 +133,25 @@ async def test_item_errors_raise_feed_outcome_and_complete_the_job(rt: Runtime, 
     assert (await helpers.our_listing(rt, p1, ids[1])).marketplace_price == Decimal("13.50")  # type: ignore[union-attr]
 
 
+async def test_a_feed_whose_every_line_is_refused_fails_the_job(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    product = await helpers.listed_product(rt, p1, "FEED-ONE", price="10.00", quantity=5)
+    await helpers.set_product_values(rt, product.id, Decimal("11.00"), 6)
+    await helpers.update_seller(rt, p1, feed_fault="item-errors")  # the first (only) line is refused
+    job_id = await _push(rt, tenant, p1, [product.id])
+
+    await Worker(rt).drain()
+
+    job = await _job_json(api, tenant, job_id)
+    assert (job["Status"], job["IsComplete"], job["IsSuccessful"]) == ("Failed", True, False)
+    assert (job["ProgressDone"], job["ProgressTotal"]) == (0, 1)
+    fired = await helpers.events(rt, tenant.account_id)
+    assert [(e["payload"]["Outcome"], e["payload"]["FailedCount"]) for e in fired] == [("ProcessedWithErrors", 1)]
+    ours = await helpers.our_listing(rt, p1, product.id)
+    assert ours is not None and ours.marketplace_price == Decimal("10.00")
+
+
 async def test_throttling_is_honoured_not_counted_as_failure(rt: Runtime, api: httpx.AsyncClient) -> None:
     clock = rt.clock
     assert isinstance(clock, FrozenClock)
@@ -271,3 +290,74 @@ async def test_disconnect_cancels_queued_jobs_and_removes_listings(rt: Runtime, 
     assert [m["MarketplaceId"] for m in response.json()["Marketplaces"]] == [p2.id]
     await Worker(rt).drain()
     assert await helpers.sandbox_feeds(rt, p1) == []
+
+
+async def _api_push(api: httpx.AsyncClient, tenant: Tenant, items: list[dict[str, object]]) -> dict[str, object]:
+    response = await api.post("/api/inventory/price-quantity", json={"Items": items}, headers=tenant.headers)
+    assert response.status_code == 200, response.text
+    body: dict[str, object] = response.json()
+    return body
+
+
+async def test_a_feed_line_carries_only_what_differs_and_a_zero_price_never_blocks_stock(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    product = await helpers.listed_product(rt, p1, "ZERO-1", price="10.00", quantity=5)
+
+    # Only the quantity moved: the line carries no price.
+    await _api_push(api, tenant, [{"Sku": "ZERO-1", "Quantity": 6}])
+    await Worker(rt).drain()
+    [feed] = await helpers.sandbox_feeds(rt, p1)
+    assert [(line["Price"], line["Quantity"]) for line in feed.lines] == [(None, 6)]
+
+    # Price 0 is saved, the push warns that P1 refuses it, and the stock still reaches the marketplace.
+    body = await _api_push(api, tenant, [{"Sku": "ZERO-1", "Price": 0, "Quantity": 7}])
+    assert body["Updated"] == 1
+    warnings = [w for w in body["Warnings"] if isinstance(w, str) and "Price 0" in w]  # type: ignore[union-attr]
+    assert len(warnings) == 1 and "ZERO-1" in warnings[0] and "P1 UK" in warnings[0]
+    await Worker(rt).drain()
+    [job_id] = body["JobIds"]  # type: ignore[misc]
+    job = await _job_json(api, tenant, str(job_id))
+    assert (job["Status"], job["ProgressDone"], job["ProgressTotal"]) == ("Completed", 1, 1)
+    remote = (await helpers.sandbox_listings(rt, p1))["ZERO-1"]
+    assert (remote.price, remote.quantity) == (Decimal("10.00"), 7)
+
+    # Later stock pushes keep flowing while the stored price stays 0.
+    body = await _api_push(api, tenant, [{"Sku": "ZERO-1", "Quantity": 8}])
+    await Worker(rt).drain()
+    assert (await helpers.sandbox_listings(rt, p1))["ZERO-1"].quantity == 8
+    assert not [w for w in body["Warnings"] if "Price 0" in str(w)]  # type: ignore[union-attr]
+    ours = await helpers.our_listing(rt, p1, product.id)
+    assert ours is not None and (ours.marketplace_price, ours.marketplace_quantity) == (Decimal("10.00"), 8)
+    assert await helpers.events(rt, tenant.account_id, "FeedOutcome") == []
+
+
+async def test_a_push_to_a_connection_needing_reauthorisation_warns_and_catches_up_once_restored(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P2", "DE")))
+    p1, p2 = tenant.marketplace("P1"), tenant.marketplace("P2")
+    await helpers.listed_product(rt, p1, "AUTH-1", price="10.00", quantity=5)
+    await tasks.health_checks(rt)
+    await helpers.update_seller(rt, p1, auth_revoked=True)
+    await tasks.health_checks(rt)  # P1 UK is now UnAuthorized, RequiresReauthorization true
+
+    body = await _api_push(api, tenant, [{"Sku": "AUTH-1", "Quantity": 9}])
+    reauth = [w for w in body["Warnings"] if "reconnected" in str(w)]  # type: ignore[union-attr]
+    assert len(reauth) == 1 and "P1 UK" in str(reauth[0])
+    await Worker(rt).drain()
+    [job_id] = body["JobIds"]  # type: ignore[misc]
+    assert (await _job_json(api, tenant, str(job_id)))["Status"] == "Failed"
+
+    # A push that reaches only healthy connections carries no such warning.
+    await helpers.listed_product(rt, p2, "AUTH-2", price="10.00", quantity=5)
+    other = await _api_push(api, tenant, [{"Sku": "AUTH-2", "Quantity": 3}])
+    assert not [w for w in other["Warnings"] if "reconnected" in str(w)]  # type: ignore[union-attr]
+
+    # The merchant reconnects: the restore sends what P1 UK missed.
+    await helpers.update_seller(rt, p1, auth_revoked=False)
+    await tasks.health_checks(rt)
+    await Worker(rt).drain()
+    assert (await helpers.sandbox_listings(rt, p1))["AUTH-1"].quantity == 9

@@ -92,6 +92,8 @@ async def test_a_push_meeting_revocation_flips_health_without_repeats(rt: Runtim
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
     p1 = tenant.marketplace("P1")
     product = await helpers.listed_product(rt, p1, "REV-1")
+    # The catalogue moved since the marketplace heard of it, so the pushes have a line to send (0047).
+    await helpers.set_product_values(rt, product.id, None, 6)
     await helpers.update_seller(rt, p1, auth_revoked=True)
     first = await helpers.enqueue(
         rt, tenant.account_id, "PriceStockPush", {"MarketplaceId": p1.id, "ProductIds": [product.id]}

@@ -15,19 +15,78 @@ from marketsync.kit import jsonio
 NOW = datetime(2026, 5, 4, 3, 2, 1, 987654, tzinfo=UTC)
 
 
-def test_collapse_keeps_the_last_occurrence_in_first_appearance_order() -> None:
-    items = [PushItem("A", Decimal(1)), PushItem("B", quantity=2), PushItem("A", quantity=3), PushItem("a", quantity=4)]
-    assert rules.collapse_last(items) == [(2, PushItem("A", quantity=3)), (1, PushItem("B", quantity=2)), (3, items[3])]
+def _by_key(*products: StoredProduct) -> dict[str, list[StoredProduct]]:
+    candidates: dict[str, list[StoredProduct]] = {}
+    for product in products:
+        candidates.setdefault(rules.sku_key(product.sku), []).append(product)
+    return candidates
 
 
-@given(st.lists(st.sampled_from("ABCDE"), min_size=1, max_size=40))
-def test_collapse_yields_one_entry_per_distinct_sku(skus: list[str]) -> None:
+def _summary(resolved: list[rules.ResolvedItem]) -> list[tuple[int, str, object]]:
+    return [
+        (entry.position, entry.item.sku, entry.match.id if isinstance(entry.match, StoredProduct) else entry.match)
+        for entry in resolved
+    ]
+
+
+def test_push_collapses_exact_repeats_to_the_last_occurrence_in_first_appearance_order() -> None:
+    a, b = StoredProduct("1", "A", None, 0), StoredProduct("2", "B", None, 0)
+    items = [PushItem("A", Decimal(1)), PushItem("B", quantity=2), PushItem("A", quantity=3), PushItem("Z", quantity=4)]
+    resolved = rules.resolve_push(items, _by_key(a, b))
+    assert _summary(resolved) == [(2, "A", "1"), (1, "B", "2"), (3, "Z", "NotFound")]
+    assert resolved[0].item == PushItem("A", quantity=3), "the earlier occurrence is dropped whole"
+
+
+def test_push_case_variants_naming_one_product_are_repeats_of_one_sku() -> None:
+    product = StoredProduct("1", "PLN-OLI-00018", None, 67)
+    items = [PushItem("PLN-OLI-00018", price=Decimal(77)), PushItem("pln-oli-00018", quantity=67)]
+    assert _summary(rules.resolve_push(items, _by_key(product))) == [(1, "pln-oli-00018", "1")]
+    items = [
+        PushItem("PLN-OLI-00018", quantity=5),
+        PushItem("PLN-OLI-00018", quantity=6),
+        PushItem("pln-oli-00018", quantity=7),
+    ]
+    [entry] = rules.resolve_push(items, _by_key(product))
+    assert (entry.position, entry.item) == (2, PushItem("pln-oli-00018", quantity=7))
+
+
+def test_push_case_variants_with_several_products() -> None:
+    lower, upper = StoredProduct("1", "abc", None, 0), StoredProduct("2", "ABC", None, 0)
+    items = [
+        PushItem("Abc", quantity=1),
+        PushItem("ABC", quantity=2),
+        PushItem("aBC", quantity=3),
+        PushItem("abc", quantity=4),
+        PushItem("Abc", quantity=5),
+    ]
+    # Exact spellings name their own product; other spellings are Ambiguous, one entry per spelling.
+    assert _summary(rules.resolve_push(items, _by_key(lower, upper))) == [
+        (4, "Abc", "Ambiguous"),
+        (1, "ABC", "2"),
+        (2, "aBC", "Ambiguous"),
+        (3, "abc", "1"),
+    ]
+
+
+def test_push_case_variants_of_a_missing_sku_are_one_sku() -> None:
+    items = [PushItem("nope", quantity=1), PushItem("NOPE", quantity=2)]
+    assert _summary(rules.resolve_push(items, {})) == [(1, "NOPE", "NotFound")]
+
+
+@given(st.lists(st.sampled_from(["A", "a", "B", "b", "C", "c", "D"]), min_size=1, max_size=40))
+def test_push_yields_one_entry_per_distinct_sku_and_the_last_occurrence_wins(skus: list[str]) -> None:
+    # Stored: A (one product), b and B (case variants), nothing for C or D.
+    stored = _by_key(
+        StoredProduct("1", "A", None, 0), StoredProduct("2", "b", None, 0), StoredProduct("3", "B", None, 0)
+    )
     items = [PushItem(sku, quantity=index) for index, sku in enumerate(skus)]
-    collapsed = rules.collapse_last(items)
-    assert [item.sku for _, item in collapsed] == list(dict.fromkeys(skus))
-    for position, item in collapsed:
-        assert position == max(i for i, sku in enumerate(skus) if sku == item.sku)
-        assert item.quantity == position
+    resolved = rules.resolve_push(items, stored)
+    groups = [sku.lower() if sku.lower() != "b" else sku for sku in skus]
+    assert len(resolved) == len(set(groups))
+    for entry in resolved:
+        group = entry.item.sku.lower() if entry.item.sku.lower() != "b" else entry.item.sku
+        assert entry.position == max(i for i, g in enumerate(groups) if g == group)
+        assert entry.item.quantity == entry.position
 
 
 def test_resolve_sku() -> None:
@@ -104,3 +163,14 @@ def test_import_rows() -> None:
     assert rules.import_header_problem(None) is not None
     assert rules.normalise_choice(" stock ", rules.DATA_KINDS) == "Stock"
     assert rules.normalise_choice("colour", rules.DATA_KINDS) is None
+
+
+def test_zero_price_and_reauthorisation_warnings_name_the_marketplace() -> None:
+    listings = [("P1", "UK", "p-1"), ("P1", "UK", "p-2"), ("P2", "DE", "p-1"), ("P1", "UK", "p-3")]
+    warnings = rules.zero_price_warnings(listings, {"p-1": "SKU-1", "p-3": "SKU-3"})
+    assert len(warnings) == 2
+    assert warnings[0].startswith("Price 0 is saved for SKU-1, SKU-3, but P1 UK refuses")
+    assert "P2 DE" in warnings[1] and "SKU-1" in warnings[1]
+    assert rules.zero_price_warnings(listings, {}) == []
+    warning = rules.reauthorization_warning(("P1", "UK"))
+    assert warning.startswith("P1 UK needs to be reconnected in the app") and "sent automatically" in warning

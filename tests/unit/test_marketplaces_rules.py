@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 
-from marketsync.marketplaces.rules import UNKNOWN, health_transition, observed_health
+from marketsync.marketplaces.rules import (
+    UNKNOWN,
+    feed_job_status,
+    health_transition,
+    observed_health,
+    price_stock_values,
+)
 from marketsync.marketplaces.sandbox import rules as sandbox_rules
 
 HEALTHY = observed_health("Healthy", "")
@@ -93,3 +100,22 @@ def test_order_updates_are_validated_against_the_item_state() -> None:
     assert sandbox_rules.order_status(["Shipped", "Unshipped"]) == "PartiallyShipped"
     assert sandbox_rules.order_status(["Cancelled", "Refunded"]) == "Refunded"
     assert sandbox_rules.order_status(["Shipped", "Cancelled"]) == "Shipped"
+
+
+def test_a_feed_job_succeeds_only_when_the_marketplace_accepted_a_row() -> None:
+    assert feed_job_status(lines=3, accepted=3) == "Completed"
+    assert feed_job_status(lines=3, accepted=1) == "Completed"  # ProcessedWithErrors, still Completed
+    assert feed_job_status(lines=1, accepted=0) == "Failed"  # every row refused
+    assert feed_job_status(lines=0, accepted=0) == "Completed"  # nothing to send is not a failure
+
+
+def test_a_feed_line_carries_only_what_differs_and_never_a_refused_zero_price() -> None:
+    ten = Decimal("10.00")
+    assert price_stock_values(ten, 5, ten, 5, accepts_zero_price=False) is None
+    assert price_stock_values(ten, 6, ten, 5, accepts_zero_price=False) == (None, 6)
+    assert price_stock_values(Decimal("11"), 5, ten, 5, accepts_zero_price=False) == (Decimal("11"), None)
+    assert price_stock_values(ten, 5, None, None, accepts_zero_price=False) == (ten, 5)  # unknown: both
+    assert price_stock_values(None, 5, None, 5, accepts_zero_price=False) is None  # no price stored
+    assert price_stock_values(Decimal(0), 7, ten, 5, accepts_zero_price=False) == (None, 7)
+    assert price_stock_values(Decimal(0), 5, ten, 5, accepts_zero_price=False) is None
+    assert price_stock_values(Decimal(0), 5, ten, 5, accepts_zero_price=True) == (Decimal(0), None)

@@ -37,7 +37,9 @@ def faulted_lines(mode: str, count: int) -> set[int]:
     return set(range(0, count, 2))
 
 
-def price_stock_line_error(line: dict[str, Any], known_external_skus: set[str]) -> str | None:
+def price_stock_line_error(
+    line: dict[str, Any], known_external_skus: set[str], *, accepts_zero_price: bool = False
+) -> str | None:
     sku = line.get("ExternalSku")
     if not isinstance(sku, str) or sku not in known_external_skus:
         return "No listing with this SKU."
@@ -49,7 +51,7 @@ def price_stock_line_error(line: dict[str, Any], known_external_skus: set[str]) 
             value = Decimal(str(price))
         except InvalidOperation:
             return "Price is not a number."
-        if not value.is_finite() or value <= 0:
+        if not value.is_finite() or value < 0 or (value == 0 and not accepts_zero_price):
             return "Price must be above zero."
     if quantity is not None and (not isinstance(quantity, int) or quantity < 0):
         return "Quantity must be a whole number, zero or more."

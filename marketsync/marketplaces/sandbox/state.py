@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import insert_for
+from marketsync.marketplaces.kinds import kind_of
 from marketsync.marketplaces.sandbox import rules
 from marketsync.models.sandbox import SandboxFeed, SandboxListing, SandboxOrder, SandboxSeller
 
@@ -407,7 +408,9 @@ async def _apply_price_stock(
     errors, processed = [], 0
     for index, line in enumerate(lines):
         reference = _reference(line, "ExternalSku")
-        error = rules.price_stock_line_error(line, set(listings))
+        error = rules.price_stock_line_error(
+            line, set(listings), accepts_zero_price=kind_of(seller.platform).accepts_zero_price
+        )
         if error is None and index in faulted:
             error = "Value rejected by the marketplace (sandbox item-errors mode)."
         if error is not None:
@@ -444,8 +447,6 @@ def off_api_requirements(platform: str, category_id: str | None) -> list[str]:
 async def _apply_listings(
     session: AsyncSession, seller: SandboxSeller, now: datetime, feed: SandboxFeed, faulted: set[int]
 ) -> _LineOutcome:
-    from marketsync.marketplaces.kinds import kind_of
-
     errors, processed, published = [], 0, {}
     category_required = kind_of(seller.platform).category_required_on_create
     for index, line in enumerate(feed.lines):
