@@ -102,8 +102,8 @@ async def api(rt: Runtime) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture
-def make_runtime(database_url: str, tmp_path: Path) -> Callable[..., Runtime]:
-    """A second runtime (another 'process') on the same database, e.g. for two API processes."""
+async def make_runtime(database_url: str, tmp_path: Path) -> AsyncIterator[Callable[..., Runtime]]:
+    """A second runtime (another 'process') on the same database, e.g. for two API processes; closed afterwards."""
     created: list[Runtime] = []
 
     def factory(**overrides: Any) -> Runtime:
@@ -115,7 +115,9 @@ def make_runtime(database_url: str, tmp_path: Path) -> Callable[..., Runtime]:
         created.append(runtime)
         return runtime
 
-    return factory
+    yield factory
+    for runtime in created:
+        await runtime.close()
 
 
 def rt_database(url: str) -> Any:

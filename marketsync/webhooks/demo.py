@@ -1,4 +1,10 @@
-"""This domain's part of `marketsync demo` (idempotent)."""
+"""This domain's part of `marketsync demo` (idempotent).
+
+Webhooks seed nothing: a subscription needs an https URL on a publicly reachable host that the integrator
+owns (a demo cannot invent one that would pass the SSRF guard), and its secret is shown only once, to the
+caller of `POST /api/webhooks/Create`. Events the demo's other domains record stay in the outbox and are
+fanned out to whatever subscriptions exist when the workers run; with none, they are simply dispatched.
+"""
 
 from __future__ import annotations
 

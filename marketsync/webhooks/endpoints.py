@@ -1,7 +1,76 @@
-"""HTTP endpoints of this domain (thin: parse, call the service, shape the response)."""
+"""POST /api/webhooks/Create, List, Delete (WebhooksWrite). Thin: parse, call the service, shape the response."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
+from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.responses import Response
 
-router = APIRouter()
+from marketsync.auth.dependencies import RuntimeDep, WebhooksWriter
+from marketsync.kit import idempotency, jsonio
+from marketsync.kit.requestid import current_request_id
+from marketsync.webhooks import service
+from marketsync.webhooks.schemas import (
+    CreateSubscriptionIn,
+    CreateSubscriptionOut,
+    DeleteSubscriptionIn,
+    DeleteSubscriptionOut,
+    SubscriptionOut,
+    SubscriptionsOut,
+    SubscriptionWithSecretOut,
+)
+
+router = APIRouter(tags=["Webhooks"])
+
+REPLAY_WARNING = (
+    "This is a replay of an earlier request with the same Idempotency-Key: the subscription exists and its "
+    "Secret was shown only in the original response. If it was lost, delete the subscription and create a new one."
+)
+
+
+@router.post(
+    "/api/webhooks/Create",
+    summary="Subscribe an https URL to events; the response shows the signing secret once",
+    responses={200: {"model": CreateSubscriptionOut}},
+)
+async def create_subscription(
+    body: CreateSubscriptionIn, request: Request, caller: WebhooksWriter, rt: RuntimeDep
+) -> Response:
+    await service.validate_subscription(rt, body.Url, body.EventTypes)
+
+    async def work(session: AsyncSession) -> idempotency.Outcome:
+        created = await service.create_subscription(rt, session, caller.account_id, body.Url, body.EventTypes)
+        public = SubscriptionOut.of(created.subscription)
+        revealed = SubscriptionWithSecretOut(**public.model_dump(), Secret=created.secret)
+        request_id = current_request_id()
+        first = CreateSubscriptionOut(Subscription=revealed, RequestId=request_id, Warnings=[])
+        replay = CreateSubscriptionOut(Subscription=public, RequestId=request_id, Warnings=[REPLAY_WARNING])
+        return idempotency.Outcome(200, _json(first), stored_body=_json(replay))
+
+    return await idempotency.run(rt, request, caller.account_id, "webhooks.create", work)
+
+
+@router.post("/api/webhooks/List", response_model=SubscriptionsOut, summary="Subscriptions with their health")
+async def list_subscriptions(caller: WebhooksWriter, rt: RuntimeDep) -> SubscriptionsOut:
+    async with rt.db.read() as session:
+        subscriptions = await service.list_subscriptions(session, caller.account_id)
+        return SubscriptionsOut(Subscriptions=[SubscriptionOut.of(s) for s in subscriptions])
+
+
+@router.post(
+    "/api/webhooks/Delete",
+    response_model=DeleteSubscriptionOut,
+    summary="Delete a subscription permanently; delivery (queued retries included) stops at once",
+)
+async def delete_subscription(
+    body: DeleteSubscriptionIn, caller: WebhooksWriter, rt: RuntimeDep
+) -> DeleteSubscriptionOut:
+    async with rt.db.transaction() as session:
+        await service.delete_subscription(session, caller.account_id, body.SubscriptionId)
+    return DeleteSubscriptionOut(
+        SubscriptionId=body.SubscriptionId, Deleted=True, RequestId=current_request_id(), Warnings=[]
+    )
+
+
+def _json(model: CreateSubscriptionOut) -> bytes:
+    return jsonio.dumps(model.model_dump(mode="json"))

@@ -1,0 +1,162 @@
+"""One delivery attempt over HTTPS: pinned to the checked address, SNI/Host of the original name, no redirects,
+a total deadline, and at most a small snippet of the response read."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+import certifi
+import httpx
+
+from marketsync.config import Settings
+from marketsync.runtime import Runtime
+from marketsync.webhooks import rules, ssrf
+
+HTTP_KEY = "webhooks.http"
+USER_AGENT = "marketsync-webhooks/1"
+MAX_POOLED_HOSTS = 256
+
+# httpx logs every request URL at INFO; receivers' URLs may carry their own tokens in the query string.
+logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    started_at: datetime
+    duration_ms: int
+    status_code: int | None
+    error_class: str | None
+    error_detail: str | None
+    snippet: str | None
+
+    @property
+    def summary(self) -> str:
+        if self.status_code is not None:
+            return f"HTTP {self.status_code}"
+        return self.error_class or "error"
+
+
+class DeliveryHttp:
+    """HTTP clients for deliveries, one pool per receiver host name.
+
+    Pools are per host name because requests go to an IP: one shared pool keyed by IP could reuse a TLS
+    connection made for one name (its SNI and certificate) for another name on the same address.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.ssl_context = ssl.create_default_context(cafile=certifi.where())
+        if settings.webhook_ca_bundle:
+            self.ssl_context.load_verify_locations(cafile=settings.webhook_ca_bundle)
+        self._clients: dict[str, httpx.AsyncClient] = {}
+
+    def _new_client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            verify=self.ssl_context,
+            trust_env=False,  # never an environment proxy: the connection must go to the checked address
+            follow_redirects=False,
+            timeout=httpx.Timeout(self.settings.webhook_timeout_s),
+            limits=httpx.Limits(max_connections=16, max_keepalive_connections=16, keepalive_expiry=30),
+        )
+
+    def pooled(self, host: str) -> httpx.AsyncClient | None:
+        key = host.lower()
+        client = self._clients.get(key)
+        if client is None and len(self._clients) < MAX_POOLED_HOSTS:
+            client = self._clients[key] = self._new_client()
+        return client
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
+
+
+def http_of(rt: Runtime) -> DeliveryHttp:
+    existing = rt.extras.get(HTTP_KEY)
+    if isinstance(existing, DeliveryHttp):
+        return existing
+    created = DeliveryHttp(rt.settings)
+    rt.extras[HTTP_KEY] = created
+    return created
+
+
+def _pinned_request(
+    client: httpx.AsyncClient, target: ssrf.Target, headers: dict[str, str], body: bytes
+) -> httpx.Request:
+    url = httpx.URL(target.url).copy_with(host=str(target.address))
+    extensions = {} if target.is_ip_literal else {"sni_hostname": target.host}
+    return client.build_request(
+        "POST",
+        url,
+        content=body,
+        headers={**headers, "Host": target.host_header, "User-Agent": USER_AGENT},
+        extensions=extensions,
+    )
+
+
+def _error_class(exc: BaseException) -> str:
+    if isinstance(exc, (TimeoutError, httpx.TimeoutException)):
+        return "Timeout"
+    if isinstance(exc, httpx.ConnectError):
+        cause = exc.__context__ or exc.__cause__
+        return "TlsError" if isinstance(cause, ssl.SSLError) or "SSL" in str(exc) else "ConnectError"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "ProtocolError"
+    if isinstance(exc, httpx.NetworkError):
+        return "NetworkError"
+    return "TransportError"
+
+
+async def attempt(rt: Runtime, url: str, headers: dict[str, str], body: bytes) -> AttemptResult:
+    """Check the address (SSRF guard, every attempt), then POST within the deadline. Never raises for I/O."""
+    started_at = rt.clock.now()
+    began = time.perf_counter()
+
+    def result(
+        status: int | None, error_class: str | None, detail: str | None, snippet: str | None = None
+    ) -> AttemptResult:
+        elapsed = int((time.perf_counter() - began) * 1000)
+        return AttemptResult(started_at, elapsed, status, error_class, detail and detail[:500], snippet)
+
+    try:
+        target = await ssrf.check(rt, url)
+    except ssrf.AddressRefused as exc:
+        return result(None, "AddressRefused", str(exc))
+    except ssrf.ResolutionFailed:
+        return result(None, "DnsFailure", "the host name did not resolve")
+
+    http = http_of(rt)
+    client = http.pooled(target.host)
+    one_shot = client is None
+    if client is None:
+        client = http._new_client()
+    try:
+        async with asyncio.timeout(rt.settings.webhook_timeout_s):
+            request = _pinned_request(client, target, headers, body)
+            response = await client.send(request, stream=True)
+            try:
+                snippet = bytearray()
+                async for chunk in response.aiter_raw():
+                    snippet.extend(chunk)
+                    if len(snippet) >= rules.SNIPPET_BYTES:
+                        break
+            finally:
+                await response.aclose()
+        text = bytes(snippet[: rules.SNIPPET_BYTES]).decode("utf-8", errors="replace")
+        status = response.status_code
+        if 200 <= status < 300:
+            return result(status, None, None, text)
+        error_class = "Redirect" if 300 <= status < 400 else "HttpStatus"
+        detail = f"HTTP {status}" + (" (redirects are not followed)" if error_class == "Redirect" else "")
+        return result(status, error_class, detail, text)
+    except (TimeoutError, httpx.HTTPError, httpx.InvalidURL) as exc:
+        return result(None, _error_class(exc), f"{type(exc).__name__}: {exc}")
+    finally:
+        if one_shot:
+            await client.aclose()

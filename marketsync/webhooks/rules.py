@@ -1,0 +1,254 @@
+"""Pure webhook rules (no I/O): signing and verification, backoff, retry classification, URL and address policy."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from urllib.parse import urlsplit
+
+from marketsync.webhooks.outbox import EVENT_TYPES
+
+# --- signing (spec section 6) -------------------------------------------------------------------------------
+
+SIGNATURE_SCHEME = "v1"
+KEY_CONTEXT = b"service.webhook.v1"
+TIMESTAMP_TOLERANCE_S = 300
+
+HEADER_SIGNATURE = "X-SVC-Signature"
+HEADER_TIMESTAMP = "X-SVC-Timestamp"
+HEADER_EVENT = "X-SVC-Event"
+HEADER_DELIVERY_ID = "X-SVC-Delivery-Id"
+HEADER_ATTEMPT = "X-SVC-Attempt"
+
+
+def derive_key(secret: str) -> bytes:
+    """key = HMAC-SHA256(key=<signing secret as UTF-8>, message="service.webhook.v1"): never the raw secret."""
+    return hmac.new(secret.encode(), KEY_CONTEXT, hashlib.sha256).digest()
+
+
+def signature(derived_key: bytes, timestamp: int, body: bytes) -> str:
+    """`v1=` + lower-case hex HMAC-SHA256(derived key, "<timestamp>." + raw body bytes)."""
+    mac = hmac.new(derived_key, f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"{SIGNATURE_SCHEME}={mac}"
+
+
+def delivery_headers(
+    derived_key: bytes, timestamp: int, body: bytes, event_type: str, delivery_id: str, attempt: int
+) -> dict[str, str]:
+    return {
+        "Content-Type": "application/json",
+        HEADER_SIGNATURE: signature(derived_key, timestamp, body),
+        HEADER_TIMESTAMP: str(timestamp),
+        HEADER_EVENT: event_type,
+        HEADER_DELIVERY_ID: delivery_id,
+        HEADER_ATTEMPT: str(attempt),
+    }
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    wanted = name.lower()
+    for key, value in headers.items():
+        if key.lower() == wanted:
+            return value
+    return None
+
+
+def verify(
+    secret: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    now: datetime | float | None = None,
+) -> bool:
+    """Spec section 6 steps 1-4: timestamp within 300 s either way, derived key, raw body, constant-time compare.
+
+    `headers` may be any mapping (header names are matched case-insensitively); `body` must be the raw
+    request bytes, never re-serialised JSON. `now` is a datetime or Unix seconds (default: the current time).
+    """
+    raw_timestamp = _header(headers, HEADER_TIMESTAMP)
+    given = _header(headers, HEADER_SIGNATURE)
+    if raw_timestamp is None or given is None or not raw_timestamp.strip().isdigit():
+        return False
+    timestamp = int(raw_timestamp.strip())
+    if now is None:
+        current = datetime.now(UTC).timestamp()
+    elif isinstance(now, datetime):
+        current = now.timestamp()
+    else:
+        current = float(now)
+    if abs(current - timestamp) > TIMESTAMP_TOLERANCE_S:
+        return False
+    expected = signature(derive_key(secret), timestamp, body)
+    # Several comma-separated signatures may be present while a scheme is being replaced (spec section 9).
+    matched = False
+    for candidate in given.split(","):
+        matched |= hmac.compare_digest(candidate.strip().encode(), expected.encode())
+    return matched
+
+
+# --- retries (spec sections 3, 6, 8) -----------------------------------------------------------------------------
+
+BACKOFF_STEPS_S: tuple[int, ...] = (60, 300, 900, 3600, 3 * 3600, 6 * 3600)
+MAX_ATTEMPTS = len(BACKOFF_STEPS_S) + 1  # seven attempts over roughly half a day
+DISABLE_AFTER_FAILED_DELIVERIES = 6
+ATTEMPT_LOG_RETENTION = timedelta(days=30)
+SNIPPET_BYTES = 1024
+
+
+def retry_delay(attempt: int, scale: float) -> timedelta | None:
+    """Delay before the attempt that follows failed attempt number `attempt` (1-based); None once exhausted."""
+    if attempt < 1 or attempt > len(BACKOFF_STEPS_S):
+        return None
+    return timedelta(seconds=BACKOFF_STEPS_S[attempt - 1] * scale)
+
+
+class Verdict(StrEnum):
+    SUCCEEDED = "Succeeded"
+    RETRY = "Retry"  # failed, another attempt may follow
+    GIVE_UP = "GiveUp"  # failed, never retried (a 4xx other than 408/429)
+
+
+def classify_status(status: int | None) -> Verdict:
+    """2xx succeeds; 4xx is final except 408 and 429; any other status (3xx included) and no status retry."""
+    if status is None:
+        return Verdict.RETRY
+    if 200 <= status < 300:
+        return Verdict.SUCCEEDED
+    if 400 <= status < 500 and status not in (408, 429):
+        return Verdict.GIVE_UP
+    return Verdict.RETRY
+
+
+@dataclass(frozen=True)
+class AttemptDecision:
+    outcome: str  # Succeeded, Retrying, Failed
+    next_attempt_in: timedelta | None
+    delivery_failed: bool  # the logical delivery ended without success: counts toward disabling
+
+
+def decide(status: int | None, attempt: int, scale: float) -> AttemptDecision:
+    """What one attempt's result means for its logical delivery (see docs/decisions/0101)."""
+    verdict = classify_status(status)
+    if verdict is Verdict.SUCCEEDED:
+        return AttemptDecision("Succeeded", None, False)
+    delay = retry_delay(attempt, scale) if verdict is Verdict.RETRY else None
+    if delay is None:
+        return AttemptDecision("Failed", None, True)
+    return AttemptDecision("Retrying", delay, False)
+
+
+def should_disable(consecutive_failures: int) -> bool:
+    return consecutive_failures >= DISABLE_AFTER_FAILED_DELIVERIES
+
+
+def disabled_reason(consecutive_failures: int, last_error: str) -> str:
+    return f"Disabled after {consecutive_failures} consecutive failed deliveries (last: {last_error})."[:500]
+
+
+# --- subscription input ------------------------------------------------------------------------------------------
+
+MAX_URL_LENGTH = 2048
+
+
+def url_problems(url: str) -> list[str]:
+    """Shape checks on a subscription URL: absolute https, a host, no credentials. Address checks come after."""
+    if len(url) > MAX_URL_LENGTH:
+        return [f"Must be at most {MAX_URL_LENGTH} characters."]
+    if any(c.isspace() or ord(c) < 32 for c in url):
+        return ["Must not contain whitespace or control characters."]
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return ["Must be an absolute https URL."]
+    if parts.scheme.lower() != "https":
+        return ["Must be an absolute https URL (scheme https)."]
+    if not parts.hostname:
+        return ["Must be an absolute https URL with a host."]
+    if parts.username is not None or parts.password is not None:
+        return ["Must not carry credentials; authenticate deliveries with the signature instead."]
+    if port == 0:
+        return ["Port 0 is not valid."]
+    return []
+
+
+def event_type_problems(event_types: Sequence[str]) -> dict[str, list[str]]:
+    """At least one event; every name known (unknown names are rejected, not ignored); no repeats."""
+    if not event_types:
+        return {"EventTypes": ["At least one event type is required."]}
+    problems: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for index, name in enumerate(event_types):
+        key = f"EventTypes[{index}]"
+        if name not in EVENT_TYPES:
+            problems[key] = [f"Unknown event type {name!r}; known: {', '.join(EVENT_TYPES)}."]
+        elif name in seen:
+            problems[key] = [f"Event type {name!r} is listed twice."]
+        seen.add(name)
+    return problems
+
+
+# --- address policy (SSRF) --------------------------------------------------------------------------------------
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+_V4_REFUSED: tuple[tuple[str, str], ...] = (
+    ("0.0.0.0/8", "unspecified"),
+    ("10.0.0.0/8", "private"),
+    ("100.64.0.0/10", "CGNAT"),
+    ("127.0.0.0/8", "loopback"),
+    ("169.254.0.0/16", "link-local"),
+    ("172.16.0.0/12", "private"),
+    ("192.0.0.0/24", "reserved"),
+    ("192.0.2.0/24", "documentation"),
+    ("192.88.99.0/24", "reserved"),
+    ("192.168.0.0/16", "private"),
+    ("198.18.0.0/15", "reserved"),
+    ("198.51.100.0/24", "documentation"),
+    ("203.0.113.0/24", "documentation"),
+    ("224.0.0.0/4", "multicast"),
+    ("240.0.0.0/4", "reserved"),
+)
+_V6_REFUSED: tuple[tuple[str, str], ...] = (
+    ("::/128", "unspecified"),
+    ("::1/128", "loopback"),
+    ("::ffff:0:0/96", "IPv4-mapped"),
+    ("::ffff:0:0:0/96", "IPv4-translated"),
+    ("::/96", "IPv4-compatible"),
+    ("64:ff9b::/96", "IPv4-translated"),
+    ("64:ff9b:1::/48", "IPv4-translated"),
+    ("100::/64", "reserved"),
+    ("2001::/32", "IPv4-translated"),  # Teredo
+    ("2001:db8::/32", "documentation"),
+    ("2002::/16", "IPv4-translated"),  # 6to4
+    ("3fff::/20", "documentation"),
+    ("fc00::/7", "ULA"),
+    ("fe80::/10", "link-local"),
+    ("fec0::/10", "reserved"),
+    ("ff00::/8", "multicast"),
+)
+_REFUSED = tuple((ipaddress.ip_network(net), reason) for net, reason in _V4_REFUSED + _V6_REFUSED)
+
+
+def address_refusal(address: IPAddress, allowed: Iterable[IPNetwork] = ()) -> str | None:
+    """Why a delivery must not go to `address` (None: it may). Allowed networks override every refusal."""
+    if any(address.version == net.version and address in net for net in allowed):
+        return None
+    for network, reason in _REFUSED:
+        if address.version == network.version and address in network:
+            return reason
+    if not address.is_global:
+        return "reserved"
+    return None
+
+
+def parse_ip_literal(host: str) -> IPAddress | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None

@@ -1,0 +1,76 @@
+"""Request and response bodies of /api/webhooks (spec field names)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
+
+from marketsync.kit.clock import iso
+from marketsync.models.webhooks import WebhookSubscription
+
+
+class CreateSubscriptionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    Url: str = Field(max_length=4096)
+    EventTypes: list[str] = Field(max_length=50)
+
+
+class DeleteSubscriptionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    SubscriptionId: str = Field(min_length=1, max_length=64)
+
+
+class SubscriptionOut(BaseModel):
+    SubscriptionId: str
+    Url: str
+    EventTypes: list[str]
+    IsActive: bool
+    ConsecutiveFailures: int
+    DisabledDate: datetime | None
+    DisabledReason: str | None
+    LastSuccessDate: datetime | None
+    CreatedDate: datetime
+
+    @field_serializer("DisabledDate", "LastSuccessDate", "CreatedDate")
+    def _timestamps(self, value: datetime | None) -> str | None:
+        return None if value is None else iso(value)
+
+    @classmethod
+    def of(cls, subscription: WebhookSubscription) -> SubscriptionOut:
+        return cls(
+            SubscriptionId=subscription.id,
+            Url=subscription.url,
+            EventTypes=list(subscription.event_types),
+            IsActive=subscription.is_active,
+            ConsecutiveFailures=subscription.consecutive_failures,
+            DisabledDate=subscription.disabled_at,
+            DisabledReason=subscription.disabled_reason,
+            LastSuccessDate=subscription.last_success_at,
+            CreatedDate=subscription.created_at,
+        )
+
+
+class SubscriptionWithSecretOut(SubscriptionOut):
+    Secret: str = Field(description="HMAC signing secret: shown once, here only.")
+
+
+class CreateSubscriptionOut(BaseModel):
+    Subscription: SubscriptionWithSecretOut | SubscriptionOut = Field(
+        description="The subscription; `Secret` is present only in the original response, never in a replay."
+    )
+    RequestId: str
+    Warnings: list[str]
+
+
+class SubscriptionsOut(BaseModel):
+    Subscriptions: list[SubscriptionOut]
+
+
+class DeleteSubscriptionOut(BaseModel):
+    SubscriptionId: str
+    Deleted: bool
+    RequestId: str
+    Warnings: list[str]

@@ -1,0 +1,122 @@
+"""Webhook use cases: subscriptions (create, list, delete), secret storage and key rotation, the attempt log."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from marketsync.errors import NotFound, ValidationFailed
+from marketsync.kit import crypto
+from marketsync.kit.ids import new_id
+from marketsync.models.webhooks import WebhookAttempt, WebhookSubscription
+from marketsync.runtime import Runtime
+from marketsync.webhooks import repository, rules, ssrf
+
+SECRET_BYTES = 32  # 256-bit signing secrets
+RESOLVE_TIMEOUT_S = 5.0
+REFUSED_HOST = "The host resolves to a private or reserved address; webhooks need a publicly reachable host."
+UNRESOLVABLE_HOST = "The host name does not resolve; webhooks need a publicly reachable host."
+
+
+@dataclass(frozen=True)
+class NewSubscription:
+    subscription: WebhookSubscription
+    secret: str  # shown once, in the create response only
+
+
+def secret_associated_data(account_id: str, subscription_id: str) -> str:
+    """Binds a ciphertext to its row: a secret copied onto another subscription or account fails to decrypt."""
+    return f"webhook-secret:{account_id}:{subscription_id}"
+
+
+def reveal_secret(rt: Runtime, account_id: str, subscription_id: str, secret_encrypted: str) -> str:
+    return crypto.decrypt(
+        rt.settings.encryption_keyring, secret_encrypted, secret_associated_data(account_id, subscription_id)
+    )
+
+
+async def validate_subscription(rt: Runtime, url: str, event_types: Sequence[str]) -> None:
+    """Every problem at once, keyed by field; the address check resolves the host (outside any transaction)."""
+    errors: dict[str, list[str]] = {}
+    url_problems = rules.url_problems(url)
+    if url_problems:
+        errors["Url"] = url_problems
+    errors.update(rules.event_type_problems(event_types))
+    if not url_problems:
+        try:
+            async with asyncio.timeout(RESOLVE_TIMEOUT_S):
+                await ssrf.check(rt, url)
+        except ssrf.AddressRefused:
+            errors["Url"] = [REFUSED_HOST]
+        except (ssrf.ResolutionFailed, TimeoutError):
+            errors["Url"] = [UNRESOLVABLE_HOST]
+    if errors:
+        raise ValidationFailed(errors=errors)
+
+
+async def create_subscription(
+    rt: Runtime, session: AsyncSession, account_id: str, url: str, event_types: Sequence[str]
+) -> NewSubscription:
+    """Call validate_subscription first; this only writes."""
+    subscription_id = new_id()
+    secret = crypto.random_secret(SECRET_BYTES)
+    subscription = WebhookSubscription(
+        id=subscription_id,
+        account_id=account_id,
+        url=url,
+        event_types=list(event_types),
+        secret_encrypted=crypto.encrypt(
+            rt.settings.encryption_keyring, secret, secret_associated_data(account_id, subscription_id)
+        ),
+        is_active=True,
+        consecutive_failures=0,
+        disabled_at=None,
+        disabled_reason=None,
+        last_success_at=None,
+        created_at=rt.clock.now(),
+    )
+    session.add(subscription)
+    await session.flush()
+    return NewSubscription(subscription, secret)
+
+
+async def list_subscriptions(session: AsyncSession, account_id: str) -> Sequence[WebhookSubscription]:
+    return await repository.list_subscriptions(session, account_id)
+
+
+async def delete_subscription(session: AsyncSession, account_id: str, subscription_id: str) -> None:
+    """Permanent; queued deliveries and retries are removed in the same transaction, so delivery stops at once."""
+    if not await repository.delete_subscription(session, account_id, subscription_id):
+        raise NotFound("No such webhook subscription.")
+
+
+async def rotate_keys(rt: Runtime, batch: int = 500) -> dict[str, int | str]:
+    """Re-encrypt every secret not under the first configured key (the others must still be configured)."""
+    keyring = rt.settings.encryption_keyring
+    examined = reencrypted = 0
+    after = ""
+    while True:
+        async with rt.db.transaction() as session:
+            page = await repository.secrets_page(session, after, batch)
+            for subscription_id, account_id, sealed in page:
+                examined += 1
+                if not crypto.needs_reencryption(keyring, sealed):
+                    continue
+                associated = secret_associated_data(account_id, subscription_id)
+                fresh = crypto.encrypt(keyring, crypto.decrypt(keyring, sealed, associated), associated)
+                if await repository.replace_secret(session, subscription_id, sealed, fresh):
+                    reencrypted += 1
+        if len(page) < batch:
+            break
+        after = page[-1][0]
+    return {"Examined": examined, "Reencrypted": reencrypted, "KeyId": keyring[0][0]}
+
+
+async def attempt_log(
+    rt: Runtime, account_id: str, subscription_id: str | None = None, limit: int = 200
+) -> Sequence[WebhookAttempt]:
+    async with rt.db.read() as session:
+        return await repository.list_attempts(session, account_id, subscription_id, limit)

@@ -1,0 +1,107 @@
+"""The SSRF guard: resolve a webhook host once, check every address, and pin the connection to a checked one.
+
+Used at registration and before every delivery attempt. The resolver is injectable (rt.extras[RESOLVER_KEY])
+so tests never resolve a real name; IP-literal hosts skip resolution and go through the same address policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from marketsync.runtime import Runtime
+from marketsync.webhooks import rules
+from marketsync.webhooks.rules import IPAddress
+
+RESOLVER_KEY = "webhooks.resolver"
+
+
+class AddressRefused(Exception):
+    """The host resolves (or is) an address deliveries must not reach. The message names no address."""
+
+
+class ResolutionFailed(Exception):
+    """The host name did not resolve."""
+
+
+class Resolver(Protocol):
+    async def resolve(self, host: str, port: int) -> list[IPAddress]: ...
+
+
+class SystemResolver:
+    async def resolve(self, host: str, port: int) -> list[IPAddress]:
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+        except (socket.gaierror, UnicodeError) as exc:
+            raise ResolutionFailed(str(exc)) from None
+        addresses: list[IPAddress] = []
+        for _family, _type, _proto, _canon, sockaddr in infos:
+            address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+            if address not in addresses:
+                addresses.append(address)
+        if not addresses:
+            raise ResolutionFailed("no addresses")
+        return addresses
+
+
+class StaticResolver:
+    """A fixed name → addresses map (tests, the benchmark). Unknown names fail: nothing is ever looked up."""
+
+    def __init__(self, table: Mapping[str, list[str] | str]) -> None:
+        self.table = {
+            name.lower(): [ipaddress.ip_address(a) for a in ([v] if isinstance(v, str) else v)]
+            for name, v in table.items()
+        }
+
+    async def resolve(self, host: str, port: int) -> list[IPAddress]:
+        try:
+            return list(self.table[host.lower()])
+        except KeyError:
+            raise ResolutionFailed(f"{host} is not in the static table") from None
+
+
+def resolver_of(rt: Runtime) -> Resolver:
+    injected = rt.extras.get(RESOLVER_KEY)
+    return injected if injected is not None else SystemResolver()
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where to connect: the checked address, with the original host for SNI, Host and certificate checks."""
+
+    url: str
+    host: str
+    port: int
+    address: IPAddress
+    is_ip_literal: bool
+
+    @property
+    def host_header(self) -> str:
+        parts = urlsplit(self.url)
+        return parts.netloc.rpartition("@")[2]
+
+
+async def check(rt: Runtime, url: str) -> Target:
+    """Resolve and check every address (refuse if any is refused); raise AddressRefused or ResolutionFailed."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or 443
+    allowed = rt.settings.allowed_webhook_networks
+    literal = rules.parse_ip_literal(host)
+    if literal is not None:
+        addresses = [literal]
+    else:
+        addresses = await resolver_of(rt).resolve(host, port)
+        if not addresses:
+            raise ResolutionFailed(host)
+    for address in addresses:
+        reason = rules.address_refusal(address, allowed)
+        if reason is not None:
+            raise AddressRefused(f"the host resolves to a {reason} address")
+    return Target(url=url, host=host, port=port, address=addresses[0], is_ip_literal=literal is not None)
