@@ -29,7 +29,10 @@ async def claim_next(
     Returns the job and whether it was recovered from a dead worker.
     """
     types = list(types)
-    expired = and_(Job.status == "InProcess", Job.lease_expires_at < now, Job.type.in_(types))
+    # A worker never takes over its own job: a late heartbeat of a job it is still running is not a death.
+    expired = and_(
+        Job.status == "InProcess", Job.lease_expires_at < now, Job.lease_owner != worker_id, Job.type.in_(types)
+    )
     queued = and_(Job.status.in_(QUEUED), Job.run_after <= now, Job.type.in_(types))
     for condition, recovered in ((expired, True), (queued, False)):
         candidate = (

@@ -30,6 +30,8 @@ RECORD_WINDOW_S = 0.02
 async def fan_out(rt: Runtime) -> int:
     """Turn undispatched events into one Pending delivery per active subscription naming the event type."""
     handled = 0
+    if not await repository.has_undispatched_events(rt.db):
+        return handled
     while True:
         async with rt.db.transaction() as session:
             events = await repository.undispatched_events(session, FANOUT_BATCH)
@@ -104,6 +106,8 @@ async def deliver_due(rt: Runtime, worker_id: str, concurrency: int = DELIVERY_C
 
 
 async def _claim(rt: Runtime, worker_id: str, limit: int) -> list[ClaimedDelivery]:
+    if not await repository.has_due_deliveries(rt.db, rt.clock.now()):
+        return []
     async with rt.db.transaction() as session:
         now = rt.clock.now()
         claimed, abandoned = await repository.claim_due(session, worker_id, now, lease_seconds(rt), limit)

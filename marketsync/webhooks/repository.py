@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, and_, bindparam, delete, exists, insert, or_, select, update
+from sqlalchemy import ColumnElement, Table, and_, bindparam, delete, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import insert_for
+from marketsync.db import Database, insert_for
 from marketsync.models import Event
 from marketsync.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
 
@@ -144,15 +144,28 @@ class AbandonedAttempt:
     attempt: int
 
 
-async def claim_due(
-    session: AsyncSession, worker_id: str, now: datetime, lease_s: float, limit: int
-) -> tuple[list[ClaimedDelivery], list[AbandonedAttempt]]:
-    """Lease up to `limit` due deliveries; an expired lease means its worker died mid-attempt (taken over)."""
-    due = and_(
+def _due(now: datetime) -> ColumnElement[bool]:
+    return and_(
         WebhookDelivery.status == PENDING,
         WebhookDelivery.next_attempt_at <= now,
         or_(WebhookDelivery.lease_expires_at.is_(None), WebhookDelivery.lease_expires_at < now),
     )
+
+
+async def has_undispatched_events(db: Database) -> bool:
+    """A read-only look before taking the write lock: idle workers must not serialise on SQLite's writer."""
+    return await db.read_one(select(Event.id).where(Event.dispatched_at.is_(None)).limit(1)) is not None
+
+
+async def has_due_deliveries(db: Database, now: datetime) -> bool:
+    return await db.read_one(select(WebhookDelivery.id).where(_due(now)).limit(1)) is not None
+
+
+async def claim_due(
+    session: AsyncSession, worker_id: str, now: datetime, lease_s: float, limit: int
+) -> tuple[list[ClaimedDelivery], list[AbandonedAttempt]]:
+    """Lease up to `limit` due deliveries; an expired lease means its worker died mid-attempt (taken over)."""
+    due = _due(now)
     candidates = (
         await session.execute(
             select(WebhookDelivery.id, WebhookDelivery.lease_owner)
