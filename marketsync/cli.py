@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Coroutine
+from typing import Any
 
 import structlog
 import typer
 import uvicorn
+import uvloop
 
 from marketsync import migrate
 from marketsync.auth import commands as _auth_commands  # noqa: F401  (registers commands)
@@ -23,6 +26,11 @@ from marketsync.runtime import Runtime
 from marketsync.webhooks import commands as _webhooks_commands  # noqa: F401
 
 log = structlog.get_logger("marketsync.cli")
+
+
+def run_service(main: Coroutine[Any, Any, None]) -> None:
+    """Long-running processes use uvloop (what uvicorn picks when it owns the loop)."""
+    uvloop.run(main)
 
 
 @app.command()
@@ -48,7 +56,7 @@ def serve(
         finally:
             await rt.close()
 
-    asyncio.run(main())
+    run_service(main())
 
 
 @app.command()
@@ -71,7 +79,7 @@ def worker() -> None:
         finally:
             await rt.close()
 
-    asyncio.run(main())
+    run_service(main())
 
 
 @db_app.command("upgrade")

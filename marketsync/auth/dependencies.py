@@ -24,6 +24,11 @@ def runtime_of(request: Request) -> Runtime:
     return rt
 
 
+async def _runtime(request: Request) -> Runtime:
+    # async on purpose: FastAPI runs a plain `def` dependency in its threadpool (a thread hop per request).
+    return runtime_of(request)
+
+
 async def _authenticated(request: Request) -> Caller:
     rt = runtime_of(request)
     header = request.headers.get("authorization")
@@ -75,4 +80,4 @@ InventoryReader = Annotated[Caller, Depends(require(Scope.InventoryRead))]
 InventoryWriter = Annotated[Caller, Depends(require(Scope.InventoryWrite))]
 MarketplacesReader = Annotated[Caller, Depends(require(Scope.MarketplacesRead))]
 WebhooksWriter = Annotated[Caller, Depends(require(Scope.WebhooksWrite))]
-RuntimeDep = Annotated[Runtime, Depends(runtime_of)]
+RuntimeDep = Annotated[Runtime, Depends(_runtime)]

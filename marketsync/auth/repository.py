@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, delete, select
+from sqlalchemy import Row, bindparam, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import Database
@@ -39,13 +39,15 @@ async def delete_credential(session: AsyncSession, credential: Credential) -> No
     await session.delete(credential)
 
 
+# Built once: constructing the statement per request cost more than running it.
+_LIVE_TOKEN = select(AccessToken.account_id, AccessToken.credential_id, AccessToken.scopes).where(
+    AccessToken.token_hash == bindparam("token_hash"), AccessToken.expires_at > bindparam("now")
+)
+
+
 async def find_live_token(db: Database, token_hash: str, now: datetime) -> Row[Any] | None:
     """(account_id, credential_id, scopes) of a live token, by the hot-path read."""
-    return await db.read_one(
-        select(AccessToken.account_id, AccessToken.credential_id, AccessToken.scopes).where(
-            AccessToken.token_hash == token_hash, AccessToken.expires_at > now
-        )
-    )
+    return await db.read_one(_LIVE_TOKEN, {"token_hash": token_hash, "now": now})
 
 
 async def delete_expired_tokens(session: AsyncSession, now: datetime) -> int:

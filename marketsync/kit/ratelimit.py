@@ -48,14 +48,17 @@ class RateLimiter:
         return self._items[spec]
 
     async def hit(self, spec: str, *key: str) -> RateDecision:
+        # The fixed-window hit itself, keeping the count it returns: the strategy's hit() followed by
+        # get_window_stats() re-read that count (three storage calls, each a round trip on Redis; now two).
         item = self.item(spec)
-        allowed = await self._strategy.hit(item, *key)
-        stats = await self._strategy.get_window_stats(item, *key)
+        storage_key = item.key_for(*key)
+        count = await self._storage.incr(storage_key, item.get_expiry())
+        reset_time = await self._storage.get_expiry(storage_key)
         return RateDecision(
-            allowed=allowed,
+            allowed=count <= item.amount,
             limit=item.amount,
-            remaining=max(0, stats.remaining),
-            reset_in=max(0, int(stats.reset_time - time.time() + 0.999)),
+            remaining=max(0, item.amount - count),
+            reset_in=max(0, int(reset_time - time.time() + 0.999)),
             window=item.get_expiry(),
         )
 
