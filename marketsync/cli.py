@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Coroutine
-from typing import Any
 
 import structlog
 import typer
-import uvicorn
-import uvloop
 
 from marketsync import migrate
 from marketsync.auth import commands as _auth_commands  # noqa: F401  (registers commands)
@@ -18,7 +14,7 @@ from marketsync.catalog import commands as _catalog_commands  # noqa: F401
 from marketsync.config import Settings
 from marketsync.demo import run_demo
 from marketsync.inventory import commands as _inventory_commands  # noqa: F401
-from marketsync.kit.cli import JsonOption, app, db_app, emit, run_command
+from marketsync.kit.cli import JsonOption, app, db_app, emit, run_command, run_service, serve_http
 from marketsync.logging import configure_logging
 from marketsync.marketplaces import commands as _marketplace_commands  # noqa: F401
 from marketsync.orders import commands as _orders_commands  # noqa: F401
@@ -26,11 +22,6 @@ from marketsync.runtime import Runtime
 from marketsync.webhooks import commands as _webhooks_commands  # noqa: F401
 
 log = structlog.get_logger("marketsync.cli")
-
-
-def run_service(main: Coroutine[Any, Any, None]) -> None:
-    """Long-running processes use uvloop (what uvicorn picks when it owns the loop)."""
-    uvloop.run(main)
 
 
 @app.command()
@@ -42,21 +33,10 @@ def serve(
     """Serve the API (and, unless --no-workers, the workers in the same process)."""
     from marketsync.app import create_app
 
-    settings = Settings()
-    configure_logging(settings.log_level)
-
-    async def main() -> None:
-        rt = Runtime.create(settings)
-        try:
-            await migrate.upgrade(rt.db)
-            api = create_app(rt, run_workers=not no_workers)
-            config = uvicorn.Config(api, host=host, port=port, log_config=None, access_log=False, proxy_headers=False)
-            log.info("serving", url=f"http://{host}:{port}", base_url=settings.base_url, workers=not no_workers)
-            await uvicorn.Server(config).serve()
-        finally:
-            await rt.close()
-
-    run_service(main())
+    serve_http(
+        lambda rt: create_app(rt, run_workers=not no_workers), host, port,
+        base_url=Settings().base_url, workers=not no_workers,
+    )  # fmt: skip
 
 
 @app.command()

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Literal, TypeVar
 
+import structlog
 import typer
+import uvicorn
+import uvloop
 
 from marketsync import migrate
 from marketsync.config import Settings
@@ -17,6 +20,7 @@ from marketsync.logging import configure_logging
 from marketsync.runtime import Runtime
 
 T = TypeVar("T")
+log = structlog.get_logger("marketsync.cli")
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="marketsync: marketplace inventory and orders service."
@@ -49,6 +53,39 @@ def emit(result: dict[str, Any], as_json: bool, human: str | None = None) -> Non
         sys.stdout.write(jsonio.dumps(result).decode() + "\n")
     else:
         typer.echo(human if human is not None else "\n".join(f"{k}: {v}" for k, v in result.items()))
+
+
+def run_service(main: Coroutine[Any, Any, None]) -> None:
+    """Long-running processes use uvloop (what uvicorn picks when it owns the loop)."""
+    uvloop.run(main)
+
+
+def serve_http(
+    build_app: Callable[[Runtime], Any],
+    host: str,
+    port: int,
+    *,
+    lifespan: Literal["auto", "on", "off"] = "auto",
+    **announce: Any,
+) -> None:
+    """Migrate, then serve the ASGI app built on a fresh runtime until SIGTERM/SIGINT (API and sandbox alike)."""
+    settings = Settings()
+    configure_logging(settings.log_level)
+
+    async def main() -> None:
+        rt = Runtime.create(settings)
+        try:
+            await migrate.upgrade(rt.db)
+            config = uvicorn.Config(
+                build_app(rt), host=host, port=port, log_config=None, access_log=False, proxy_headers=False,
+                lifespan=lifespan,
+            )  # fmt: skip
+            log.info("serving", url=f"http://{host}:{port}", **announce)
+            await uvicorn.Server(config).serve()
+        finally:
+            await rt.close()
+
+    run_service(main())
 
 
 def run_command(

@@ -14,7 +14,7 @@ import typer
 
 from marketsync.errors import ValidationFailed
 from marketsync.jobs import service as jobs_service
-from marketsync.kit.cli import JsonOption, admin, emit, marketplace_app, run_command, sandbox
+from marketsync.kit.cli import JsonOption, admin, emit, marketplace_app, run_command, sandbox, serve_http
 from marketsync.marketplaces import service
 from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import MarketplaceConnection
@@ -251,28 +251,6 @@ def serve(
     port: int = typer.Option(8100, "--port"),
 ) -> None:
     """Serve the sandbox marketplaces as their own process; point MARKETSYNC_SANDBOX_URL at it."""
-    import asyncio
-
-    import uvicorn
-
-    from marketsync import migrate
-    from marketsync.config import Settings
-    from marketsync.logging import configure_logging
     from marketsync.marketplaces.sandbox.app import create_sandbox_app
 
-    settings = Settings()
-    configure_logging(settings.log_level)
-
-    async def main() -> None:
-        rt = Runtime.create(settings)
-        try:
-            await migrate.upgrade(rt.db)
-            config = uvicorn.Config(
-                create_sandbox_app(rt), host=host, port=port, log_config=None, access_log=False, lifespan="off"
-            )
-            typer.echo(f"sandbox marketplaces on http://{host}:{port}", err=True)
-            await uvicorn.Server(config).serve()
-        finally:
-            await rt.close()
-
-    asyncio.run(main())
+    serve_http(create_sandbox_app, host, port, lifespan="off", component="sandbox marketplaces")

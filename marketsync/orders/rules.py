@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Literal, get_args
 
 import orjson
 
@@ -33,15 +34,16 @@ PENDING, UNSHIPPED, PARTIALLY_SHIPPED, SHIPPED, CANCELLED, REFUNDED = (
 )
 ORDER_STATUSES: tuple[str, ...] = (PENDING, UNSHIPPED, PARTIALLY_SHIPPED, SHIPPED, CANCELLED, REFUNDED)
 
-CANCEL_REASONS: tuple[str, ...] = (
+CancelReason = Literal[
     "OutOfStock",
     "CustomerRequest",
     "PricingError",
     "UndeliverableAddress",
     "SuspectedFraud",
     "Other",
-)
-REFUND_REASONS: tuple[str, ...] = (
+]
+CANCEL_REASONS: tuple[str, ...] = get_args(CancelReason)
+RefundReason = Literal[
     "CustomerReturn",
     "ItemNotReceived",
     "ItemDamaged",
@@ -51,7 +53,8 @@ REFUND_REASONS: tuple[str, ...] = (
     "PriceAdjustment",
     "Goodwill",
     "Other",
-)
+]
+REFUND_REASONS: tuple[str, ...] = get_args(RefundReason)
 
 # Marketplace statuses (case-insensitive) that the pull maps onto our model.
 _PENDING_MARKETPLACE = {"pending", "pendingpayment", "unpaid", "awaitingpayment"}

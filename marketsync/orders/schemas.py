@@ -37,31 +37,16 @@ from pydantic_core import PydanticCustomError
 from marketsync.errors import ValidationFailed, validation_errors
 from marketsync.models.base import PRICE_SCALE
 from marketsync.orders import rules
+from marketsync.orders.rules import CancelReason, RefundReason
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 OrderStatus = Literal["Pending", "Unshipped", "PartiallyShipped", "Shipped", "Cancelled", "Refunded"]
-CancelReason = Literal[
-    "OutOfStock", "CustomerRequest", "PricingError", "UndeliverableAddress", "SuspectedFraud", "Other"
-]
-RefundReason = Literal[
-    "CustomerReturn",
-    "ItemNotReceived",
-    "ItemDamaged",
-    "NotAsDescribed",
-    "WrongItemSent",
-    "Cancellation",
-    "PriceAdjustment",
-    "Goodwill",
-    "Other",
-]
 ShortText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
 Amount = Annotated[Decimal, Field(gt=0, max_digits=14, decimal_places=2)]
 BATCH_MAX = 500
 STRICT = ConfigDict(extra="forbid", strict=True)
 
 assert set(rules.ORDER_STATUSES) == set(OrderStatus.__args__)  # type: ignore[attr-defined]
-assert set(rules.CANCEL_REASONS) == set(CancelReason.__args__)  # type: ignore[attr-defined]
-assert set(rules.REFUND_REASONS) == set(RefundReason.__args__)  # type: ignore[attr-defined]
 
 T = TypeVar("T")
 
