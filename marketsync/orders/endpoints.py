@@ -47,8 +47,8 @@ async def list_orders(request: Request, caller: OrdersReader, rt: RuntimeDep) ->
     with `UpdatedSince` = `NextUpdatedSince`. No body is the same as `{}`: the first page of everything.
     An empty `OrderStatuses` or `ServiceOrderIDs` array is a 400 (omit the field instead)."""
     body = schemas.read_list_body(await request.body())
-    async with rt.db.read() as session:
-        page = await service.list_orders(rt, session, caller.account_id, body)
+    # A page is bounded (Limit <= 200) and read by index: a short read (docs/decisions/0012).
+    page = await rt.db.short_read(lambda session: service.list_orders(rt, session, caller.account_id, body))
     return Response(page.json(), media_type="application/json")
 
 
