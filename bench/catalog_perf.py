@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import tempfile
 import time
@@ -28,10 +27,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 
-from bench.support import percentile, serve_runtime
+from bench.support import create_scratch_pg, drop_scratch_pg, percentile, serve_runtime
 from marketsync import migrate
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
@@ -41,7 +39,6 @@ from marketsync.logging import configure_logging
 from marketsync.marketplaces import service as marketplaces
 from marketsync.runtime import Runtime
 
-PG_ADMIN_URL = os.environ.get("MARKETSYNC_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 WARMUP = 10
 SEARCHES = ["shirts", "Vintage", "wireless head", "KITS", "9007199254740993", None, "organic", "zzz-nothing"]
 LAPTOP_ATTRIBUTES: dict[str, Any] = {
@@ -93,11 +90,7 @@ async def run_backend(backend: str, categories: int, searches: int, creates: int
     if backend == "sqlite":
         url = f"sqlite:///{directory / 'bench.db'}"
     else:
-        scratch_pg = f"ms_bench_cat_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-        admin = await asyncpg.connect(PG_ADMIN_URL)
-        await admin.execute(f'CREATE DATABASE "{scratch_pg}"')
-        await admin.close()
-        url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{scratch_pg}"
+        scratch_pg, url = await create_scratch_pg("ms_bench_cat")
     rt = Runtime.create(
         Settings(database_url=url, var_dir=directory / "var", rate_limit="10000000/minute", log_level="WARNING")
     )
@@ -207,9 +200,7 @@ async def run_backend(backend: str, categories: int, searches: int, creates: int
     finally:
         await rt.close()
         if scratch_pg is not None:
-            admin = await asyncpg.connect(PG_ADMIN_URL)
-            await admin.execute(f'DROP DATABASE IF EXISTS "{scratch_pg}" WITH (FORCE)')
-            await admin.close()
+            await drop_scratch_pg(scratch_pg)
 
 
 async def main() -> None:

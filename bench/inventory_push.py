@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import sqlite3
 import statistics
@@ -32,7 +31,7 @@ import asyncpg
 import httpx
 from sqlalchemy import select, text
 
-from bench.support import percentile, serve_runtime
+from bench.support import create_scratch_pg, drop_scratch_pg, percentile, serve_runtime
 from marketsync import migrate
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
@@ -45,7 +44,6 @@ from marketsync.models import Product
 from marketsync.models.base import money_to_storage
 from marketsync.runtime import Runtime
 
-PG_ADMIN_URL = os.environ.get("MARKETSYNC_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 BATCH = 500
 WARMUP = 5
 
@@ -188,11 +186,7 @@ async def run_backend(backend: str, products: int, pushes: int, directory: Path)
     if backend == "sqlite":
         url = f"sqlite:///{directory / 'bench.db'}"
     else:
-        scratch_pg = f"ms_bench_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-        admin = await asyncpg.connect(PG_ADMIN_URL)
-        await admin.execute(f'CREATE DATABASE "{scratch_pg}"')
-        await admin.close()
-        url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{scratch_pg}"
+        scratch_pg, url = await create_scratch_pg("ms_bench")
     settings = Settings(
         database_url=url,
         var_dir=directory / "var",
@@ -247,9 +241,7 @@ async def run_backend(backend: str, products: int, pushes: int, directory: Path)
     finally:
         await rt.close()
         if scratch_pg is not None:
-            admin = await asyncpg.connect(PG_ADMIN_URL)
-            await admin.execute(f'DROP DATABASE IF EXISTS "{scratch_pg}" WITH (FORCE)')
-            await admin.close()
+            await drop_scratch_pg(scratch_pg)
 
 
 async def main() -> None:

@@ -72,9 +72,30 @@ def process(command: list[str], env: dict[str, str], ready_url: str) -> Iterator
         proc.wait(timeout=30)
 
 
+async def _pg_admin(sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(PG_ADMIN)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+async def create_scratch_pg(prefix: str = "ms_bench") -> tuple[str, str]:
+    """A fresh PostgreSQL database for one benchmark run: (name, url). Drop it with drop_scratch_pg."""
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    await _pg_admin(f'CREATE DATABASE "{name}"')
+    return name, f"{PG_ADMIN.rsplit('/', 1)[0]}/{name}"
+
+
+async def drop_scratch_pg(name: str) -> None:
+    await _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @contextlib.contextmanager
 def scratch_database(backend: str) -> Iterator[str]:
-    """A fresh database URL for one benchmark run, removed afterwards."""
+    """A fresh database URL for one benchmark run, removed afterwards (for synchronous drivers)."""
     if backend == "sqlite":
         directory = tempfile.mkdtemp(prefix="msbench-")
         try:
@@ -84,22 +105,11 @@ def scratch_database(backend: str) -> Iterator[str]:
         return
     import asyncio
 
-    import asyncpg
-
-    name = f"ms_bench_{uuid.uuid4().hex[:8]}"
-
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(PG_ADMIN)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    name, url = asyncio.run(create_scratch_pg())
     try:
-        yield f"{PG_ADMIN.rsplit('/', 1)[0]}/{name}"
+        yield url
     finally:
-        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(drop_scratch_pg(name))
 
 
 def wrk(
