@@ -485,6 +485,31 @@ def _finish(rt: Runtime, batch: _Batch, touched_orders: set[str]) -> None:
         _touch(order, now)
 
 
+async def _complete_write(
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    batch: _Batch,
+    item_ids: Sequence[str],
+    touched_orders: set[str],
+    action: str,
+    sending: dict[str, MarketplaceConnection],
+    lines_by_marketplace: dict[str, list[dict[str, Any]]],
+    warnings: list[str],
+) -> dict[str, Any]:
+    """The common end of Confirm, Cancel and Refund: orders recomputed and touched, write-backs enqueued in the
+    same transaction, and the response every order write carries."""
+    _finish(rt, batch, touched_orders)
+    job_ids = _enqueue_write_backs(rt, session, account_id, action, sending, lines_by_marketplace)
+    await session.flush()
+    return {
+        "RequestId": current_request_id(),
+        "Warnings": warnings,
+        "JobIds": job_ids,
+        "Items": _item_results(batch, item_ids),
+    }
+
+
 async def confirm(
     rt: Runtime, session: AsyncSession, account_id: str, body: schemas.WriteBody[schemas.ConfirmRequest]
 ) -> dict[str, Any]:
@@ -553,16 +578,12 @@ async def confirm(
                 },
             )
         )
-    _finish(rt, batch, {batch.items[i].order_id for i in item_ids})
-    job_ids = _enqueue_write_backs(rt, session, account_id, "Confirm", sending, lines)
-    await session.flush()
-    log.info("orders_confirmed", items=len(item_ids), jobs=len(job_ids))
-    return {
-        "RequestId": current_request_id(),
-        "Warnings": warnings,
-        "JobIds": job_ids,
-        "Items": _item_results(batch, item_ids),
-    }
+    touched = {batch.items[i].order_id for i in item_ids}
+    result = await _complete_write(
+        rt, session, account_id, batch, item_ids, touched, "Confirm", sending, lines, warnings
+    )
+    log.info("orders_confirmed", items=len(item_ids), jobs=len(result["JobIds"]))
+    return result
 
 
 async def cancel(
@@ -597,16 +618,12 @@ async def cancel(
         lines[order.marketplace_id].append(
             _line(order, item, "Cancel", {"Quantity": quantity, "CancelReason": request.CancelReason})
         )
-    _finish(rt, batch, {batch.items[i].order_id for i in item_ids})
-    job_ids = _enqueue_write_backs(rt, session, account_id, "Cancel", sending, lines)
-    await session.flush()
-    log.info("orders_cancelled", items=len(item_ids), jobs=len(job_ids))
-    return {
-        "RequestId": current_request_id(),
-        "Warnings": warnings,
-        "JobIds": job_ids,
-        "Items": _item_results(batch, item_ids),
-    }
+    touched = {batch.items[i].order_id for i in item_ids}
+    result = await _complete_write(
+        rt, session, account_id, batch, item_ids, touched, "Cancel", sending, lines, warnings
+    )
+    log.info("orders_cancelled", items=len(item_ids), jobs=len(result["JobIds"]))
+    return result
 
 
 async def refund(
@@ -680,15 +697,12 @@ async def refund(
                 },
             )
         )
-    _finish(rt, batch, set(refund_ids))
-    job_ids = _enqueue_write_backs(rt, session, account_id, "Refund", sending, lines)
-    await session.flush()
-    log.info("orders_refunded", items=len(item_ids), refunds=len(refund_ids), jobs=len(job_ids))
+    result = await _complete_write(
+        rt, session, account_id, batch, item_ids, set(refund_ids), "Refund", sending, lines, warnings
+    )
+    log.info("orders_refunded", items=len(item_ids), refunds=len(refund_ids), jobs=len(result["JobIds"]))
     return {
-        "RequestId": current_request_id(),
-        "Warnings": warnings,
-        "JobIds": job_ids,
-        "Items": _item_results(batch, item_ids),
+        **result,
         "Refunds": [
             {
                 "RefundId": refund_id,
