@@ -16,7 +16,6 @@ import pytest
 from marketsync.app import create_app
 from marketsync.config import Settings
 from marketsync.kit.clock import Clock, SystemClock
-from marketsync.kit.ratelimit import RateLimiter
 from marketsync.logging import configure_logging
 from marketsync.runtime import Runtime
 from tests.support.databases import PostgresSessionDatabase, SqliteTemplate, postgres_or_skip
@@ -107,20 +106,10 @@ async def make_runtime(database_url: str, tmp_path: Path) -> AsyncIterator[Calla
     created: list[Runtime] = []
 
     def factory(**overrides: Any) -> Runtime:
-        runtime = Runtime(
-            settings=test_settings(database_url, tmp_path / "var", **overrides),
-            db=rt_database(database_url),
-        )
-        runtime.limiter = RateLimiter(runtime.settings.redis_url)
+        runtime = Runtime.create(test_settings(database_url, tmp_path / "var", **overrides))
         created.append(runtime)
         return runtime
 
     yield factory
     for runtime in created:
         await runtime.close()
-
-
-def rt_database(url: str) -> Any:
-    from marketsync.db import Database
-
-    return Database(url)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import httpx
 import pytest
@@ -86,21 +86,25 @@ async def test_key_order_of_json_does_not_change_the_fingerprint() -> None:
     assert idempotency.fingerprint("op", b'{"a":1}') != idempotency.fingerprint("other", b'{"a":1}')
 
 
-async def test_same_key_in_flight_is_409(rt: Runtime, client: tuple[httpx.AsyncClient, str]) -> None:
-    http, account_id = client
-    now = rt.clock.now()
+async def claim_in_flight(rt: Runtime, account_id: str, key: str, body: bytes, claimed_at: datetime) -> None:
+    """A claim as a request still running (or one whose process died) leaves it."""
     async with rt.db.transaction() as session:
         session.add(
             IdempotencyRecord(
                 account_id=account_id,
                 operation="test-effect",
-                key="key-3",
-                fingerprint=idempotency.fingerprint("test-effect", b'{"Name":"inflight"}'),
+                key=key,
+                fingerprint=idempotency.fingerprint("test-effect", body),
                 state="InFlight",
-                created_at=now,
-                expires_at=now + timedelta(hours=24),
+                created_at=claimed_at,
+                expires_at=claimed_at + timedelta(hours=24),
             )
         )
+
+
+async def test_same_key_in_flight_is_409(rt: Runtime, client: tuple[httpx.AsyncClient, str]) -> None:
+    http, account_id = client
+    await claim_in_flight(rt, account_id, "key-3", b'{"Name":"inflight"}', rt.clock.now())
     response = await http.post("/api/test/effect", json={"Name": "inflight"}, headers={"Idempotency-Key": "key-3"})
     assert response.status_code == 409
     assert problem(response)["code"] == "idempotency-in-flight"
@@ -110,18 +114,7 @@ async def test_same_key_in_flight_is_409(rt: Runtime, client: tuple[httpx.AsyncC
 async def test_abandoned_in_flight_claim_is_taken_over(rt: Runtime, client: tuple[httpx.AsyncClient, str]) -> None:
     http, account_id = client
     then = rt.clock.now() - timedelta(minutes=10)  # the first attempt's process died long ago
-    async with rt.db.transaction() as session:
-        session.add(
-            IdempotencyRecord(
-                account_id=account_id,
-                operation="test-effect",
-                key="key-4",
-                fingerprint=idempotency.fingerprint("test-effect", b'{"Name":"retried"}'),
-                state="InFlight",
-                created_at=then,
-                expires_at=then + timedelta(hours=24),
-            )
-        )
+    await claim_in_flight(rt, account_id, "key-4", b'{"Name":"retried"}', then)
     response = await http.post("/api/test/effect", json={"Name": "retried"}, headers={"Idempotency-Key": "key-4"})
     assert response.status_code == 201
     assert await count_accounts(rt, "retried") == 1
