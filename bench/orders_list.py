@@ -1,17 +1,20 @@
 """POST /api/orders/List with Limit 200 on a large order table, next to the same keyset query in plain SQL.
 
-    .venv/bin/python -m bench.orders_list [--orders 1000000] [--runs 200] [--backend sqlite|postgresql|both]
+    .venv/bin/python -m bench.orders_list [--orders 1000000] [--runs 200] [--seconds 5]
+                                          [--backend sqlite|postgresql|both]
 
-Generates the orders once per database (bulk: sqlite3 executemany / asyncpg COPY), keeps the database
-for later runs, then measures three pages (first page, a deep cursor page at the middle, an UpdatedSince
-page near the end) three ways in the same run:
-- plain: the keyset query alone, raw driver (sqlite3 / asyncpg), the floor;
-- plain+items: the same plus the page's items query, raw driver (the data the endpoint needs);
-- service: what the endpoint does in-process, without HTTP: read transaction, `orders.service.list_orders`
+Generates the orders once per database (bulk: sqlite3 executemany / asyncpg COPY, then their stored documents
+through the same code the `orders.documents` schedule runs), keeps the database for later runs, then measures
+three pages (first page, a deep cursor page at the middle, an UpdatedSince page near the end) in the same run:
+- plain keyset SQL: the page query the service sends (keyset on (updated_at, id), each order's stored
+  document; docs/decisions/0066-order-documents.md), raw driver (sqlite3 / asyncpg): the floor;
+- plain rows + items: the order columns and the items query, raw driver (what a page would read without
+  stored documents; the previous design's floor, for reference);
+- service: what the endpoint does in-process, without HTTP: the short read, `orders.service.list_orders`
   and the response body (`OrderPage.json()`);
-- http: the endpoint over loopback HTTP (uvicorn, bearer auth, orjson).
-Each table row ends with the median ratios service/plain, HTTP/plain (the issue's target: 2x) and
-service/(plain+items) (the endpoint against the raw queries for the same data).
+- HTTP: the endpoint of a separate `marketsync serve --no-workers` process (uvloop, logs at INFO as deployed),
+  driven by wrk over one loopback connection (sequential requests, so latency, not queueing).
+Each table row ends with the median ratios service/plain and HTTP/plain (the issue's target: 2x).
 Loopback only; bounded loops.
 """
 
@@ -19,26 +22,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import sqlite3
 import statistics
+import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import httpx
-import uvicorn
 
+from bench.support import free_port, process, wrk
 from marketsync import migrate
-from marketsync.app import create_app
 from marketsync.auth import service as auth_service
 from marketsync.config import Settings
 from marketsync.kit import jsonio
 from marketsync.marketplaces import service as marketplace_service
 from marketsync.models.base import PRICE_SCALE
-from marketsync.orders import rules, schemas, service
+from marketsync.orders import repository, rules, schemas, service
 from marketsync.runtime import Runtime
 
 VAR = Path("var/bench")
@@ -96,6 +101,9 @@ ITEM_COLUMNS = [
     "refunded_amount",
     "cancel_reason",
 ]
+# What the previous design read per page: the order columns of the wire shape, then the items.
+ROW_COLUMNS = repository.ORDER_COLUMNS
+ITEM_READ_COLUMNS = repository.ITEM_COLUMNS
 STATUSES = ("Unshipped", "Unshipped", "Shipped", "Shipped", "Shipped", "PartiallyShipped", "Cancelled", "Refunded")
 
 
@@ -224,6 +232,21 @@ async def generate(rt: Runtime, url: str, account_id: str, marketplace_id: str, 
     return time.perf_counter() - started
 
 
+async def store_documents(rt: Runtime) -> float:
+    """Store every order's document through the code the `orders.documents` schedule runs, in big batches."""
+    started = time.perf_counter()
+    stored = 0
+    while True:
+        async with rt.db.transaction() as session:
+            done = await service.refresh_stale_documents(session, limit=5000)
+        stored += done
+        if done == 0:
+            break
+        if stored % 100_000 < 5000:
+            print(f"  documents stored: {stored:,}", flush=True)
+    return time.perf_counter() - started if stored else 0.0
+
+
 def summary(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return statistics.median(ordered) * 1000, ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
@@ -241,7 +264,7 @@ async def timed(fn: Callable[[], Awaitable[Any]], runs: int) -> tuple[float, flo
 
 
 class PlainSql:
-    """The same keyset query (and the items query) through the raw driver."""
+    """The page query (and the previous design's row + items queries) through the raw driver."""
 
     def __init__(self, rt: Runtime, url: str) -> None:
         self.is_sqlite = rt.db.is_sqlite
@@ -267,8 +290,9 @@ class PlainSql:
         since: datetime | None,
         after: tuple[datetime, str] | None,
         high_water: datetime,
-        with_items: bool,
+        documents: bool,
     ) -> int:
+        """One keyset page: each order's stored document, or (documents=False) its columns plus its items."""
         where = ["account_id = {}", "updated_at <= {}"]
         params: list[Any] = [account_id, high_water]
         if since is not None:
@@ -277,19 +301,20 @@ class PlainSql:
         if after is not None:
             where.append("(updated_at, id) > ({}, {})")
             params += list(after)
-        sql = f"SELECT * FROM orders WHERE {' AND '.join(where)} ORDER BY updated_at, id LIMIT 201"
+        columns = "id, updated_at, document_version, document" if documents else ", ".join(ROW_COLUMNS)
+        sql = f"SELECT {columns} FROM orders WHERE {' AND '.join(where)} ORDER BY updated_at, id LIMIT 201"
+        items_sql = (
+            f"SELECT {', '.join(ITEM_READ_COLUMNS)} FROM order_items WHERE order_id IN ({{}})"
+            " ORDER BY order_id, position"
+        )
         if self.sqlite is not None:
             text_params = [
                 p.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f") if isinstance(p, datetime) else p for p in params
             ]
             rows = self.sqlite.execute(sql.replace("{}", "?"), text_params).fetchall()
-            if with_items:
+            if not documents:
                 ids = [r[0] for r in rows]
-                self.sqlite.execute(
-                    f"SELECT * FROM order_items WHERE order_id IN ({','.join('?' * len(ids))}) "
-                    "ORDER BY order_id, position",
-                    ids,
-                ).fetchall()
+                self.sqlite.execute(items_sql.format(",".join("?" * len(ids))), ids).fetchall()
             return len(rows)
         assert self.pg is not None
         numbered = sql
@@ -297,15 +322,37 @@ class PlainSql:
             numbered = numbered.replace("{}", f"${i}", 1)
         pg_params = [p.astimezone(UTC).replace(tzinfo=None) if isinstance(p, datetime) else p for p in params]
         pg_rows = await self.pg.fetch(numbered, *pg_params)
-        if with_items:
-            await self.pg.fetch(
-                "SELECT * FROM order_items WHERE order_id = ANY($1::varchar[]) ORDER BY order_id, position",
-                [r["id"] for r in pg_rows],
-            )
+        if not documents:
+            await self.pg.fetch(items_sql.format("SELECT unnest($1::varchar[])"), [r["id"] for r in pg_rows])
         return len(pg_rows)
 
 
-async def bench_backend(backend: str, total: int, runs: int) -> list[str]:
+LIST_LUA = """
+wrk.method = "POST"
+wrk.body = '{body}'
+wrk.headers["Content-Type"] = "application/json"
+"""
+
+
+@contextlib.contextmanager
+def served(url: str) -> Iterator[str]:
+    """`marketsync serve --no-workers` on the bench database (its keys in VAR), as deployed."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MARKETSYNC_")}
+    env.update(
+        {
+            "MARKETSYNC_DATABASE_URL": url,
+            "MARKETSYNC_VAR_DIR": str(VAR.resolve()),
+            "MARKETSYNC_RATE_LIMIT": "100000000/minute",
+        }
+    )
+    base = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "marketsync", "serve", "--no-workers", "--port", str(port)]
+    with process(command, env, f"{base}/readyz"):
+        yield base
+
+
+async def bench_backend(backend: str, total: int, runs: int, seconds: int) -> list[str]:
     if backend == "sqlite":
         VAR.mkdir(parents=True, exist_ok=True)
         url = f"sqlite:///{VAR / 'orders.db'}"
@@ -322,7 +369,11 @@ async def bench_backend(backend: str, total: int, runs: int) -> list[str]:
         await migrate.upgrade(rt.db)
         account_id, marketplace_id, client_id, client_secret = await ensure_tenant(rt)
         gen_s = await generate(rt, url, account_id, marketplace_id, total)
-        lines.append(f"{backend}: {total:,} orders (+1 item each); generated in {gen_s:.1f} s (0 = reused)")
+        render_s = await store_documents(rt)
+        lines.append(
+            f"{backend}: {total:,} orders (+1 item each); rows generated in {gen_s:.1f} s, "
+            f"documents stored in {render_s:.1f} s (0 = reused)"
+        )
 
         high_water = BASE_TIME + timedelta(seconds=total + 10)
         middle = total // 2
@@ -338,33 +389,26 @@ async def bench_backend(backend: str, total: int, runs: int) -> list[str]:
 
         plain = PlainSql(rt, url)
         await plain.open()
-        config = uvicorn.Config(create_app(rt), host="127.0.0.1", port=0, log_config=None, access_log=False)
-        server = uvicorn.Server(config)
-        serving = asyncio.create_task(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
         try:
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-                token_response = await client.post(
-                    "/connect/token",
+            with served(url) as base:
+                token = httpx.post(
+                    f"{base}/connect/token",
                     data={"grant_type": "client_credentials", "client_id": client_id, "client_secret": client_secret},
-                )
-                headers = {"Authorization": f"Bearer {token_response.json()['access_token']}"}
+                ).json()["access_token"]
                 lines.append(
-                    "| page | plain keyset SQL | plain SQL + items | service (in-process) | HTTP endpoint "
-                    "| service / plain | HTTP / plain | service / (plain + items) |"
+                    "| page | plain keyset SQL | plain rows + items | service (in-process) | HTTP endpoint (wrk) "
+                    "| service / plain | HTTP / plain |"
                 )
-                lines.append("|---|---|---|---|---|---|---|---|")
+                lines.append("|---|---|---|---|---|---|---|")
                 for name, case_since, after, body in cases:
                     # The first page's high-water is "now"; pin it for the plain query's equivalent.
                     hw = high_water if after is not None else datetime.now(UTC)
 
-                    async def plain_only(s: Any = case_since, a: Any = after, h: datetime = hw) -> None:
-                        assert await plain.page(account_id, s, a, h, with_items=False) == 201
+                    async def plain_documents(s: Any = case_since, a: Any = after, h: datetime = hw) -> None:
+                        assert await plain.page(account_id, s, a, h, documents=True) == 201
 
-                    async def plain_items(s: Any = case_since, a: Any = after, h: datetime = hw) -> None:
-                        await plain.page(account_id, s, a, h, with_items=True)
+                    async def plain_rows(s: Any = case_since, a: Any = after, h: datetime = hw) -> None:
+                        await plain.page(account_id, s, a, h, documents=False)
 
                     # As the endpoint reads it: strict JSON (the model takes timestamps only as JSON strings).
                     request = schemas.read_list_body(jsonio.dumps(body))
@@ -372,23 +416,27 @@ async def bench_backend(backend: str, total: int, runs: int) -> list[str]:
                     async def in_process(r: schemas.ListOrdersRequest = request) -> None:
                         # As the endpoint reads it (a short read: docs/decisions/0012).
                         page = await rt.db.short_read(lambda session: service.list_orders(rt, session, account_id, r))
-                        assert len(page.orders) == 200 and page.json()
+                        assert len(page.documents) == 200 and page.json()
 
-                    async def over_http(b: dict[str, Any] = body) -> None:
-                        response = await client.post("/api/orders/List", json=b, headers=headers)
-                        assert response.status_code == 200, response.text
-
-                    figures = [await timed(fn, runs) for fn in (plain_only, plain_items, in_process, over_http)]
-                    cells = " | ".join(f"{median:.2f} / {p99:.2f}" for median, p99 in figures)
-                    plain_median, items_median, svc_median, http_median = (median for median, _ in figures)
-                    ratios = (
-                        f"{svc_median / plain_median:.1f}x | {http_median / plain_median:.1f}x | "
-                        f"{svc_median / items_median:.1f}x"
+                    figures = [await timed(fn, runs) for fn in (plain_documents, plain_rows, in_process)]
+                    check = httpx.post(
+                        f"{base}/api/orders/List", json=body, headers={"Authorization": f"Bearer {token}"}
                     )
+                    assert check.status_code == 200 and len(check.json()["Orders"]) == 200, check.text
+                    over_http = wrk(
+                        f"{base}/api/orders/List",
+                        seconds=seconds,
+                        connections=1,
+                        headers={"Authorization": f"Bearer {token}"},
+                        lua=LIST_LUA.format(body=jsonio.dumps(body).decode()),
+                    )
+                    assert not over_http["non_2xx"], over_http
+                    figures.append((over_http["p50_ms"], over_http["p99_ms"]))
+                    cells = " | ".join(f"{median:.2f} / {p99:.2f}" for median, p99 in figures)
+                    plain_median, _rows_median, svc_median, http_median = (median for median, _ in figures)
+                    ratios = f"{svc_median / plain_median:.1f}x | {http_median / plain_median:.1f}x"
                     lines.append(f"| {name} | {cells} | {ratios} |")
         finally:
-            server.should_exit = True
-            await serving
             await plain.close()
     finally:
         await rt.close()
@@ -399,12 +447,13 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--orders", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--seconds", type=int, default=5, help="wrk duration per page over HTTP")
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
     args = parser.parse_args()
     backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
-    print(f"POST /api/orders/List Limit 200; median / p99 ms over {args.runs} runs")
+    print(f"POST /api/orders/List Limit 200; median / p99 ms ({args.runs} runs in-process, {args.seconds} s of wrk)")
     for backend in backends:
-        for line in await bench_backend(backend, args.orders, args.runs):
+        for line in await bench_backend(backend, args.orders, args.runs, args.seconds):
             print(line, flush=True)
 
 

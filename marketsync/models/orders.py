@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, SmallInteger, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from marketsync.models.base import ID, Base
@@ -22,6 +22,8 @@ class Order(Base):
         # Keyset paging of POST /api/orders/List: (updated_at, id) within one account.
         Index("ix_orders_account_updated", "account_id", "updated_at", "id"),
         Index("ix_orders_account_status_updated", "account_id", "status", "updated_at", "id"),
+        # Finds orders whose stored document is missing or older than the renderer (orders.documents schedule).
+        Index("ix_orders_document_version", "document_version"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -57,6 +59,15 @@ class Order(Base):
     created_at: Mapped[datetime]
     # The last-changed time: moved by every change (pull, confirm, cancel, refund, update).
     updated_at: Mapped[datetime]
+    # The order as the API sends it, stored by every change (docs/decisions/0066-order-documents.md):
+    # `document` without the customer block, `customer_document` the block alone (personal data), both
+    # JSON bytes; `document_version` the renderer that wrote them (schemas.DOCUMENT_VERSION; 0: none yet). Written and
+    # read with SQL only, never through the entity.
+    document: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True, deferred_raiseload=True)
+    customer_document: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True, deferred_raiseload=True)
+    document_version: Mapped[int] = mapped_column(
+        SmallInteger, server_default="0", deferred=True, deferred_raiseload=True
+    )
 
 
 class OrderItem(Base):

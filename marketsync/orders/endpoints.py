@@ -59,9 +59,10 @@ async def get_order(
     rt: RuntimeDep,
     includeCustomerData: bool = Query(False),
 ) -> Response:
-    async with rt.db.read() as session:
-        order = await service.get_order(session, caller.account_id, order_id, include_customer=includeCustomerData)
-    return _json({"Order": order})
+    document = await rt.db.short_read(
+        lambda session: service.get_order(session, caller.account_id, order_id, include_customer=includeCustomerData)
+    )
+    return Response(schemas.one_body(document), media_type="application/json")
 
 
 def _write(

@@ -1,10 +1,10 @@
 """All order queries. Every query is scoped by account.
 
-Reads for the API (a page of 200 orders with their items is on the hot path) run hand-written SQL on the
-driver connection inside the session's transaction and return plain tuples in the column order below:
-no ORM entities, no per-value type processing. The page and its items come in one query (a LEFT JOIN on
-the keyset-limited page); shipments and refund lines are only queried for orders that have any. Writes
-load ORM entities.
+Reads for the API (a page of 200 orders is on the hot path) run hand-written SQL on the driver connection
+inside the session's transaction and return plain tuples: no ORM entities, no per-value type processing.
+A page is one keyset query returning each order's stored document (docs/decisions/0066-order-documents.md).
+Rendering a document reads the order's rows: the order and its items in one query (a LEFT JOIN), then
+shipments and refund lines only for orders that have any. Writes load ORM entities.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import dialect_of
@@ -176,7 +176,24 @@ async def _fetch(session: AsyncSession, sql: _Sql, text: str) -> list[Row]:
     return rows
 
 
-async def page_of_orders(
+# A page reads each order's stored document (docs/decisions/0066-order-documents.md): the keyset query returns
+# the bytes the response is made of. Positional columns of the document rows:
+DOCUMENT_ID, DOCUMENT_UPDATED_AT, DOCUMENT_VERSION, DOCUMENT, CUSTOMER_DOCUMENT = range(5)
+
+
+def _document_columns(sql: _Sql, include_customer: bool) -> str:
+    columns = [
+        "orders.id",
+        sql.column("orders", "updated_at"),
+        "orders.document_version",
+        "orders.document",
+        # Personal data: only read when the caller asked for customer data.
+        "orders.customer_document" if include_customer else "NULL",
+    ]
+    return ", ".join(columns)
+
+
+async def page_of_documents(
     session: AsyncSession,
     account_id: str,
     *,
@@ -188,8 +205,8 @@ async def page_of_orders(
     high_water: datetime,
     limit: int,
     include_customer: bool,
-) -> OrderRows:
-    """One keyset page in (updated_at, id) order, bounded above by the walk's high-water time.
+) -> list[Row]:
+    """One keyset page of document rows in (updated_at, id) order, bounded above by the walk's high-water time.
 
     The conditions keep the shape `account_id = ? AND updated_at ... ORDER BY updated_at, id`, a range
     walk of ix_orders_account_updated (or ix_orders_account_status_updated with OrderStatuses).
@@ -208,16 +225,68 @@ async def page_of_orders(
         where.append(f"(orders.updated_at, orders.id) > ({sql.bind_time(after[0])}, {sql.bind(after[1])})")
     conditions = " AND ".join(where)
     limit_to = sql.bind(limit)
-    # Qualified names: ORDER BY must walk the index on the stored columns, not sort the selected text.
-    page = f"SELECT {{columns}} FROM orders WHERE {conditions} ORDER BY orders.updated_at, orders.id LIMIT {limit_to}"  # noqa: S608
-    return await _orders_with_children(session, sql, page, include_customer)
+    # Qualified names: ORDER BY must walk the index on the stored column, not sort the selected text.
+    text = (
+        f"SELECT {_document_columns(sql, include_customer)} FROM orders WHERE {conditions} "  # noqa: S608
+        f"ORDER BY orders.updated_at, orders.id LIMIT {limit_to}"
+    )
+    return await _fetch(session, sql, text)
 
 
-async def order_by_id(session: AsyncSession, account_id: str, order_id: str, *, include_customer: bool) -> OrderRows:
+async def document_by_id(
+    session: AsyncSession, account_id: str, order_id: str, *, include_customer: bool
+) -> Row | None:
     sql = _Sql(dialect_of(session) == "postgresql")
     conditions = f"orders.account_id = {sql.bind(account_id)} AND orders.id = {sql.bind(order_id)}"
-    page = f"SELECT {{columns}} FROM orders WHERE {conditions}"  # noqa: S608
-    return await _orders_with_children(session, sql, page, include_customer)
+    text = f"SELECT {_document_columns(sql, include_customer)} FROM orders WHERE {conditions}"  # noqa: S608
+    rows = await _fetch(session, sql, text)
+    return rows[0] if rows else None
+
+
+async def orders_to_render(session: AsyncSession, order_ids: Collection[str]) -> OrderRows:
+    """Orders by id with everything their document holds (customer data included), from the tables."""
+    sql = _Sql(dialect_of(session) == "postgresql")
+    page = f"SELECT {{columns}} FROM orders WHERE {sql.bind_in('orders.id', order_ids)}"  # noqa: S608
+    return await _orders_with_children(session, sql, page, include_customer=True)
+
+
+_ORDERS = Order.__table__
+assert isinstance(_ORDERS, Table)
+# Core (not ORM) executemany: the entity never holds the documents.
+_STORE_DOCUMENT = (
+    update(_ORDERS)
+    .where(_ORDERS.c.id == bindparam("b_id"))
+    .values(
+        document=bindparam("b_document"),
+        customer_document=bindparam("b_customer_document"),
+        document_version=bindparam("b_version"),
+    )
+)
+
+
+async def store_documents(session: AsyncSession, documents: Sequence[tuple[str, bytes, bytes]], version: int) -> None:
+    """(order id, document, customer_document) written in the caller's transaction (one executemany)."""
+    if documents:
+        await session.execute(
+            _STORE_DOCUMENT,
+            [
+                {"b_id": order_id, "b_document": document, "b_customer_document": customer, "b_version": version}
+                for order_id, document, customer in documents
+            ],
+        )
+
+
+async def lock_stale_documents(session: AsyncSession, version: int, limit: int) -> list[str]:
+    """Up to `limit` orders whose document is missing (version 0) or older than `version`: a range of
+    ix_orders_document_version that stops at `limit`.
+
+    Locked on PostgreSQL (skipping rows a writer holds: it stores their document itself), so a render
+    can never overwrite a newer document; SQLite's single writer already serialises the two.
+    """
+    query = select(Order.id).where(Order.document_version < version).limit(limit)
+    if dialect_of(session) == "postgresql":
+        query = query.with_for_update(skip_locked=True)
+    return list((await session.execute(query)).scalars())
 
 
 async def _orders_with_children(session: AsyncSession, sql: _Sql, page: str, include_customer: bool) -> OrderRows:

@@ -35,6 +35,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from marketsync.errors import ValidationFailed, validation_errors
+from marketsync.kit import jsonio
 from marketsync.models.base import PRICE_SCALE
 from marketsync.orders import rules
 from marketsync.orders.rules import CancelReason, RefundReason
@@ -367,6 +368,40 @@ def _refunds_json(lines: Sequence[Sequence[Any]], wire_time: Callable[[Any], str
     for refund_id, refund in refunds.items():
         refund["Amount"] = totals[refund_id] / PRICE_SCALE
     return list(refunds.values())
+
+
+# ---------------------------------------------------------------- stored documents (decision 0066)
+
+# The renderer's version, stored with each document: raise it whenever `orders_json` changes what it writes,
+# and documents of older versions are rendered from their rows (and re-stored by the orders.documents schedule).
+DOCUMENT_VERSION = 1
+_CUSTOMER_KEY = b',"Customer":'
+
+
+def order_document(order: dict[str, Any]) -> tuple[bytes, bytes]:
+    """(document, customer_document) of one `orders_json(..., include_customer=True)` dict.
+
+    The order without its customer block and the block alone, so a read without customer data never
+    touches personal data, and a read with it splices the block back in (`with_customer`).
+    """
+    customer = order.pop("Customer")
+    return jsonio.dumps(order), jsonio.dumps(customer)
+
+
+def with_customer(document: bytes, customer_document: bytes) -> bytes:
+    """The document with its customer block as the last member: the bytes `orders_json` + orjson would give."""
+    return b"".join((document[:-1], _CUSTOMER_KEY, customer_document, b"}"))
+
+
+def list_body(documents: Sequence[bytes], next_cursor: str | None, next_updated_since: str) -> bytes:
+    """The List response (OrderListOut) around documents already serialised: joined, never parsed again."""
+    tail = jsonio.dumps({"NextCursor": next_cursor, "NextUpdatedSince": next_updated_since})
+    return b"".join((b'{"Orders":[', b",".join(documents), b"],", tail[1:]))
+
+
+def one_body(document: bytes) -> bytes:
+    """The GET response (OrderOneOut) around one serialised document."""
+    return b"".join((b'{"Order":', document, b"}"))
 
 
 # ---------------------------------------------------------------- response models (OpenAPI documentation)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -22,7 +22,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.errors import NotFound, ValidationFailed
 from marketsync.jobs.service import enqueue
-from marketsync.kit import jsonio
 from marketsync.kit.clock import iso
 from marketsync.kit.ids import new_id
 from marketsync.kit.requestid import current_request_id
@@ -146,21 +145,25 @@ async def ingest_pulled_orders(
     existing = await repository.orders_by_marketplace_ids(session, connection.account_id, connection.id, list(latest))
     items_by_order = await repository.items_of_orders(session, [order.id for order in existing.values()])
     new_count = 0
+    changed: set[str] = set()
     for marketplace_order_id, pulled in latest.items():
         order = existing.get(marketplace_order_id)
         if order is None:
-            _insert_pulled(session, connection, pulled, now)
+            changed.add(_insert_pulled(session, connection, pulled, now))
             new_count += 1
         elif _merge_pulled(session, order, items_by_order.get(order.id, []), pulled):
             _touch(order, now)
+            changed.add(order.id)
     await session.flush()
+    await store_documents(session, changed)
     log.info("orders_ingested", marketplace_id=connection.id, pulled=len(latest), new=new_count)
     return new_count
 
 
 def _insert_pulled(
     session: AsyncSession, connection: MarketplaceConnection, pulled: MarketplaceOrder, now: datetime
-) -> None:
+) -> str:
+    """Add a new order with its items; return its id."""
     order = Order(
         id=new_id(),
         account_id=connection.account_id,
@@ -182,6 +185,7 @@ def _insert_pulled(
     _recompute(order, items)
     session.add(order)
     session.add_all(items)
+    return order.id
 
 
 def _distinct_items(items: Sequence[MarketplaceOrderItem]) -> list[MarketplaceOrderItem]:
@@ -243,15 +247,13 @@ def _merge_pulled(session: AsyncSession, order: Order, items: list[OrderItem], p
 
 @dataclass(frozen=True)
 class OrderPage:
-    orders: list[dict[str, Any]]
+    documents: list[bytes]  # each order's JSON, as stored (docs/decisions/0066-order-documents.md)
     next_cursor: str | None
     next_updated_since: datetime
 
     def json(self) -> bytes:
-        """The List response body (schemas.OrderListOut), serialised once: no per-order model validation."""
-        return jsonio.dumps(
-            {"Orders": self.orders, "NextCursor": self.next_cursor, "NextUpdatedSince": iso(self.next_updated_since)}
-        )
+        """The List response body (schemas.OrderListOut) around the stored documents: nothing is re-serialised."""
+        return schemas.list_body(self.documents, self.next_cursor, iso(self.next_updated_since))
 
 
 async def list_orders(
@@ -279,7 +281,7 @@ async def list_orders(
             )
         high_water, after = cursor.high_water, (cursor.last_updated_at, cursor.last_id)
     lower_bounds = [d for d in (request.UpdatedSince, request.FromDate) if d is not None]
-    rows = await repository.page_of_orders(
+    rows = await repository.page_of_documents(
         session,
         account_id,
         order_ids=request.ServiceOrderIDs,
@@ -291,31 +293,66 @@ async def list_orders(
         limit=request.Limit + 1,
         include_customer=request.IncludeCustomerData,
     )
-    has_more = len(rows.orders) > request.Limit
-    del rows.orders[request.Limit :]
-    orders = _shape(rows, include_customer=request.IncludeCustomerData)
+    has_more = len(rows) > request.Limit
+    del rows[request.Limit :]
     next_cursor = None
     if has_more:
-        last_updated_at, last_id = rows.key_of(rows.orders[-1][0])
-        next_cursor = rules.encode_cursor(rules.Cursor(last_updated_at, last_id, high_water, fingerprint))
-    return OrderPage(orders, next_cursor, high_water - SETTLE)
+        last = rows[-1]
+        last_updated_at = repository.key_time(last[repository.DOCUMENT_UPDATED_AT])
+        next_cursor = rules.encode_cursor(
+            rules.Cursor(last_updated_at, last[repository.DOCUMENT_ID], high_water, fingerprint)
+        )
+    documents = await _documents(session, rows, include_customer=request.IncludeCustomerData)
+    return OrderPage(documents, next_cursor, high_water - SETTLE)
 
 
-async def get_order(session: AsyncSession, account_id: str, order_id: str, *, include_customer: bool) -> dict[str, Any]:
-    rows = await repository.order_by_id(session, account_id, order_id, include_customer=include_customer)
-    if not rows.orders:
+async def get_order(session: AsyncSession, account_id: str, order_id: str, *, include_customer: bool) -> bytes:
+    """The order's JSON document (schemas.OrderOut), exactly as List shows it."""
+    row = await repository.document_by_id(session, account_id, order_id, include_customer=include_customer)
+    if row is None:
         raise NotFound("No order with this id.")
-    return _shape(rows, include_customer=include_customer)[0]
+    return (await _documents(session, [row], include_customer=include_customer))[0]
 
 
-def _shape(rows: repository.OrderRows, *, include_customer: bool) -> list[dict[str, Any]]:
-    return schemas.orders_json(
-        rows.orders,
-        rows.shipments,
-        rows.refund_lines,
-        include_customer=include_customer,
-        wire_time=repository.wire_time,
+async def _documents(session: AsyncSession, rows: Sequence[repository.Row], *, include_customer: bool) -> list[bytes]:
+    """The wire JSON of each document row; a row without a current document is rendered from its tables."""
+    current = schemas.DOCUMENT_VERSION
+    stale = [row[repository.DOCUMENT_ID] for row in rows if row[repository.DOCUMENT_VERSION] != current]
+    rendered = await _render(session, stale) if stale else {}
+    documents = []
+    for order_id, _updated_at, version, document, customer in rows:
+        if version != current:
+            document, customer = rendered[order_id]
+        documents.append(schemas.with_customer(document, customer) if include_customer else document)
+    return documents
+
+
+async def _render(session: AsyncSession, order_ids: Sequence[str]) -> dict[str, tuple[bytes, bytes]]:
+    """(document, customer_document) of each order, from its rows."""
+    rows = await repository.orders_to_render(session, order_ids)
+    orders = schemas.orders_json(
+        rows.orders, rows.shipments, rows.refund_lines, include_customer=True, wire_time=repository.wire_time
     )
+    return {order["ServiceOrderID"]: schemas.order_document(order) for order in orders}
+
+
+RENDER_BATCH = 500
+
+
+async def store_documents(session: AsyncSession, order_ids: Collection[str]) -> None:
+    """Store the current document of each order; every change calls this in its own transaction, after flushing."""
+    ordered = sorted(order_ids)
+    for start in range(0, len(ordered), RENDER_BATCH):
+        rendered = await _render(session, ordered[start : start + RENDER_BATCH])
+        documents = [(order_id, document, customer) for order_id, (document, customer) in rendered.items()]
+        await repository.store_documents(session, documents, schemas.DOCUMENT_VERSION)
+
+
+async def refresh_stale_documents(session: AsyncSession, limit: int = RENDER_BATCH) -> int:
+    """Store documents for up to `limit` orders that have none or an older version; return how many."""
+    stale = await repository.lock_stale_documents(session, schemas.DOCUMENT_VERSION, limit)
+    await store_documents(session, stale)
+    return len(stale)
 
 
 # ---------------------------------------------------------------- writes
@@ -502,6 +539,7 @@ async def _complete_write(
     _finish(rt, batch, touched_orders)
     job_ids = _enqueue_write_backs(rt, session, account_id, action, sending, lines_by_marketplace)
     await session.flush()
+    await store_documents(session, touched_orders)
     return {
         "RequestId": current_request_id(),
         "Warnings": warnings,
@@ -735,7 +773,8 @@ async def update(
     if order.external_reference != request.ExternalReference:
         order.external_reference = request.ExternalReference
         _touch(order, rt.clock.now())
-    await session.flush()
+        await session.flush()
+        await store_documents(session, [order.id])
     return {
         "RequestId": current_request_id(),
         "Warnings": [],

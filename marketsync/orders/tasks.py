@@ -19,7 +19,7 @@ from typing import Any, Literal, cast
 
 import structlog
 
-from marketsync.jobs.registry import task
+from marketsync.jobs.registry import schedule, task
 from marketsync.jobs.run import JobRun, RetryLater
 from marketsync.marketplaces import events
 from marketsync.marketplaces import service as marketplaces
@@ -33,7 +33,7 @@ from marketsync.marketplaces.connector import (
     connector_for,
 )
 from marketsync.models.orders import OrderFeed
-from marketsync.orders import repository
+from marketsync.orders import repository, service
 from marketsync.orders.service import WRITE_BACK_JOB
 from marketsync.runtime import Runtime
 
@@ -43,6 +43,25 @@ POLL_ATTEMPTS = 10
 POLL_INTERVAL_S = 0.2
 PROCESSING_RETRY_S = 1.0
 UNAVAILABLE_RETRY_S = 5.0
+DOCUMENTS_INTERVAL_S = 30.0
+DOCUMENTS_BUDGET_S = 20.0  # below the interval, which is the schedule's lease
+
+
+@schedule("orders.documents", interval_s=lambda _settings: DOCUMENTS_INTERVAL_S)
+async def refresh_documents(rt: Runtime) -> None:
+    """Store a current document for orders that lack one (after an upgrade or a renderer change),
+    batch by batch, each in its own transaction, until none is left or the time budget is spent.
+    Reads never wait for this: a page renders such orders from their rows (docs/decisions/0066)."""
+    deadline = asyncio.get_running_loop().time() + DOCUMENTS_BUDGET_S
+    refreshed = 0
+    while asyncio.get_running_loop().time() < deadline:
+        async with rt.db.transaction() as session:
+            stored = await service.refresh_stale_documents(session)
+        refreshed += stored
+        if stored < service.RENDER_BATCH:
+            break
+    if refreshed:
+        log.info("order_documents_refreshed", orders=refreshed)
 
 
 def update_lines(payload: dict[str, Any]) -> list[OrderUpdateLine]:

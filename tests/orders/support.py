@@ -8,10 +8,11 @@ from decimal import Decimal
 from typing import Any
 
 import httpx
+import sqlalchemy as sa
 
 from marketsync.marketplaces.connector import MarketplaceOrder, MarketplaceOrderItem, PostalAddress
 from marketsync.models import MarketplaceConnection
-from marketsync.orders import service
+from marketsync.orders import repository, schemas, service
 from marketsync.runtime import Runtime
 
 _sequence = itertools.count(1)
@@ -99,3 +100,33 @@ async def ingest_one(
     pulled = pulled_order(**kw)
     await ingest(rt, connection, pulled)
     return await order_by_marketplace_id(api, headers, pulled.marketplace_order_id)
+
+
+async def stored_documents(rt: Runtime) -> dict[str, tuple[bytes | None, bytes | None, int | None]]:
+    """Every order's stored (document, customer_document, document_version), by order id."""
+    async with rt.db.read() as session:
+        result = await session.execute(
+            sa.text("SELECT id, document, customer_document, document_version FROM orders ORDER BY id")
+        )
+        return {order_id: (bytes(d) if d else None, bytes(c) if c else None, v) for order_id, d, c, v in result}
+
+
+async def rendered_documents(rt: Runtime, order_ids: list[str]) -> dict[str, tuple[bytes, bytes]]:
+    """What the renderer makes of the orders' rows now."""
+    if not order_ids:
+        return {}
+    async with rt.db.read() as session:
+        rows = await repository.orders_to_render(session, order_ids)
+    orders = schemas.orders_json(
+        rows.orders, rows.shipments, rows.refund_lines, include_customer=True, wire_time=repository.wire_time
+    )
+    return {order["ServiceOrderID"]: schemas.order_document(order) for order in orders}
+
+
+async def assert_documents_current(rt: Runtime) -> None:
+    """Every order's stored document is current and byte-identical to a fresh render of its rows."""
+    stored = await stored_documents(rt)
+    rendered = await rendered_documents(rt, list(stored))
+    for order_id, (document, customer, version) in stored.items():
+        assert version == schemas.DOCUMENT_VERSION, order_id
+        assert (document, customer) == rendered[order_id], order_id

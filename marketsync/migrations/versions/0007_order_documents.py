@@ -1,0 +1,34 @@
+"""orders: the stored wire document of each order (docs/decisions/0066-order-documents.md).
+
+Plain ADD COLUMN (no batch table copy on SQLite): the columns are nullable, and an order without a
+current document is rendered from its rows until the `orders.documents` schedule has stored one.
+
+Revision ID: 0007
+Revises: 0006
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0007"
+down_revision = "0006"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column("orders", sa.Column("document", sa.LargeBinary(), nullable=True))
+    op.add_column("orders", sa.Column("customer_document", sa.LargeBinary(), nullable=True))
+    # 0: no document yet (every existing order); a constant default is instant on both backends.
+    op.add_column("orders", sa.Column("document_version", sa.SmallInteger(), server_default="0", nullable=False))
+    op.create_index("ix_orders_document_version", "orders", ["document_version"], unique=False)
+
+
+def downgrade() -> None:
+    op.drop_index("ix_orders_document_version", table_name="orders")
+    with op.batch_alter_table("orders") as batch_op:
+        batch_op.drop_column("document_version")
+        batch_op.drop_column("customer_document")
+        batch_op.drop_column("document")
