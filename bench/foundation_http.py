@@ -3,7 +3,9 @@
     .venv/bin/python -m bench.foundation_http [--seconds 10] [--connections 32] [--backends sqlite,postgresql]
 
 One uvicorn process per server (`marketsync serve --no-workers`, logs at INFO to /dev/null, as deployed),
-wrk with one thread on loopback.
+wrk with one thread on loopback. "GET authenticated no-op" is the service's app plus one route that only
+authenticates (`MarketplacesReader`, `RuntimeDep`) and answers `{}`: the fixed cost every API request pays,
+served by the same code (`--serve-fixed-cost PORT`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,16 @@ import json
 import os
 import sys
 
+from fastapi import APIRouter, FastAPI
+from starlette.responses import Response
+
 from bench.support import free_port, marketsync, process, scratch_database, wrk
+from marketsync.app import create_app
+from marketsync.auth.dependencies import MarketplacesReader, RuntimeDep
+from marketsync.marketplaces.endpoints import router as marketplaces_router
+from marketsync.runtime import Runtime
+
+FIXED_COST_PATH = "/api/bench/authenticated-noop"
 
 TOKEN_LUA = """
 wrk.method = "POST"
@@ -36,6 +47,30 @@ def service_env(database_url: str, var_dir: str) -> dict[str, str]:
         }
     )
     return env
+
+
+def fixed_cost_app(rt: Runtime) -> FastAPI:
+    """The service's app with one authenticate-only route, routed at the position of GET /api/marketplaces."""
+    app = create_app(rt)
+    router = APIRouter()
+
+    @router.get(FIXED_COST_PATH)
+    async def authenticated_noop(caller: MarketplacesReader, rt: RuntimeDep) -> Response:
+        return Response(b"{}", media_type="application/json")
+
+    app.include_router(router)
+    included = app.router.routes.pop()
+    position = next(
+        i for i, route in enumerate(app.router.routes) if getattr(route, "original_router", None) is marketplaces_router
+    )
+    app.router.routes.insert(position, included)
+    return app
+
+
+def serve_fixed_cost(port: int) -> None:
+    from marketsync.kit.cli import serve_http
+
+    serve_http(fixed_cost_app, "127.0.0.1", port)
 
 
 def run(backend: str, seconds: int, connections: int) -> dict[str, dict[str, float]]:
@@ -65,6 +100,14 @@ def run(backend: str, seconds: int, connections: int) -> dict[str, dict[str, flo
                 data={"grant_type": "client_credentials", "client_id": credential["client_id"],
                       "client_secret": credential["client_secret"]},
             ).json()["access_token"]  # fmt: skip
+        fixed_port = free_port()
+        fixed = [sys.executable, "-m", "bench.foundation_http", "--serve-fixed-cost", str(fixed_port)]
+        with process(fixed, env, f"http://127.0.0.1:{fixed_port}/readyz"):
+            results[f"GET authenticated no-op ({backend})"] = wrk(
+                f"http://127.0.0.1:{fixed_port}{FIXED_COST_PATH}", seconds=seconds, connections=connections,
+                headers={"Authorization": f"Bearer {token}"},
+            )  # fmt: skip
+        with process(serve, env, f"{base}/readyz"):
             results[f"GET /api/marketplaces ({backend})"] = wrk(
                 f"{base}/api/marketplaces", seconds=seconds, connections=connections,
                 headers={"Authorization": f"Bearer {token}"},
@@ -81,7 +124,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--serve-fixed-cost", type=int, metavar="PORT", help="serve the no-op route (internal)")
     args = parser.parse_args()
+    if args.serve_fixed_cost:
+        serve_fixed_cost(args.serve_fixed_cost)
+        return
     results: dict[str, dict[str, float]] = {}
     for backend in args.backends.split(","):
         results.update(run(backend, args.seconds, args.connections))

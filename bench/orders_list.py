@@ -10,11 +10,14 @@ three pages (first page, a deep cursor page at the middle, an UpdatedSince page 
   document; docs/decisions/0066-order-documents.md), raw driver (sqlite3 / asyncpg): the floor;
 - plain rows + items: the order columns and the items query, raw driver (what a page would read without
   stored documents; the previous design's floor, for reference);
-- service: what the endpoint does in-process, without HTTP: the short read, `orders.service.list_orders`
+- service: what the endpoint does in-process, without HTTP: the driver read, `orders.service.list_orders`
   and the response body (`OrderPage.json()`);
-- HTTP: the endpoint of a separate `marketsync serve --no-workers` process (uvloop, logs at INFO as deployed),
-  driven by wrk over one loopback connection (sequential requests, so latency, not queueing).
-Each table row ends with the median ratios service/plain and HTTP/plain (the issue's target: 2x).
+- bare HTTP, same bytes: a bare FastAPI POST on uvicorn answering with the page's response bytes, wrk over one
+  loopback connection: what HTTP alone costs for a response of this size (the HTTP floor);
+- HTTP endpoint: the endpoint of a separate `marketsync serve --no-workers` process (uvloop, logs at INFO as
+  deployed), driven the same way (sequential requests, so latency, not queueing).
+Each table row ends with the median ratios service/plain, HTTP/plain (the issue's target: 2x) and
+HTTP/(plain + bare HTTP), the endpoint against its two floors together.
 Loopback only; bounded loops.
 """
 
@@ -27,6 +30,7 @@ import os
 import sqlite3
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -352,6 +356,23 @@ def served(url: str) -> Iterator[str]:
         yield base
 
 
+def bare_http_floor(response_body: bytes, request_body: dict[str, Any], seconds: int) -> tuple[float, float]:
+    """wrk over one connection against a bare FastAPI POST answering with the same bytes: HTTP alone."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as body_file:
+        body_file.write(response_body)
+        body_file.flush()
+        port = free_port()
+        command = [sys.executable, "-m", "uvicorn", "bench.bare_app:app", "--port", str(port), "--log-level", "warning"]
+        with process(command, {**os.environ, "BARE_BODY_FILE": body_file.name}, f"http://127.0.0.1:{port}/"):
+            floor = wrk(
+                f"http://127.0.0.1:{port}/body",
+                seconds=seconds,
+                connections=1,
+                lua=LIST_LUA.format(body=jsonio.dumps(request_body).decode()),
+            )
+    return floor["p50_ms"], floor["p99_ms"]
+
+
 async def bench_backend(backend: str, total: int, runs: int, seconds: int) -> list[str]:
     if backend == "sqlite":
         VAR.mkdir(parents=True, exist_ok=True)
@@ -396,10 +417,10 @@ async def bench_backend(backend: str, total: int, runs: int, seconds: int) -> li
                     data={"grant_type": "client_credentials", "client_id": client_id, "client_secret": client_secret},
                 ).json()["access_token"]
                 lines.append(
-                    "| page | plain keyset SQL | plain rows + items | service (in-process) | HTTP endpoint (wrk) "
-                    "| service / plain | HTTP / plain |"
+                    "| page | plain keyset SQL | plain rows + items | service (in-process) | bare HTTP, same bytes "
+                    "| HTTP endpoint | service / plain | HTTP / plain | HTTP / (plain + bare HTTP) |"
                 )
-                lines.append("|---|---|---|---|---|---|---|")
+                lines.append("|---|---|---|---|---|---|---|---|---|")
                 for name, case_since, after, body in cases:
                     # The first page's high-water is "now"; pin it for the plain query's equivalent.
                     hw = high_water if after is not None else datetime.now(UTC)
@@ -414,8 +435,8 @@ async def bench_backend(backend: str, total: int, runs: int, seconds: int) -> li
                     request = schemas.read_list_body(jsonio.dumps(body))
 
                     async def in_process(r: schemas.ListOrdersRequest = request) -> None:
-                        # As the endpoint reads it (a short read: docs/decisions/0012).
-                        page = await rt.db.short_read(lambda session: service.list_orders(rt, session, account_id, r))
+                        # As the endpoint reads it (a driver read: docs/decisions/0066).
+                        page = await rt.db.driver_read(lambda reader: service.list_orders(rt, reader, account_id, r))
                         assert len(page.documents) == 200 and page.json()
 
                     figures = [await timed(fn, runs) for fn in (plain_documents, plain_rows, in_process)]
@@ -423,6 +444,7 @@ async def bench_backend(backend: str, total: int, runs: int, seconds: int) -> li
                         f"{base}/api/orders/List", json=body, headers={"Authorization": f"Bearer {token}"}
                     )
                     assert check.status_code == 200 and len(check.json()["Orders"]) == 200, check.text
+                    figures.append(bare_http_floor(check.content, body, seconds))
                     over_http = wrk(
                         f"{base}/api/orders/List",
                         seconds=seconds,
@@ -433,8 +455,11 @@ async def bench_backend(backend: str, total: int, runs: int, seconds: int) -> li
                     assert not over_http["non_2xx"], over_http
                     figures.append((over_http["p50_ms"], over_http["p99_ms"]))
                     cells = " | ".join(f"{median:.2f} / {p99:.2f}" for median, p99 in figures)
-                    plain_median, _rows_median, svc_median, http_median = (median for median, _ in figures)
-                    ratios = f"{svc_median / plain_median:.1f}x | {http_median / plain_median:.1f}x"
+                    plain_median, _rows, svc_median, bare_median, http_median = (median for median, _ in figures)
+                    ratios = (
+                        f"{svc_median / plain_median:.1f}x | {http_median / plain_median:.1f}x | "
+                        f"{http_median / (plain_median + bare_median):.1f}x"
+                    )
                     lines.append(f"| {name} | {cells} | {ratios} |")
         finally:
             await plain.close()

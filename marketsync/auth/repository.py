@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, bindparam, delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import Database
+from marketsync.db import Database, PreparedRead
 from marketsync.models import AccessToken, Account, Credential
 
 
@@ -39,15 +39,18 @@ async def delete_credential(session: AsyncSession, credential: Credential) -> No
     await session.delete(credential)
 
 
-# Built once: constructing the statement per request cost more than running it.
-_LIVE_TOKEN = select(AccessToken.account_id, AccessToken.credential_id, AccessToken.scopes).where(
-    AccessToken.token_hash == bindparam("token_hash"), AccessToken.expires_at > bindparam("now")
+# Built and compiled once: constructing the statement per request cost more than running it, and running it
+# through SQLAlchemy's execution machinery cost ten times the query itself (docs/decisions/0013).
+_LIVE_TOKEN = PreparedRead(
+    select(AccessToken.account_id, AccessToken.credential_id, AccessToken.scopes).where(
+        AccessToken.token_hash == bindparam("token_hash"), AccessToken.expires_at > bindparam("now")
+    )
 )
 
 
-async def find_live_token(db: Database, token_hash: str, now: datetime) -> Row[Any] | None:
-    """(account_id, credential_id, scopes) of a live token, by the hot-path read."""
-    return await db.read_one(_LIVE_TOKEN, {"token_hash": token_hash, "now": now})
+async def find_live_token(db: Database, token_hash: str, now: datetime) -> tuple[Any, ...] | None:
+    """(account_id, credential_id, scopes) of a live token, read on the raw driver at every request."""
+    return await db.first(_LIVE_TOKEN, {"token_hash": token_hash, "now": now})
 
 
 async def delete_expired_tokens(session: AsyncSession, now: datetime) -> int:

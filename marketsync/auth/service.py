@@ -115,7 +115,8 @@ async def authenticate(rt: Runtime, token: str) -> Caller | None:
     row = await repository.find_live_token(rt.db, crypto.keyed_hash(rt.settings.hash_key, token), rt.clock.now())
     if row is None:
         return None
-    return Caller(row.account_id, row.credential_id, frozenset(row.scopes.split()))
+    account_id, credential_id, scopes = row
+    return Caller(account_id, credential_id, frozenset(scopes.split()))
 
 
 def all_scopes() -> list[str]:

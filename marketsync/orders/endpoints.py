@@ -47,8 +47,8 @@ async def list_orders(request: Request, caller: OrdersReader, rt: RuntimeDep) ->
     with `UpdatedSince` = `NextUpdatedSince`. No body is the same as `{}`: the first page of everything.
     An empty `OrderStatuses` or `ServiceOrderIDs` array is a 400 (omit the field instead)."""
     body = schemas.read_list_body(await request.body())
-    # A page is bounded (Limit <= 200) and read by index: a short read (docs/decisions/0012).
-    page = await rt.db.short_read(lambda session: service.list_orders(rt, session, caller.account_id, body))
+    # A page is one bounded index range of stored documents: a driver read (docs/decisions/0066).
+    page = await rt.db.driver_read(lambda reader: service.list_orders(rt, reader, caller.account_id, body))
     return Response(page.json(), media_type="application/json")
 
 
@@ -59,8 +59,8 @@ async def get_order(
     rt: RuntimeDep,
     includeCustomerData: bool = Query(False),
 ) -> Response:
-    document = await rt.db.short_read(
-        lambda session: service.get_order(session, caller.account_id, order_id, include_customer=includeCustomerData)
+    document = await rt.db.driver_read(
+        lambda reader: service.get_order(reader, caller.account_id, order_id, include_customer=includeCustomerData)
     )
     return Response(schemas.one_body(document), media_type="application/json")
 

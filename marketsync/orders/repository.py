@@ -1,7 +1,7 @@
 """All order queries. Every query is scoped by account.
 
-Reads for the API (a page of 200 orders is on the hot path) run hand-written SQL on the driver connection
-inside the session's transaction and return plain tuples: no ORM entities, no per-value type processing.
+Reads for the API (a page of 200 orders is on the hot path) run hand-written SQL on a raw driver connection
+(`db.DriverReader`) and return plain tuples: no ORM entities, no per-value type processing.
 A page is one keyset query returning each order's stored document (docs/decisions/0066-order-documents.md).
 Rendering a document reads the order's rows: the order and its items in one query (a LEFT JOIN), then
 shipments and refund lines only for orders that have any. Writes load ORM entities.
@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import dialect_of
+from marketsync.db import DriverReader, dialect_of
 from marketsync.kit.clock import iso
 from marketsync.models import MarketplaceConnection
 from marketsync.models.orders import Order, OrderFeed, OrderItem
@@ -160,20 +160,8 @@ class _Sql:
         return f"{column} IN ({', '.join(self.bind(value) for value in values)})"
 
 
-async def _driver(session: AsyncSession) -> Any:
-    """The driver connection (aiosqlite / asyncpg) under the session's transaction."""
-    connection = await session.connection()
-    return (await connection.get_raw_connection()).driver_connection
-
-
-async def _fetch(session: AsyncSession, sql: _Sql, text: str) -> list[Row]:
-    driver = await _driver(session)
-    rows: list[Row]
-    if sql.postgres:
-        rows = await driver.fetch(text, *sql.params)
-    else:
-        rows = list(await driver.execute_fetchall(text, sql.params))
-    return rows
+async def _fetch(reader: DriverReader, sql: _Sql, text: str) -> list[Row]:
+    return await reader.fetch(text, sql.params)
 
 
 # A page reads each order's stored document (docs/decisions/0066-order-documents.md): the keyset query returns
@@ -194,7 +182,7 @@ def _document_columns(sql: _Sql, include_customer: bool) -> str:
 
 
 async def page_of_documents(
-    session: AsyncSession,
+    reader: DriverReader,
     account_id: str,
     *,
     order_ids: Collection[str] | None,
@@ -211,7 +199,7 @@ async def page_of_documents(
     The conditions keep the shape `account_id = ? AND updated_at ... ORDER BY updated_at, id`, a range
     walk of ix_orders_account_updated (or ix_orders_account_status_updated with OrderStatuses).
     """
-    sql = _Sql(dialect_of(session) == "postgresql")
+    sql = _Sql(reader.postgres)
     where = [f"orders.account_id = {sql.bind(account_id)}", f"orders.updated_at <= {sql.bind_time(high_water)}"]
     if order_ids is not None:
         where.append(sql.bind_in("orders.id", order_ids))
@@ -230,24 +218,22 @@ async def page_of_documents(
         f"SELECT {_document_columns(sql, include_customer)} FROM orders WHERE {conditions} "  # noqa: S608
         f"ORDER BY orders.updated_at, orders.id LIMIT {limit_to}"
     )
-    return await _fetch(session, sql, text)
+    return await _fetch(reader, sql, text)
 
 
-async def document_by_id(
-    session: AsyncSession, account_id: str, order_id: str, *, include_customer: bool
-) -> Row | None:
-    sql = _Sql(dialect_of(session) == "postgresql")
+async def document_by_id(reader: DriverReader, account_id: str, order_id: str, *, include_customer: bool) -> Row | None:
+    sql = _Sql(reader.postgres)
     conditions = f"orders.account_id = {sql.bind(account_id)} AND orders.id = {sql.bind(order_id)}"
     text = f"SELECT {_document_columns(sql, include_customer)} FROM orders WHERE {conditions}"  # noqa: S608
-    rows = await _fetch(session, sql, text)
+    rows = await _fetch(reader, sql, text)
     return rows[0] if rows else None
 
 
-async def orders_to_render(session: AsyncSession, order_ids: Collection[str]) -> OrderRows:
+async def orders_to_render(reader: DriverReader, order_ids: Collection[str]) -> OrderRows:
     """Orders by id with everything their document holds (customer data included), from the tables."""
-    sql = _Sql(dialect_of(session) == "postgresql")
+    sql = _Sql(reader.postgres)
     page = f"SELECT {{columns}} FROM orders WHERE {sql.bind_in('orders.id', order_ids)}"  # noqa: S608
-    return await _orders_with_children(session, sql, page, include_customer=True)
+    return await _orders_with_children(reader, sql, page, include_customer=True)
 
 
 _ORDERS = Order.__table__
@@ -289,7 +275,7 @@ async def lock_stale_documents(session: AsyncSession, version: int, limit: int) 
     return list((await session.execute(query)).scalars())
 
 
-async def _orders_with_children(session: AsyncSession, sql: _Sql, page: str, include_customer: bool) -> OrderRows:
+async def _orders_with_children(reader: DriverReader, sql: _Sql, page: str, include_customer: bool) -> OrderRows:
     """The orders `page` selects joined with their items (one query), then shipments/refunds if any."""
     order_columns = ORDER_COLUMNS + CUSTOMER_COLUMNS if include_customer else ORDER_COLUMNS
     width = len(order_columns)
@@ -305,7 +291,7 @@ async def _orders_with_children(session: AsyncSession, sql: _Sql, page: str, inc
     shipped: set[str] = set()
     last_id = ""
     items: list[Row] = []
-    for row in await _fetch(session, sql, text):
+    for row in await _fetch(reader, sql, text):
         order_id: str = row[_ORDER_ID]
         if order_id != last_id:
             last_id = order_id
@@ -317,26 +303,24 @@ async def _orders_with_children(session: AsyncSession, sql: _Sql, page: str, inc
                 shipped.add(order_id)
     result = OrderRows(orders)
     if shipped:
-        result.shipments = await _children(session, sql.postgres, "order_shipments", SHIPMENT_COLUMNS, shipped)
+        result.shipments = await _children(reader, "order_shipments", SHIPMENT_COLUMNS, shipped)
     refunded = [order[_ORDER_ID] for order, _ in orders if order[_ORDER_REFUNDED_TOTAL] > 0]
     if refunded:
-        result.refund_lines = await _children(
-            session, sql.postgres, "order_refund_lines", REFUND_LINE_COLUMNS, refunded
-        )
+        result.refund_lines = await _children(reader, "order_refund_lines", REFUND_LINE_COLUMNS, refunded)
     return result
 
 
 async def _children(
-    session: AsyncSession, postgres: bool, table: str, columns: Sequence[str], order_ids: Collection[str]
+    reader: DriverReader, table: str, columns: Sequence[str], order_ids: Collection[str]
 ) -> dict[str, list[Row]]:
     """Rows of a child table per order id, oldest first (created_at, id)."""
-    sql = _Sql(postgres)
+    sql = _Sql(reader.postgres)
     selected = ", ".join(sql.column(table, name) for name in columns)
     condition = sql.bind_in(f"{table}.order_id", order_ids)
     order = f"{table}.created_at, {table}.id"
     text = f"SELECT {table}.order_id, {selected} FROM {table} WHERE {condition} ORDER BY {order}"  # noqa: S608
     grouped: dict[str, list[Row]] = defaultdict(list)
-    for row in await _fetch(session, sql, text):
+    for row in await _fetch(reader, sql, text):
         grouped[row[0]].append(row[1:])
     return grouped
 

@@ -20,6 +20,7 @@ from typing import Any
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from marketsync.db import DriverReader, session_reader
 from marketsync.errors import NotFound, ValidationFailed
 from marketsync.jobs.service import enqueue
 from marketsync.kit.clock import iso
@@ -257,7 +258,7 @@ class OrderPage:
 
 
 async def list_orders(
-    rt: Runtime, session: AsyncSession, account_id: str, request: schemas.ListOrdersRequest
+    rt: Runtime, reader: DriverReader, account_id: str, request: schemas.ListOrdersRequest
 ) -> OrderPage:
     fingerprint = rules.filter_fingerprint(
         request.ServiceOrderIDs, request.OrderStatuses, request.UpdatedSince, request.FromDate, request.ToDate
@@ -282,7 +283,7 @@ async def list_orders(
         high_water, after = cursor.high_water, (cursor.last_updated_at, cursor.last_id)
     lower_bounds = [d for d in (request.UpdatedSince, request.FromDate) if d is not None]
     rows = await repository.page_of_documents(
-        session,
+        reader,
         account_id,
         order_ids=request.ServiceOrderIDs,
         statuses=request.OrderStatuses,
@@ -302,23 +303,23 @@ async def list_orders(
         next_cursor = rules.encode_cursor(
             rules.Cursor(last_updated_at, last[repository.DOCUMENT_ID], high_water, fingerprint)
         )
-    documents = await _documents(session, rows, include_customer=request.IncludeCustomerData)
+    documents = await _documents(reader, rows, include_customer=request.IncludeCustomerData)
     return OrderPage(documents, next_cursor, high_water - SETTLE)
 
 
-async def get_order(session: AsyncSession, account_id: str, order_id: str, *, include_customer: bool) -> bytes:
+async def get_order(reader: DriverReader, account_id: str, order_id: str, *, include_customer: bool) -> bytes:
     """The order's JSON document (schemas.OrderOut), exactly as List shows it."""
-    row = await repository.document_by_id(session, account_id, order_id, include_customer=include_customer)
+    row = await repository.document_by_id(reader, account_id, order_id, include_customer=include_customer)
     if row is None:
         raise NotFound("No order with this id.")
-    return (await _documents(session, [row], include_customer=include_customer))[0]
+    return (await _documents(reader, [row], include_customer=include_customer))[0]
 
 
-async def _documents(session: AsyncSession, rows: Sequence[repository.Row], *, include_customer: bool) -> list[bytes]:
+async def _documents(reader: DriverReader, rows: Sequence[repository.Row], *, include_customer: bool) -> list[bytes]:
     """The wire JSON of each document row; a row without a current document is rendered from its tables."""
     current = schemas.DOCUMENT_VERSION
     stale = [row[repository.DOCUMENT_ID] for row in rows if row[repository.DOCUMENT_VERSION] != current]
-    rendered = await _render(session, stale) if stale else {}
+    rendered = await _render(reader, stale) if stale else {}
     documents = []
     for order_id, _updated_at, version, document, customer in rows:
         if version != current:
@@ -327,9 +328,9 @@ async def _documents(session: AsyncSession, rows: Sequence[repository.Row], *, i
     return documents
 
 
-async def _render(session: AsyncSession, order_ids: Sequence[str]) -> dict[str, tuple[bytes, bytes]]:
+async def _render(reader: DriverReader, order_ids: Sequence[str]) -> dict[str, tuple[bytes, bytes]]:
     """(document, customer_document) of each order, from its rows."""
-    rows = await repository.orders_to_render(session, order_ids)
+    rows = await repository.orders_to_render(reader, order_ids)
     orders = schemas.orders_json(
         rows.orders, rows.shipments, rows.refund_lines, include_customer=True, wire_time=repository.wire_time
     )
@@ -342,8 +343,9 @@ RENDER_BATCH = 500
 async def store_documents(session: AsyncSession, order_ids: Collection[str]) -> None:
     """Store the current document of each order; every change calls this in its own transaction, after flushing."""
     ordered = sorted(order_ids)
+    reader = await session_reader(session)
     for start in range(0, len(ordered), RENDER_BATCH):
-        rendered = await _render(session, ordered[start : start + RENDER_BATCH])
+        rendered = await _render(reader, ordered[start : start + RENDER_BATCH])
         documents = [(order_id, document, customer) for order_id, (document, customer) in rendered.items()]
         await repository.store_documents(session, documents, schemas.DOCUMENT_VERSION)
 

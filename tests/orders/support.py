@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import sqlalchemy as sa
 
+from marketsync.db import session_reader
 from marketsync.marketplaces.connector import MarketplaceOrder, MarketplaceOrderItem, PostalAddress
 from marketsync.models import MarketplaceConnection
 from marketsync.orders import repository, schemas, service
@@ -116,7 +117,7 @@ async def rendered_documents(rt: Runtime, order_ids: list[str]) -> dict[str, tup
     if not order_ids:
         return {}
     async with rt.db.read() as session:
-        rows = await repository.orders_to_render(session, order_ids)
+        rows = await repository.orders_to_render(await session_reader(session), order_ids)
     orders = schemas.orders_json(
         rows.orders, rows.shipments, rows.refund_lines, include_customer=True, wire_time=repository.wire_time
     )

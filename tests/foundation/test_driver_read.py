@@ -1,0 +1,76 @@
+"""Database.driver_read: hand-written SQL on the raw driver for bounded hot-path reads (decision 0066)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from marketsync.db import DriverReader
+from marketsync.runtime import Runtime
+from tests.support.factories import make_account
+
+
+def _placeholder(reader: DriverReader, n: int) -> str:
+    return f"${n}" if reader.postgres else "?"
+
+
+async def _names(reader: DriverReader, prefix: str) -> list[str]:
+    rows = await reader.fetch(
+        f"SELECT name FROM accounts WHERE name LIKE {_placeholder(reader, 1)} ORDER BY name", [prefix + "%"]
+    )
+    return [row[0] for row in rows]
+
+
+async def test_reads_with_the_backends_own_placeholders(rt: Runtime) -> None:
+    for name in ("dr-b", "dr-a"):
+        await make_account(rt, name=name)
+    assert await rt.db.driver_read(lambda reader: _names(reader, "dr-")) == ["dr-a", "dr-b"]
+    assert (await rt.db.driver_read(lambda reader: _names(reader, "nobody"))) == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+async def test_sqlite_work_reads_one_snapshot(rt: Runtime) -> None:
+    await make_account(rt, name="snap-1")
+
+    async def twice(reader: DriverReader) -> tuple[list[str], list[str]]:
+        before = await _names(reader, "snap-")
+        async with rt.db.transaction() as session:  # a write committed between the two reads
+            await session.execute(
+                sa.text("INSERT INTO accounts (id, name, created_at) VALUES ('SNAP2', 'snap-2', '2026-01-01')")
+            )
+        return before, await _names(reader, "snap-")
+
+    before, after = await rt.db.driver_read(twice)
+    assert before == after == ["snap-1"]
+    assert await rt.db.driver_read(lambda reader: _names(reader, "snap-")) == ["snap-1", "snap-2"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+async def test_a_locked_sqlite_file_reruns_the_work_through_a_session(rt: Runtime) -> None:
+    await make_account(rt, name="locked-1")
+    readers: list[str] = []
+
+    async def flaky(reader: DriverReader) -> Sequence[Any]:
+        readers.append(type(reader).__name__)
+        if len(readers) == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return await _names(reader, "locked-")
+
+    assert await rt.db.driver_read(flaky) == ["locked-1"]
+    assert readers == ["_SqliteDriverReader", "_SessionDriverReader"]
+    # The raw connection was left outside any transaction: the next read opens its own.
+    assert await rt.db.driver_read(lambda reader: _names(reader, "locked-")) == ["locked-1"]
+
+
+async def test_a_read_inside_a_read_joins_it(rt: Runtime) -> None:
+    await make_account(rt, name="nested-1")
+
+    async def outer(reader: DriverReader) -> tuple[list[str], list[str]]:
+        inner = await rt.db.driver_read(lambda inner_reader: _names(inner_reader, "nested-"))
+        return await _names(reader, "nested-"), inner
+
+    assert await rt.db.driver_read(outer) == (["nested-1"], ["nested-1"])
