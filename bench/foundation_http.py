@@ -58,12 +58,9 @@ def fixed_cost_app(rt: Runtime) -> FastAPI:
     async def authenticated_noop(caller: MarketplacesReader, rt: RuntimeDep) -> Response:
         return Response(b"{}", media_type="application/json")
 
-    app.include_router(router)
-    included = app.router.routes.pop()
-    position = next(
-        i for i, route in enumerate(app.router.routes) if getattr(route, "original_router", None) is marketplaces_router
-    )
-    app.router.routes.insert(position, included)
+    (route,) = router.routes
+    position = next(i for i, existing in enumerate(app.router.routes) if existing in marketplaces_router.routes)
+    app.router.routes.insert(position, route)
     return app
 
 

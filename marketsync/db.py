@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import aiosqlite
+import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import Row, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect, Engine, make_url
@@ -29,6 +30,17 @@ T = TypeVar("T")
 _IN_LOOP_BUSY_TIMEOUT_MS = 50
 # asyncpg connections kept per process for prepared reads: each lookup holds one for a single round trip.
 _POSTGRES_PREPARED_CONNECTIONS = 2
+# ... and for driver reads (pages of orders), apart, so a page never makes a token lookup wait.
+_POSTGRES_DRIVER_READ_CONNECTIONS = 4
+# What a dropped connection or a restarted server raises on a kept asyncpg connection (terminated backends
+# answer the next call with admin_shutdown, or leave the protocol mid-state).
+_POSTGRES_CONNECTION_LOST: tuple[type[BaseException], ...] = (
+    OSError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.OperatorInterventionError,
+)
 # Keys of SQLAlchemy's asyncpg connect arguments that its adapter consumes rather than asyncpg.
 _SQLALCHEMY_ONLY_CONNECT_ARGS = ("prepared_statement_cache_size", "prepared_statement_name_func", "async_creator_fn")
 
@@ -232,23 +244,26 @@ class _PostgresReadConnections:
             self._loop = loop
         return loop is self._loop
 
-    async def fetch_row(self, sql: str, arguments: Sequence[Any]) -> Any:
-        import asyncpg  # type: ignore[import-untyped]
-
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        """A kept connection for one short piece of work; one that failed or was interrupted is discarded."""
         async with self._gate:
             connection = self._idle.pop() if self._idle else None
             try:
                 if connection is None:
                     args, kwargs = self._connect_args
                     connection = await asyncpg.connect(*args, **kwargs)
-                row = await connection.fetchrow(sql, *arguments)
+                yield connection
             except BaseException:
                 # A failed or interrupted connection may be mid-protocol: never reuse it.
                 if connection is not None:
                     connection.terminate()
                 raise
             self._idle.append(connection)
-            return row
+
+    async def fetch_row(self, sql: str, arguments: Sequence[Any]) -> Any:
+        async with self.connection() as connection:
+            return await connection.fetchrow(sql, *arguments)
 
     async def close(self) -> None:
         idle, self._idle = self._idle, []
@@ -278,6 +293,11 @@ class Database:
             self._sqlite_prepared: _SqliteReadConnections | None = (
                 _SqliteReadConnections(parsed.database or "", self._hot_reader.dialect) if in_file else None
             )
+            # Driver reads have connections of their own: a token lookup never runs inside a page's snapshot.
+            self._sqlite_driver_reads: _SqliteReadConnections | None = (
+                _SqliteReadConnections(parsed.database or "", self._hot_reader.dialect) if in_file else None
+            )
+            self._postgres_driver_reads: _PostgresReadConnections | None = None
         else:
             self._hot_reader = None
             self._in_loop_engine = None
@@ -286,6 +306,10 @@ class Database:
             self._sqlite_prepared = None
             self._postgres_prepared = _PostgresReadConnections(
                 self.url, self.engine.dialect, _POSTGRES_PREPARED_CONNECTIONS
+            )
+            self._sqlite_driver_reads = None
+            self._postgres_driver_reads = _PostgresReadConnections(
+                self.url, self.engine.dialect, _POSTGRES_DRIVER_READ_CONNECTIONS
             )
         self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         # SQLite: in the event loop; PostgreSQL: autocommit (READ COMMITTED snapshots are per statement anyway).
@@ -386,15 +410,17 @@ class Database:
     async def driver_read(self, work: Callable[[DriverReader], Awaitable[T]]) -> T:
         """`work(reader)`: hand-written SQL on the raw driver, for bounded hot-path reads (a page of orders).
 
-        SQLite: this thread's plain sqlite3 connection in the event loop, inside BEGIN/COMMIT (one snapshot for
-        all of `work`'s queries), without SQLAlchemy's session and pool (~1.3 ms a page). A locked file makes
-        `work` run again through `short_read`, so `work` must only read. PostgreSQL: `short_read`'s driver
-        connection (docs/decisions/0066-order-documents.md).
+        Without SQLAlchemy's session and pool (~1.3 ms a page on SQLite against a 0.55 ms query;
+        docs/decisions/0066-order-documents.md). SQLite: a plain sqlite3 connection of this thread inside
+        BEGIN/COMMIT, one snapshot for all of `work`'s queries; a locked file makes `work` run again through
+        `short_read`, so `work` must only read. PostgreSQL: a kept asyncpg connection in autocommit (READ
+        COMMITTED, as `short_read`); a driver failure (dropped connection, restarted server) or another event
+        loop makes `work` run through `short_read`.
         """
-        if self._sqlite_prepared is not None:
-            connection = self._sqlite_prepared.connection()
-            # sqlite3 work never suspends the coroutine, so no other read can interleave on this connection;
-            # a caller already inside one just joins it.
+        if self._sqlite_driver_reads is not None:
+            connection = self._sqlite_driver_reads.connection()
+            # sqlite3 calls never suspend the coroutine, so reads on this thread cannot interleave inside the
+            # transaction; a read nested in another just joins it.
             own_transaction = not connection.in_transaction
             try:
                 if own_transaction:
@@ -406,6 +432,12 @@ class Database:
                         connection.execute("COMMIT")
             except sqlite3.OperationalError:
                 pass
+        elif self._postgres_driver_reads is not None and self._postgres_driver_reads.usable_here():
+            try:
+                async with self._postgres_driver_reads.connection() as pg_connection:
+                    return await work(_AsyncpgDriverReader(pg_connection))
+            except _POSTGRES_CONNECTION_LOST:
+                pass
         return await self.short_read(lambda session: _with_session_reader(session, work))
 
     async def dispose(self) -> None:
@@ -413,6 +445,10 @@ class Database:
             self._sqlite_prepared.close()
         if self._postgres_prepared is not None:
             await self._postgres_prepared.close()
+        if self._sqlite_driver_reads is not None:
+            self._sqlite_driver_reads.close()
+        if self._postgres_driver_reads is not None:
+            await self._postgres_driver_reads.close()
         if self._hot_reader is not None:
             self._hot_reader.dispose()
         if self._in_loop_engine is not None:
@@ -450,6 +486,17 @@ class _SqliteDriverReader:
 
     async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
         return self._connection.execute(sql, arguments).fetchall()
+
+
+class _AsyncpgDriverReader:
+    postgres = True
+
+    def __init__(self, connection: Any) -> None:
+        self._connection = connection
+
+    async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
+        rows: list[Sequence[Any]] = await self._connection.fetch(sql, *arguments)
+        return rows
 
 
 class _SessionDriverReader:

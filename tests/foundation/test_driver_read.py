@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.exc import DBAPIError
 
 from marketsync.db import DriverReader
 from marketsync.runtime import Runtime
@@ -74,3 +76,28 @@ async def test_a_read_inside_a_read_joins_it(rt: Runtime) -> None:
         return await _names(reader, "nested-"), inner
 
     assert await rt.db.driver_read(outer) == (["nested-1"], ["nested-1"])
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+async def test_postgres_reads_on_a_kept_connection_and_survive_dropped_connections(rt: Runtime) -> None:
+    await make_account(rt, name="kept-1")
+    readers: list[str] = []
+
+    async def names(reader: DriverReader) -> list[str]:
+        readers.append(type(reader).__name__)
+        return await _names(reader, "kept-")
+
+    assert await rt.db.driver_read(names) == ["kept-1"]
+    async with rt.db.engine.connect() as admin:
+        await admin.execute(
+            sa.text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        )
+    # The dropped kept connection sends the read through a session (whose pool may itself fail one checkout,
+    # as it always has); the next read opens a new kept connection.
+    with contextlib.suppress(DBAPIError):
+        assert await rt.db.driver_read(names) == ["kept-1"]
+    assert await rt.db.driver_read(names) == ["kept-1"]
+    assert readers[0] == readers[-1] == "_AsyncpgDriverReader"
