@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -34,6 +34,18 @@ async def test_reads_with_the_backends_own_placeholders(rt: Runtime) -> None:
     assert (await rt.db.driver_read(lambda reader: _names(reader, "nobody"))) == []
 
 
+def _recording(readers: list[str], prefix: str, *, locked_once: bool = False) -> Callable[[DriverReader], Any]:
+    """Work that notes which reader ran it (and, with locked_once, fails its first run as a locked file would)."""
+
+    async def work(reader: DriverReader) -> list[str]:
+        readers.append(type(reader).__name__)
+        if locked_once and len(readers) == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return await _names(reader, prefix)
+
+    return work
+
+
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 async def test_sqlite_work_reads_one_snapshot(rt: Runtime) -> None:
     await make_account(rt, name="snap-1")
@@ -55,14 +67,7 @@ async def test_sqlite_work_reads_one_snapshot(rt: Runtime) -> None:
 async def test_a_locked_sqlite_file_reruns_the_work_through_a_session(rt: Runtime) -> None:
     await make_account(rt, name="locked-1")
     readers: list[str] = []
-
-    async def flaky(reader: DriverReader) -> Sequence[Any]:
-        readers.append(type(reader).__name__)
-        if len(readers) == 1:
-            raise sqlite3.OperationalError("database is locked")
-        return await _names(reader, "locked-")
-
-    assert await rt.db.driver_read(flaky) == ["locked-1"]
+    assert await rt.db.driver_read(_recording(readers, "locked-", locked_once=True)) == ["locked-1"]
     assert readers == ["_SqliteDriverReader", "_SessionDriverReader"]
     # The raw connection was left outside any transaction: the next read opens its own.
     assert await rt.db.driver_read(lambda reader: _names(reader, "locked-")) == ["locked-1"]
@@ -82,11 +87,7 @@ async def test_a_read_inside_a_read_joins_it(rt: Runtime) -> None:
 async def test_postgres_reads_on_a_kept_connection_and_survive_dropped_connections(rt: Runtime) -> None:
     await make_account(rt, name="kept-1")
     readers: list[str] = []
-
-    async def names(reader: DriverReader) -> list[str]:
-        readers.append(type(reader).__name__)
-        return await _names(reader, "kept-")
-
+    names = _recording(readers, "kept-")
     assert await rt.db.driver_read(names) == ["kept-1"]
     async with rt.db.engine.connect() as admin:
         await admin.execute(
