@@ -6,10 +6,10 @@ Request models are strict for JSON: a value of the wrong JSON type (`Limit: "5"`
 Write bodies are read leniently (`read_write_body`): every shape error is collected, and the well-formed
 fields of every item are kept, so the service can add existence and state refusals to the same 400.
 
-`orders_json` builds the order dicts used identically by POST /api/orders/List and GET /api/orders/{id}.
-The response models below document that shape in the OpenAPI; responses are built as plain dicts of
-JSON values and serialised once with orjson, without per-request model validation (a page of 200
-orders is on the hot path).
+`orders_json` renders the one shape of an order; each change stores it as the order's document
+(docs/decisions/0066-order-documents.md), and POST /api/orders/List and GET /api/orders/{id} answer with the
+stored bytes. The response models below document that shape in the OpenAPI; responses are never validated
+against them per request (a page of 200 orders is on the hot path).
 """
 
 from __future__ import annotations
