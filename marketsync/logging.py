@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from collections.abc import MutableMapping
 from typing import Any
 
+import orjson
 import structlog
 
 from marketsync.kit.requestid import _request_id
@@ -29,6 +31,15 @@ class _CurrentStderr:
         sys.stderr.flush()
 
 
+def _json_line(event: Any, **kwargs: Any) -> str:
+    """structlog's serializer: orjson (a third of the stdlib's cost on the access line of every request), the stdlib
+    for what orjson refuses (integers beyond 64 bits), so a log call never fails."""
+    try:
+        return orjson.dumps(event, default=kwargs.get("default"), option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(event, **kwargs)
+
+
 _configured_level: int | None = None
 
 
@@ -45,7 +56,7 @@ def configure_logging(level: str = "INFO") -> None:
     handler = logging.StreamHandler(_CurrentStderr())
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            processor=structlog.processors.JSONRenderer(),
+            processor=structlog.processors.JSONRenderer(serializer=_json_line),
             foreign_pre_chain=[
                 _add_request_id,
                 structlog.processors.add_log_level,
@@ -66,7 +77,7 @@ def configure_logging(level: str = "INFO") -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
+            structlog.processors.JSONRenderer(serializer=_json_line),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
