@@ -30,17 +30,30 @@ T = TypeVar("T")
 _IN_LOOP_BUSY_TIMEOUT_MS = 50
 # asyncpg connections kept per process for prepared reads: each lookup holds one for a single round trip.
 _POSTGRES_PREPARED_CONNECTIONS = 2
-# ... and for driver reads (pages of orders), apart, so a page never makes a token lookup wait.
-_POSTGRES_DRIVER_READ_CONNECTIONS = 4
-# What a dropped connection or a restarted server raises on a kept asyncpg connection (terminated backends
-# answer the next call with admin_shutdown, or leave the protocol mid-state).
+# ... and for driver reads (pages of orders), apart, so a page never makes a token lookup wait. With SQLAlchemy's
+# pool (10 + 10 overflow) an API process may hold up to 24 connections (README, How it is built).
+_POSTGRES_DRIVER_READ_CONNECTIONS = 2
+# What a dropped connection or a restarted server raises on a kept asyncpg connection (terminated backends answer
+# the next call with admin_shutdown, or leave the protocol mid-state). Not QueryCanceledError (a statement timeout,
+# also an OperatorInterventionError): the connection is fine, and running the query again would only double it.
 _POSTGRES_CONNECTION_LOST: tuple[type[BaseException], ...] = (
     OSError,
     asyncpg.InterfaceError,
     asyncpg.InternalClientError,
     asyncpg.PostgresConnectionError,
-    asyncpg.exceptions.OperatorInterventionError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.CannotConnectNowError,
 )
+
+
+class _CannotOpen(Exception):
+    """A kept connection could not be opened (server down, too many connections): the caller falls back."""
+
+
+_POSTGRES_UNAVAILABLE: tuple[type[BaseException], ...] = (_CannotOpen, *_POSTGRES_CONNECTION_LOST)
+
+
 # Keys of SQLAlchemy's asyncpg connect arguments that its adapter consumes rather than asyncpg.
 _SQLALCHEMY_ONLY_CONNECT_ARGS = ("prepared_statement_cache_size", "prepared_statement_name_func", "async_creator_fn")
 
@@ -236,6 +249,7 @@ class _PostgresReadConnections:
         self._gate = asyncio.Semaphore(size)
         self._idle: list[Any] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
 
     def usable_here(self) -> bool:
         """asyncpg connections belong to the loop that opened them (so does SQLAlchemy's pool)."""
@@ -246,29 +260,49 @@ class _PostgresReadConnections:
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Any]:
-        """A kept connection for one short piece of work; one that failed or was interrupted is discarded."""
+        """A kept connection for one short piece of work (`_CannotOpen` if none can be opened).
+
+        After the work it is kept again, also when the work raised an ordinary error (a 404, a refused cursor, an
+        SQL error: asyncpg leaves the connection ready); one that was lost, or interrupted mid-call (cancelled), is
+        discarded, since it may be mid-protocol.
+        """
         async with self._gate:
             connection = self._idle.pop() if self._idle else None
-            try:
-                if connection is None:
-                    args, kwargs = self._connect_args
+            if connection is None:
+                args, kwargs = self._connect_args
+                try:
                     connection = await asyncpg.connect(*args, **kwargs)
+                except Exception as exc:
+                    raise _CannotOpen(str(exc)) from exc
+            try:
                 yield connection
-            except BaseException:
-                # A failed or interrupted connection may be mid-protocol: never reuse it.
-                if connection is not None:
+            except Exception as exc:
+                if isinstance(exc, _POSTGRES_CONNECTION_LOST) or connection.is_closed():
                     connection.terminate()
+                elif not self._closed:
+                    self._idle.append(connection)
                 raise
-            self._idle.append(connection)
+            except BaseException:
+                connection.terminate()
+                raise
+            if self._closed:
+                connection.terminate()
+            else:
+                self._idle.append(connection)
 
     async def fetch_row(self, sql: str, arguments: Sequence[Any]) -> Any:
         async with self.connection() as connection:
             return await connection.fetchrow(sql, *arguments)
 
     async def close(self) -> None:
+        """Close the idle connections; one in use is terminated when its work ends. Never raises."""
+        self._closed = True
         idle, self._idle = self._idle, []
         for connection in idle:
-            await connection.close()
+            try:
+                await connection.close(timeout=5)
+            except Exception:
+                connection.terminate()
 
 
 class Database:
@@ -429,14 +463,16 @@ class Database:
                     return await work(_SqliteDriverReader(connection))
                 finally:
                     if own_transaction:
-                        connection.execute("COMMIT")
+                        _end_read(connection)
             except sqlite3.OperationalError:
-                pass
+                # Locked: the threaded read waits for the file as every other read does (busy_timeout 30 s).
+                async with self.read() as session:
+                    return await _with_session_reader(session, work)
         elif self._postgres_driver_reads is not None and self._postgres_driver_reads.usable_here():
             try:
                 async with self._postgres_driver_reads.connection() as pg_connection:
                     return await work(_AsyncpgDriverReader(pg_connection))
-            except _POSTGRES_CONNECTION_LOST:
+            except _POSTGRES_UNAVAILABLE:
                 pass
         return await self.short_read(lambda session: _with_session_reader(session, work))
 
@@ -468,6 +504,16 @@ def insert_for(session: AsyncSession, table: Any) -> sqlite.Insert | postgresql.
 
 def dialect_of(session: AsyncSession) -> str:
     return session.get_bind().dialect.name
+
+
+def _end_read(connection: sqlite3.Connection) -> None:
+    """COMMIT a read transaction; if that fails, ROLLBACK, so the connection never keeps an old snapshot."""
+    try:
+        connection.execute("COMMIT")
+    except sqlite3.Error:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
 
 
 class DriverReader(Protocol):

@@ -68,6 +68,8 @@ class Order(Base):
     document_version: Mapped[int] = mapped_column(
         SmallInteger, server_default="0", deferred=True, deferred_raiseload=True
     )
+    # The updated_at the document was rendered at: it is current only while this equals updated_at.
+    document_updated_at: Mapped[datetime | None] = mapped_column(deferred=True, deferred_raiseload=True)
 
 
 class OrderItem(Base):

@@ -166,14 +166,17 @@ async def _fetch(reader: DriverReader, sql: _Sql, text: str) -> list[Row]:
 
 # A page reads each order's stored document (docs/decisions/0066-order-documents.md): the keyset query returns
 # the bytes the response is made of. Positional columns of the document rows:
-DOCUMENT_ID, DOCUMENT_UPDATED_AT, DOCUMENT_VERSION, DOCUMENT, CUSTOMER_DOCUMENT = range(5)
+# DOCUMENT_CURRENT is true when the stored document is of `version` and was rendered at the order's present
+# last-changed time (a change that did not store one leaves it false: the order is rendered from its rows).
+DOCUMENT_ID, DOCUMENT_UPDATED_AT, DOCUMENT_CURRENT, DOCUMENT, CUSTOMER_DOCUMENT = range(5)
 
 
-def _document_columns(sql: _Sql, include_customer: bool) -> str:
+def _document_columns(sql: _Sql, version: int, include_customer: bool) -> str:
+    current = f"orders.document_version = {sql.bind(version)} AND orders.document_updated_at = orders.updated_at"
     columns = [
         "orders.id",
         sql.column("orders", "updated_at"),
-        "orders.document_version",
+        f"({current})",
         "orders.document",
         # Personal data: only read when the caller asked for customer data.
         "orders.customer_document" if include_customer else "NULL",
@@ -193,6 +196,7 @@ async def page_of_documents(
     high_water: datetime,
     limit: int,
     include_customer: bool,
+    version: int,
 ) -> list[Row]:
     """One keyset page of document rows in (updated_at, id) order, bounded above by the walk's high-water time.
 
@@ -200,6 +204,7 @@ async def page_of_documents(
     walk of ix_orders_account_updated (or ix_orders_account_status_updated with OrderStatuses).
     """
     sql = _Sql(reader.postgres)
+    columns = _document_columns(sql, version, include_customer)
     where = [f"orders.account_id = {sql.bind(account_id)}", f"orders.updated_at <= {sql.bind_time(high_water)}"]
     if order_ids is not None:
         where.append(sql.bind_in("orders.id", order_ids))
@@ -215,16 +220,19 @@ async def page_of_documents(
     limit_to = sql.bind(limit)
     # Qualified names: ORDER BY must walk the index on the stored column, not sort the selected text.
     text = (
-        f"SELECT {_document_columns(sql, include_customer)} FROM orders WHERE {conditions} "  # noqa: S608
+        f"SELECT {columns} FROM orders WHERE {conditions} "  # noqa: S608
         f"ORDER BY orders.updated_at, orders.id LIMIT {limit_to}"
     )
     return await _fetch(reader, sql, text)
 
 
-async def document_by_id(reader: DriverReader, account_id: str, order_id: str, *, include_customer: bool) -> Row | None:
+async def document_by_id(
+    reader: DriverReader, account_id: str, order_id: str, *, include_customer: bool, version: int
+) -> Row | None:
     sql = _Sql(reader.postgres)
+    columns = _document_columns(sql, version, include_customer)
     conditions = f"orders.account_id = {sql.bind(account_id)} AND orders.id = {sql.bind(order_id)}"
-    text = f"SELECT {_document_columns(sql, include_customer)} FROM orders WHERE {conditions}"  # noqa: S608
+    text = f"SELECT {columns} FROM orders WHERE {conditions}"  # noqa: S608
     rows = await _fetch(reader, sql, text)
     return rows[0] if rows else None
 
@@ -246,6 +254,8 @@ _STORE_DOCUMENT = (
         document=bindparam("b_document"),
         customer_document=bindparam("b_customer_document"),
         document_version=bindparam("b_version"),
+        # The stamp is copied in SQL: exactly the stored value, whatever each driver makes of timestamps.
+        document_updated_at=_ORDERS.c.updated_at,
     )
 )
 
@@ -331,15 +341,23 @@ async def _children(
 async def orders_by_marketplace_ids(
     session: AsyncSession, account_id: str, marketplace_id: str, marketplace_order_ids: Collection[str]
 ) -> dict[str, Order]:
+    """Pulled orders already stored, locked like `lock_orders` (in id order on PostgreSQL): a re-pull merges into
+    the latest committed state, never over a Confirm or Update committed meanwhile."""
     if not marketplace_order_ids:
         return {}
-    result = await session.execute(
-        select(Order).where(
+    query = (
+        select(Order)
+        .where(
             Order.account_id == account_id,
             Order.marketplace_id == marketplace_id,
             Order.marketplace_order_id.in_(list(marketplace_order_ids)),
         )
+        .order_by(Order.id)
+        .execution_options(populate_existing=True)
     )
+    if dialect_of(session) == "postgresql":
+        query = query.with_for_update()
+    result = await session.execute(query)
     return {order.marketplace_order_id: order for order in result.scalars()}
 
 

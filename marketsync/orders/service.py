@@ -142,9 +142,9 @@ async def ingest_pulled_orders(
     latest: dict[str, MarketplaceOrder] = {}
     for pulled in orders:
         latest[pulled.marketplace_order_id] = pulled  # a repeated order collapses to its last occurrence
-    now = rt.clock.now()
     existing = await repository.orders_by_marketplace_ids(session, connection.account_id, connection.id, list(latest))
     items_by_order = await repository.items_of_orders(session, [order.id for order in existing.values()])
+    now = rt.clock.now()  # after the locks: a change committed while we waited is older than ours
     new_count = 0
     changed: set[str] = set()
     for marketplace_order_id, pulled in latest.items():
@@ -293,6 +293,7 @@ async def list_orders(
         high_water=high_water,
         limit=request.Limit + 1,
         include_customer=request.IncludeCustomerData,
+        version=schemas.DOCUMENT_VERSION,
     )
     has_more = len(rows) > request.Limit
     del rows[request.Limit :]
@@ -309,7 +310,9 @@ async def list_orders(
 
 async def get_order(reader: DriverReader, account_id: str, order_id: str, *, include_customer: bool) -> bytes:
     """The order's JSON document (schemas.OrderOut), exactly as List shows it."""
-    row = await repository.document_by_id(reader, account_id, order_id, include_customer=include_customer)
+    row = await repository.document_by_id(
+        reader, account_id, order_id, include_customer=include_customer, version=schemas.DOCUMENT_VERSION
+    )
     if row is None:
         raise NotFound("No order with this id.")
     return (await _documents(reader, [row], include_customer=include_customer))[0]
@@ -317,12 +320,11 @@ async def get_order(reader: DriverReader, account_id: str, order_id: str, *, inc
 
 async def _documents(reader: DriverReader, rows: Sequence[repository.Row], *, include_customer: bool) -> list[bytes]:
     """The wire JSON of each document row; a row without a current document is rendered from its tables."""
-    current = schemas.DOCUMENT_VERSION
-    stale = [row[repository.DOCUMENT_ID] for row in rows if row[repository.DOCUMENT_VERSION] != current]
+    stale = [row[repository.DOCUMENT_ID] for row in rows if not row[repository.DOCUMENT_CURRENT]]
     rendered = await _render(reader, stale) if stale else {}
     documents = []
-    for order_id, _updated_at, version, document, customer in rows:
-        if version != current:
+    for order_id, _updated_at, current, document, customer in rows:
+        if not current:
             document, customer = rendered[order_id]
         documents.append(schemas.with_customer(document, customer) if include_customer else document)
     return documents

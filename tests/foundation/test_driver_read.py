@@ -102,3 +102,22 @@ async def test_postgres_reads_on_a_kept_connection_and_survive_dropped_connectio
         assert await rt.db.driver_read(names) == ["kept-1"]
     assert await rt.db.driver_read(names) == ["kept-1"]
     assert readers[0] == readers[-1] == "_AsyncpgDriverReader"
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+async def test_an_error_of_the_work_keeps_the_postgres_connection(rt: Runtime) -> None:
+    """A 404 or a refused cursor is no reason to reconnect (and near max_connections it would fail)."""
+
+    async def backend_pid(reader: DriverReader) -> int:
+        (row,) = await reader.fetch("SELECT pg_backend_pid()", [])
+        return int(row[0])
+
+    async def not_found(reader: DriverReader) -> None:
+        await reader.fetch("SELECT 1", [])
+        raise LookupError("no such order")
+
+    first = await rt.db.driver_read(backend_pid)
+    for _ in range(3):
+        with pytest.raises(LookupError):
+            await rt.db.driver_read(not_found)
+    assert await rt.db.driver_read(backend_pid) == first

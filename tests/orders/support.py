@@ -103,13 +103,19 @@ async def ingest_one(
     return await order_by_marketplace_id(api, headers, pulled.marketplace_order_id)
 
 
-async def stored_documents(rt: Runtime) -> dict[str, tuple[bytes | None, bytes | None, int | None]]:
-    """Every order's stored (document, customer_document, document_version), by order id."""
+async def stored_documents(rt: Runtime) -> dict[str, tuple[bytes | None, bytes | None, int, bool]]:
+    """Every order's stored (document, customer_document, document_version, stamped at its updated_at), by id."""
     async with rt.db.read() as session:
         result = await session.execute(
-            sa.text("SELECT id, document, customer_document, document_version FROM orders ORDER BY id")
+            sa.text(
+                "SELECT id, document, customer_document, document_version,"
+                " (document_updated_at IS NOT NULL AND document_updated_at = updated_at) FROM orders ORDER BY id"
+            )
         )
-        return {order_id: (bytes(d) if d else None, bytes(c) if c else None, v) for order_id, d, c, v in result}
+        return {
+            order_id: (bytes(d) if d else None, bytes(c) if c else None, v, bool(stamped))
+            for order_id, d, c, v, stamped in result
+        }
 
 
 async def rendered_documents(rt: Runtime, order_ids: list[str]) -> dict[str, tuple[bytes, bytes]]:
@@ -128,6 +134,6 @@ async def assert_documents_current(rt: Runtime) -> None:
     """Every order's stored document is current and byte-identical to a fresh render of its rows."""
     stored = await stored_documents(rt)
     rendered = await rendered_documents(rt, list(stored))
-    for order_id, (document, customer, version) in stored.items():
-        assert version == schemas.DOCUMENT_VERSION, order_id
+    for order_id, (document, customer, version, stamped) in stored.items():
+        assert version == schemas.DOCUMENT_VERSION and stamped, order_id
         assert (document, customer) == rendered[order_id], order_id
