@@ -7,7 +7,8 @@ Generates the orders once per database (bulk: sqlite3 executemany / asyncpg COPY
 through the same code the `orders.documents` schedule runs), keeps the database for later runs, then measures
 three pages (first page, a deep cursor page at the middle, an UpdatedSince page near the end) in the same run:
 - plain keyset SQL: the page query the service sends (keyset on (updated_at, id), each order's stored
-  document and whether it is current; docs/decisions/0066-order-documents.md), raw driver (sqlite3 / asyncpg): the floor;
+  document and whether it is current; docs/decisions/0066-order-documents.md), raw driver (sqlite3 /
+  asyncpg): the floor;
 - plain rows + items: the order columns and the items query, raw driver (what a page would read without
   stored documents; the previous design's floor, for reference);
 - service: what the endpoint does in-process, without HTTP: the driver read, `orders.service.list_orders`

@@ -119,7 +119,7 @@ def _add_operational_routes(app: FastAPI, rt: Runtime) -> None:
 
 
 def api_routes() -> list[APIRoute]:
-    """Every route of the domain routers (each carries its full path: APIRouter applies a prefix when it creates one)."""
+    """Every route of the domain routers (each carries its full path: APIRouter applies its prefix on creation)."""
     return [route for router in ROUTERS for route in router.routes if isinstance(route, APIRoute)]
 
 
