@@ -18,9 +18,9 @@ from typing import Any, Protocol, TypeVar
 
 import aiosqlite
 import asyncpg  # type: ignore[import-untyped]
-from sqlalchemy import Row, create_engine, event
+from sqlalchemy import Row, event
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Dialect, Engine, make_url
+from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.sql import Executable, Select
@@ -86,20 +86,6 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-def _sqlite_hot_reader(url: str) -> Engine:
-    engine = create_engine(url, pool_size=2, max_overflow=2)
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA query_only=ON")
-        cursor.execute("PRAGMA busy_timeout=50")  # never hold the event loop: fall back to the async path
-        cursor.close()
-
-    return engine
-
-
 class _InLoopSqliteConnection(aiosqlite.Connection):
     """aiosqlite's interface run in the calling thread: no worker thread, so no hop per call.
 
@@ -152,8 +138,11 @@ class _CompiledRead:
     sql: str
     binds: tuple[tuple[str, Callable[[Any], Any] | None], ...]
     columns: tuple[Callable[[Any], Any] | None, ...] | None  # None: no column needs converting
+    constants: Mapping[str, Any]  # values written into the statement (`status == "Pending"`)
 
     def arguments(self, params: Mapping[str, Any]) -> tuple[Any, ...]:
+        if self.constants:
+            params = {**self.constants, **params}
         return tuple(params[name] if convert is None else convert(params[name]) for name, convert in self.binds)
 
     def row(self, values: Sequence[Any]) -> tuple[Any, ...]:
@@ -169,7 +158,8 @@ class PreparedRead:
 
     Build it once at import time. It is compiled once per dialect, and its parameters and columns go through
     SQLAlchemy's own type processors, so values compare exactly as through SQLAlchemy (a UTCDateTime binds as
-    naive UTC: text on SQLite, TIMESTAMP on PostgreSQL). Positional binds only (no IN-lists, no literal binds).
+    naive UTC: text on SQLite, TIMESTAMP on PostgreSQL). Positional binds only (no IN-lists, no literal binds);
+    `bindparam`s take `params` at each call, values written into the statement are bound as they are.
     """
 
     def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
@@ -194,6 +184,7 @@ class PreparedRead:
             sql=compiled.string,
             binds=tuple((name, processors.get(name)) for name in compiled.positiontup),
             columns=readers if any(readers) else None,
+            constants={name: bind.value for name, bind in compiled.binds.items() if not bind.required},
         )
 
 
@@ -319,21 +310,19 @@ class Database:
             _configure_sqlite(self.engine, immediate=False)
             self.write_engine = create_async_engine(self.url, echo=echo, pool_size=1, max_overflow=0, pool_timeout=60)
             _configure_sqlite(self.write_engine, immediate=True)
-            self._hot_reader: Engine | None = _sqlite_hot_reader(parsed.set(drivername="sqlite").render_as_string())
             self._in_loop_engine: AsyncEngine | None = _in_loop_sqlite_reader(self.url, parsed.database or ":memory:")
             self._postgres_prepared: _PostgresReadConnections | None = None
             # An in-memory database is private to its connection: a second one would see no tables.
             in_file = bool(parsed.database) and parsed.database != ":memory:"
             self._sqlite_prepared: _SqliteReadConnections | None = (
-                _SqliteReadConnections(parsed.database or "", self._hot_reader.dialect) if in_file else None
+                _SqliteReadConnections(parsed.database or "", self.engine.dialect) if in_file else None
             )
             # Driver reads have connections of their own: a token lookup never runs inside a page's snapshot.
             self._sqlite_driver_reads: _SqliteReadConnections | None = (
-                _SqliteReadConnections(parsed.database or "", self._hot_reader.dialect) if in_file else None
+                _SqliteReadConnections(parsed.database or "", self.engine.dialect) if in_file else None
             )
             self._postgres_driver_reads: _PostgresReadConnections | None = None
         else:
-            self._hot_reader = None
             self._in_loop_engine = None
             self.engine = create_async_engine(self.url, echo=echo, pool_size=10, max_overflow=10, pool_pre_ping=False)
             self.write_engine = self.engine
@@ -374,33 +363,19 @@ class Database:
         async with self._reader() as session, session.begin():
             yield session
 
-    async def read_one(self, statement: Executable, params: Mapping[str, Any] | None = None) -> Row[Any] | None:
-        """One small indexed read on the hottest path (the bearer-token lookup of every request).
-
-        SQLite: a plain sqlite3 read in the event loop (WAL readers never wait for writers; ~0.1 ms against
-        ~2 ms through the aiosqlite thread), falling back to the async path if the file is briefly locked.
-        PostgreSQL: one autocommit round trip instead of BEGIN/SELECT/COMMIT.
-        A statement built once with `bindparam`s and run with `params` skips rebuilding it per call (~0.4 ms).
-        """
-        if self._hot_reader is not None:
-            try:
-                with self._hot_reader.connect() as connection:
-                    return connection.execute(statement, params).first()
-            except OperationalError:
-                pass
-        return await self._read_one_async(statement, params)
-
-    async def _read_one_async(self, statement: Executable, params: Mapping[str, Any] | None) -> Row[Any] | None:
+    async def _autocommit_first(self, statement: Executable, params: Mapping[str, Any] | None) -> Row[Any] | None:
+        """`first`'s fallback: one autocommit statement through SQLAlchemy (PostgreSQL: no BEGIN/COMMIT)."""
         async with self._autocommit.connect() as connection:
             return (await connection.execute(statement, params)).first()
 
     async def first(self, prepared: PreparedRead, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
-        """The first row of a `PreparedRead`, on the raw driver: `read_one` without SQLAlchemy's per-call work.
+        """The first row of a `PreparedRead`, on the raw driver, without SQLAlchemy's per-call work (the bearer-token
+        lookup of every request; the workers' idle checks).
 
-        SQLite: this thread's plain sqlite3 connection in the event loop (~0.01 ms against ~0.16 ms for
-        `read_one`); a locked file (OperationalError) falls back to the async path, as `read_one` does.
-        PostgreSQL: asyncpg on a kept connection (~0.08 ms of CPU against ~0.5 ms); any driver failure, or
-        another event loop, falls back to `read_one`'s autocommit path, which then behaves exactly as before.
+        SQLite: this thread's plain sqlite3 connection in the event loop (~0.01 ms against ~0.16 ms through a
+        SQLAlchemy connection; WAL readers never wait for writers); a locked file (OperationalError) falls back to
+        the autocommit path. PostgreSQL: asyncpg on a kept connection (~0.08 ms of CPU against ~0.5 ms); any driver
+        failure, or another event loop, falls back to the same path, which then behaves exactly as before.
         Nothing is cached: every call reads the database (a revoked token fails on the next request).
         """
         if self._sqlite_prepared is not None:
@@ -419,7 +394,7 @@ class Database:
                 pass
             else:
                 return None if record is None else compiled.row(record)
-        row = await self._read_one_async(prepared.statement, params)
+        row = await self._autocommit_first(prepared.statement, params)
         return None if row is None else tuple(row)
 
     async def short_read(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
@@ -485,8 +460,6 @@ class Database:
             self._sqlite_driver_reads.close()
         if self._postgres_driver_reads is not None:
             await self._postgres_driver_reads.close()
-        if self._hot_reader is not None:
-            self._hot_reader.dispose()
         if self._in_loop_engine is not None:
             await self._in_loop_engine.dispose()
         await self.engine.dispose()

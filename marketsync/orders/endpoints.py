@@ -30,10 +30,6 @@ def _body_doc(model: type[BaseModel], *, required: bool = True) -> dict[str, Any
     return {"requestBody": {"required": required, "content": content}}
 
 
-def _json(body: Any) -> Response:
-    return Response(jsonio.dumps(body), media_type="application/json")
-
-
 @router.post(
     "/List",
     response_model=schemas.OrderListOut,

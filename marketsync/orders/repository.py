@@ -85,7 +85,6 @@ SHIPMENT_COLUMNS = (
 REFUND_LINE_COLUMNS = ("refund_id", "reason", "currency", "created_at", "order_item_id", "quantity", "amount")
 
 _ORDER_ID = ORDER_COLUMNS.index("id")
-_ORDER_UPDATED_AT = ORDER_COLUMNS.index("updated_at")
 _ORDER_REFUNDED_TOTAL = ORDER_COLUMNS.index("refunded_total")
 _ITEM_SHIPPED = ITEM_COLUMNS.index("shipped_quantity")
 
@@ -110,11 +109,6 @@ class OrderRows:
     orders: list[tuple[Row, list[Row]]]
     shipments: dict[str, list[Row]] = field(default_factory=dict)
     refund_lines: dict[str, list[Row]] = field(default_factory=dict)
-
-    @staticmethod
-    def key_of(order: Row) -> tuple[datetime, str]:
-        """The keyset position (updated_at, id) of an order of this page, exact to the microsecond."""
-        return key_time(order[_ORDER_UPDATED_AT]), order[_ORDER_ID]
 
 
 def wire_time(value: str) -> str:

@@ -321,7 +321,7 @@ async def get_order(reader: DriverReader, account_id: str, order_id: str, *, inc
 async def _documents(reader: DriverReader, rows: Sequence[repository.Row], *, include_customer: bool) -> list[bytes]:
     """The wire JSON of each document row; a row without a current document is rendered from its tables."""
     stale = [row[repository.DOCUMENT_ID] for row in rows if not row[repository.DOCUMENT_CURRENT]]
-    rendered = await _render(reader, stale) if stale else {}
+    rendered = await render_documents(reader, stale) if stale else {}
     documents = []
     for order_id, _updated_at, current, document, customer in rows:
         if not current:
@@ -330,7 +330,7 @@ async def _documents(reader: DriverReader, rows: Sequence[repository.Row], *, in
     return documents
 
 
-async def _render(reader: DriverReader, order_ids: Sequence[str]) -> dict[str, tuple[bytes, bytes]]:
+async def render_documents(reader: DriverReader, order_ids: Sequence[str]) -> dict[str, tuple[bytes, bytes]]:
     """(document, customer_document) of each order, from its rows."""
     rows = await repository.orders_to_render(reader, order_ids)
     orders = schemas.orders_json(
@@ -347,7 +347,7 @@ async def store_documents(session: AsyncSession, order_ids: Collection[str]) -> 
     ordered = sorted(order_ids)
     reader = await session_reader(session)
     for start in range(0, len(ordered), RENDER_BATCH):
-        rendered = await _render(reader, ordered[start : start + RENDER_BATCH])
+        rendered = await render_documents(reader, ordered[start : start + RENDER_BATCH])
         documents = [(order_id, document, customer) for order_id, (document, customer) in rendered.items()]
         await repository.store_documents(session, documents, schemas.DOCUMENT_VERSION)
 

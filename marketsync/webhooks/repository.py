@@ -9,9 +9,11 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Table, and_, bindparam, delete, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import BindParameter
 
-from marketsync.db import Database, insert_for
+from marketsync.db import Database, PreparedRead, insert_for
 from marketsync.models import Event
+from marketsync.models.base import UTCDateTime
 from marketsync.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
 
 PENDING, SUCCEEDED, FAILED, CANCELLED = "Pending", "Succeeded", "Failed", "Cancelled"
@@ -144,7 +146,7 @@ class AbandonedAttempt:
     attempt: int
 
 
-def _due(now: datetime) -> ColumnElement[bool]:
+def _due(now: datetime | BindParameter[datetime]) -> ColumnElement[bool]:
     return and_(
         WebhookDelivery.status == PENDING,
         WebhookDelivery.next_attempt_at <= now,
@@ -152,13 +154,22 @@ def _due(now: datetime) -> ColumnElement[bool]:
     )
 
 
+_ANY_UNDISPATCHED_EVENT = PreparedRead(select(exists().where(Event.dispatched_at.is_(None))))
+_ANY_DUE_DELIVERY = PreparedRead(select(exists().where(_due(bindparam("now", type_=UTCDateTime())))))
+
+
 async def has_undispatched_events(db: Database) -> bool:
     """A read-only look before taking the write lock: idle workers must not serialise on SQLite's writer."""
-    return await db.read_one(select(Event.id).where(Event.dispatched_at.is_(None)).limit(1)) is not None
+    return await _exists(db, _ANY_UNDISPATCHED_EVENT, {})
 
 
 async def has_due_deliveries(db: Database, now: datetime) -> bool:
-    return await db.read_one(select(WebhookDelivery.id).where(_due(now)).limit(1)) is not None
+    return await _exists(db, _ANY_DUE_DELIVERY, {"now": now})
+
+
+async def _exists(db: Database, prepared: PreparedRead, params: dict[str, Any]) -> bool:
+    row = await db.first(prepared, params)
+    return bool(row and row[0])
 
 
 async def claim_due(

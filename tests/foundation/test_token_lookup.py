@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import APIRouter
-from sqlalchemy import bindparam, delete, select, text
+from sqlalchemy import bindparam, delete, exists, select, text
 from sqlalchemy.exc import DBAPIError
 
 from marketsync.app import create_app
@@ -17,7 +17,7 @@ from marketsync.auth import repository
 from marketsync.auth.dependencies import InventoryReader, OrdersReader
 from marketsync.db import PreparedRead
 from marketsync.kit import crypto
-from marketsync.models import AccessToken
+from marketsync.models import AccessToken, Account
 from marketsync.runtime import Runtime
 from tests.support.factories import make_account, make_credential, make_tenant
 from tests.support.server import serve
@@ -45,7 +45,8 @@ async def make_token_row(rt: Runtime, expires_at: datetime = EXPIRES, scopes: st
 
 
 async def through_sqlalchemy(rt: Runtime, token_hash: str, now: datetime) -> tuple[Any, ...] | None:
-    row = await rt.db.read_one(repository._LIVE_TOKEN.statement, {"token_hash": token_hash, "now": now})
+    async with rt.db.read() as session:
+        row = (await session.execute(repository._LIVE_TOKEN.statement, {"token_hash": token_hash, "now": now})).first()
     return None if row is None else tuple(row)
 
 
@@ -130,6 +131,15 @@ async def test_prepared_read_refuses_expanding_parameters(rt: Runtime) -> None:
     )
     with pytest.raises(ValueError, match="positional"):
         await rt.db.first(prepared, {"hashes": ["a"]})
+
+
+async def test_prepared_read_binds_values_written_into_the_statement(rt: Runtime) -> None:
+    account_id = await make_account(rt, name="constant-name")
+    prepared = PreparedRead(
+        select(exists().where(Account.name == "constant-name", Account.id == bindparam("account_id")))
+    )
+    assert await rt.db.first(prepared, {"account_id": account_id}) == (True,)
+    assert await rt.db.first(prepared, {"account_id": "someone-else"}) == (False,)
 
 
 async def test_two_scopes_on_one_route_spend_one_request_of_budget(rt: Runtime) -> None:

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from marketsync.db import session_reader
 from marketsync.marketplaces.connector import MarketplaceOrder, MarketplaceOrderItem, PostalAddress
 from marketsync.models import MarketplaceConnection
-from marketsync.orders import repository, schemas, service
+from marketsync.orders import schemas, service
 from marketsync.runtime import Runtime
 
 _sequence = itertools.count(1)
@@ -123,11 +123,7 @@ async def rendered_documents(rt: Runtime, order_ids: list[str]) -> dict[str, tup
     if not order_ids:
         return {}
     async with rt.db.read() as session:
-        rows = await repository.orders_to_render(await session_reader(session), order_ids)
-    orders = schemas.orders_json(
-        rows.orders, rows.shipments, rows.refund_lines, include_customer=True, wire_time=repository.wire_time
-    )
-    return {order["ServiceOrderID"]: schemas.order_document(order) for order in orders}
+        return await service.render_documents(await session_reader(session), order_ids)
 
 
 async def assert_documents_current(rt: Runtime) -> None:
