@@ -403,7 +403,9 @@ async def bench_backend(backend: str, total: int, runs: int, seconds: int) -> li
         deep_after = (BASE_TIME + timedelta(seconds=middle), _id(middle, "O"))
         since = BASE_TIME + timedelta(seconds=int(total * 0.9))
         fingerprint = rules.filter_fingerprint(None, None, None, None, None)
-        deep_cursor = rules.encode_cursor(rules.Cursor(deep_after[0], deep_after[1], high_water, fingerprint))
+        deep_cursor = rules.encode_cursor(
+            rules.Cursor(deep_after[0], deep_after[1], high_water, fingerprint), rt.settings.hash_key
+        )
         cases: list[tuple[str, datetime | None, tuple[datetime, str] | None, dict[str, Any]]] = [
             ("first page", None, None, {"Limit": 200}),
             ("deep cursor page (middle)", None, deep_after, {"Limit": 200, "Cursor": deep_cursor}),

@@ -84,8 +84,21 @@ class IdempotencyMismatch(ApiError):
     title = "This Idempotency-Key was used with a different request body."
 
 
-class PayloadTooLarge(ApiError):
-    status, code, title = 413, "payload-too-large", "The request body is too large."
+class BodyRefused(StarletteHTTPException):
+    """Raised while a body streams in. An HTTPException, because FastAPI re-raises those from body parsing and turns
+    any other exception into a bare 400: an oversized chunked body must answer 413 on every route."""
+
+    def __init__(self, status: int, code: str, title: str, errors: Mapping[str, Sequence[str]] | None = None) -> None:
+        super().__init__(status, title)
+        self.code, self.title = code, title
+        self.errors = {k: list(v) for k, v in (errors or {}).items()}
+
+    def response(self) -> Response:
+        return problem_response(self.status_code, self.code, self.title, self.errors or None)
+
+
+def payload_too_large(limit: int) -> BodyRefused:
+    return BodyRefused(413, "payload-too-large", f"The request body exceeds {limit} bytes.")
 
 
 class RateLimited(ApiError):
@@ -167,6 +180,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> Response:
+        if isinstance(exc, BodyRefused):
+            return exc.response()
         code, title = _STATUS_CODES.get(exc.status_code, ("error", "The request failed."))
         errors = None
         if exc.status_code == 400:  # the framework could not read the body (bad encoding, nesting...)

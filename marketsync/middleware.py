@@ -10,7 +10,13 @@ from typing import Any
 import structlog
 from prometheus_client import Counter, Histogram
 
-from marketsync.errors import PayloadTooLarge, ValidationFailed, internal_error_response, problem_response
+from marketsync.errors import (
+    BodyRefused,
+    ValidationFailed,
+    internal_error_response,
+    payload_too_large,
+    problem_response,
+)
 from marketsync.kit.requestid import begin_request
 
 Scope = MutableMapping[str, Any]
@@ -34,6 +40,7 @@ _JSON_BODY_METHODS = {b"POST", b"PUT", b"PATCH"}
 # PostgreSQL text cannot hold U+0000 (and SQLite would truncate on it): refused at the edge for every route.
 _NUL_MESSAGE = "Strings must not contain the NUL character (U+0000)."
 _JSON_NUL = b"\\u0000"
+_NO_STORE = (b"cache-control", b"no-store")
 
 
 def _metrics(method: str, route: str, status: int, elapsed_s: float) -> None:
@@ -56,6 +63,8 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])
+        # API answers are per account (orders carry customer data): no shared or browser cache may keep them.
+        private = scope["path"].startswith("/api/")
         request_id = begin_request(headers.get(b"x-request-id", b"").decode("latin-1") or None)
         started = time.perf_counter()
         status_holder = [500]
@@ -66,6 +75,8 @@ class RequestContextMiddleware:
                 started_response[0] = True
                 status_holder[0] = message["status"]
                 extra = [(b"x-request-id", request_id.encode())]
+                if private:
+                    extra.append(_NO_STORE)
                 rate_headers = scope.get("state", {}).get("rate_limit_headers")
                 if rate_headers and message["status"] != 429:
                     extra += [(k.lower().encode(), v.encode()) for k, v in rate_headers.items()]
@@ -78,8 +89,8 @@ class RequestContextMiddleware:
                 await rejection(scope, receive, send_with_id)
             else:
                 await self.app(scope, self._limited(receive), send_with_id)
-        except PayloadTooLarge as exc:  # raised before the app's own handlers could render it
-            await problem_response(exc.status, exc.code, exc.title)(scope, receive, send_with_id)
+        except BodyRefused as exc:  # raised where the app's own handlers could not render it
+            await exc.response()(scope, receive, send_with_id)
         except Exception as exc:
             # Rendered here rather than by Starlette's outer error middleware, so it carries X-Request-Id.
             log.exception("unhandled_error", error_class=type(exc).__name__)
@@ -104,7 +115,7 @@ class RequestContextMiddleware:
             return problem_response(400, "validation-failed", ValidationFailed.title, {"request": [_NUL_MESSAGE]})
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
-            return problem_response(413, "payload-too-large", f"The request body exceeds {self.max_body_bytes} bytes.")
+            return payload_too_large(self.max_body_bytes).response()
         path: str = scope["path"]
         if path.startswith("/api/") and scope["method"].encode() in _JSON_BODY_METHODS:
             media = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
@@ -133,9 +144,9 @@ class RequestContextMiddleware:
                 chunk = message.get("body", b"")
                 seen += len(chunk)
                 if seen > limit:
-                    raise PayloadTooLarge(f"The request body exceeds {limit} bytes.")
+                    raise payload_too_large(limit)
                 if _JSON_NUL in tail + chunk:
-                    raise ValidationFailed(errors={"body": [_NUL_MESSAGE]})
+                    raise BodyRefused(400, "validation-failed", ValidationFailed.title, {"body": [_NUL_MESSAGE]})
                 tail = chunk[-5:]
             return message
 

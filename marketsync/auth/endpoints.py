@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 from urllib.parse import parse_qsl, unquote_plus
 
 from fastapi import APIRouter, Request
@@ -14,11 +15,14 @@ from marketsync.auth import service
 from marketsync.auth.dependencies import runtime_of
 from marketsync.auth.service import TokenError
 from marketsync.kit import jsonio
+from marketsync.kit.ratelimit import RateDecision
 
 router = APIRouter(tags=["Token"])
 
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 BASIC_CHALLENGE = 'Basic realm="marketsync", charset="UTF-8"'
+# Issued client_ids are 24 characters; anything much longer cannot match and is refused before any lookup.
+MAX_CLIENT_ID_CHARS = 128
 
 
 class TokenResponse(BaseModel):
@@ -43,16 +47,34 @@ def _error(exc: TokenError, *, basic: bool, retry_after: int | None = None) -> R
     return Response(jsonio.dumps(body), status_code=exc.status, media_type="application/json", headers=headers)
 
 
+class _OverBudget(Exception):
+    """The client's failure budget for this source ran out while the request was being checked."""
+
+
+def _throttled(decision: RateDecision, *, basic: bool) -> Response:
+    exc = TokenError("temporarily_unavailable", "Too many failed attempts for this client.", 429)
+    return _error(exc, basic=basic, retry_after=max(1, decision.reset_in))
+
+
 def _basic_credentials(header: str) -> tuple[str, str]:
     try:
         decoded = base64.b64decode(header.strip(), validate=True).decode()
     except (binascii.Error, UnicodeDecodeError) as exc:
         raise TokenError("invalid_client", "Malformed Basic credentials.", 401) from exc
     client_id, sep, secret = decoded.partition(":")
-    if not sep:
-        raise TokenError("invalid_client", "Malformed Basic credentials.", 401)
     # RFC 6749 section 2.3.1: both parts are form-urlencoded before Basic encoding.
-    return unquote_plus(client_id), unquote_plus(secret)
+    client_id, secret = unquote_plus(client_id), unquote_plus(secret)
+    if not sep or "\x00" in client_id or "\x00" in secret:
+        raise TokenError("invalid_client", "Malformed Basic credentials.", 401)
+    return client_id, secret
+
+
+def _failure_key(client_id: str, request: Request) -> tuple[str, str, str]:
+    """Failed attempts are counted per client *and* source (docs/decisions/0160-token-failure-throttle.md): someone
+    guessing a client's secret locks out only their own address, and the key's size is fixed whatever was sent."""
+    digest = hashlib.sha256(client_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    source = request.client.host if request.client else "unknown"
+    return ("token-failures", digest, source)
 
 
 def _form(raw: bytes) -> dict[str, str]:
@@ -62,6 +84,9 @@ def _form(raw: bytes) -> dict[str, str]:
         raise TokenError("invalid_request", "The body is not UTF-8 form data.") from exc
     form: dict[str, str] = {}
     for name, value in pairs:
+        if "\x00" in name or "\x00" in value:
+            # PostgreSQL text cannot hold U+0000: refused here, as the middleware refuses it in JSON bodies.
+            raise TokenError("invalid_request", "Parameters must not contain the NUL character (U+0000).")
         if name in form:
             raise TokenError("invalid_request", f"Parameter '{name}' is repeated.")
         form[name] = value
@@ -124,17 +149,28 @@ async def token(request: Request) -> Response:
         else:
             raise TokenError("invalid_client", "Client authentication is required.", 401)
 
-        failure_key = ("token-failures", client_id)
-        if rt.limiter is not None and not await rt.limiter.peek(rt.settings.token_failure_limit, *failure_key):
-            decision = await rt.limiter.hit(rt.settings.token_failure_limit, *failure_key)
-            exc = TokenError("temporarily_unavailable", "Too many failed attempts for this client.", 429)
-            return _error(exc, basic=basic, retry_after=max(1, decision.reset_in))
+        if len(client_id) > MAX_CLIENT_ID_CHARS:
+            raise TokenError("invalid_client", "Client authentication failed.", 401)
+        failure_key = _failure_key(client_id, request)
+        limiter, limit = rt.limiter, rt.settings.token_failure_limit
+        if limiter is not None and not await limiter.peek(limit, *failure_key):
+            return _throttled(await limiter.hit(limit, *failure_key), basic=basic)
         try:
             async with rt.db.transaction() as session:
                 issued = await service.issue_token(rt, session, client_id, client_secret, form.get("scope"))
+                # A right secret after the budget was spent (by concurrent wrong ones) is refused like a wrong
+                # one: an answer beyond the budget teaches nothing. The transaction rolls back the token.
+                if limiter is not None and not await limiter.peek(limit, *failure_key):
+                    raise _OverBudget
+        except _OverBudget:
+            assert limiter is not None
+            return _throttled(await limiter.hit(limit, *failure_key), basic=basic)
         except TokenError as exc:
-            if exc.error == "invalid_client" and rt.limiter is not None:
-                await rt.limiter.hit(rt.settings.token_failure_limit, *failure_key)
+            if exc.error == "invalid_client" and limiter is not None:
+                # The hit is atomic: of N concurrent wrong secrets, only the budget's worth are answered 401.
+                decision = await limiter.hit(limit, *failure_key)
+                if not decision.allowed:
+                    return _throttled(decision, basic=basic)
             raise
     except TokenError as exc:
         return _error(exc, basic=basic)

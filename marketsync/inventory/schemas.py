@@ -7,7 +7,7 @@ The push body is parsed with exact decimals (`json.loads(parse_float=Decimal)`):
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, NoReturn
 
@@ -18,6 +18,7 @@ from marketsync.errors import ValidationFailed, validation_errors
 from marketsync.inventory import rules
 from marketsync.inventory.repository import ListingView
 from marketsync.inventory.rules import MAX_OFFSET, MAX_PUSH_ITEMS, PushItem
+from marketsync.kit.timestamps import in_utc
 
 
 class PushItemIn(BaseModel):
@@ -73,12 +74,30 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _is_unicode_text(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_is_unicode_text(k) and _is_unicode_text(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_is_unicode_text(item) for item in value)
+    return True
+
+
 def parse_push(raw: bytes) -> PushIn:
     """The push body with exact decimals; every bad field in one 400 keyed like `Items[3].Price`."""
     try:
         data = json.loads(raw or b"null", parse_float=Decimal, parse_constant=_reject_constant)
     except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser's stack
         raise ValidationFailed(errors={"body": ["The body is not valid JSON."]}) from None
+    # The standard parser accepts an escaped lone surrogate ("\ud800"), which no UTF-8 text (nor the database)
+    # can hold; only an escape can produce one, so bodies without `\u` skip the walk.
+    if b"\\u" in raw and not _is_unicode_text(data):
+        raise ValidationFailed(errors={"body": ["Strings must be valid Unicode text (no lone surrogates)."]})
     try:
         return PushIn.model_validate(data)
     except ValidationError as exc:
@@ -127,9 +146,7 @@ class ProductListIn(BaseModel):
     @field_validator("ModifiedSince")
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value
+        return None if value is None else in_utc(value)
 
 
 class ProductEntryOut(BaseModel):

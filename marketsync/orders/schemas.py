@@ -24,7 +24,6 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 import orjson
 from pydantic import (
     AfterValidator,
-    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -36,6 +35,7 @@ from pydantic_core import PydanticCustomError
 
 from marketsync.errors import ValidationFailed, validation_errors
 from marketsync.kit import jsonio
+from marketsync.kit.timestamps import UtcDatetime
 from marketsync.models.base import PRICE_SCALE
 from marketsync.orders import rules
 from marketsync.orders.rules import CancelReason, RefundReason
@@ -71,9 +71,9 @@ class ListOrdersRequest(Strict):
     OrderStatuses: (
         Annotated[list[OrderStatus], Field(max_length=len(rules.ORDER_STATUSES)), AfterValidator(_at_least_one)] | None
     ) = None
-    UpdatedSince: AwareDatetime | None = None
-    FromDate: AwareDatetime | None = None
-    ToDate: AwareDatetime | None = None
+    UpdatedSince: UtcDatetime | None = None
+    FromDate: UtcDatetime | None = None
+    ToDate: UtcDatetime | None = None
     Limit: Annotated[int, Field(ge=1, le=200)] = 50
     Cursor: Annotated[str, StringConstraints(min_length=1, max_length=500)] | None = None
     IncludeCustomerData: bool = False
@@ -81,7 +81,7 @@ class ListOrdersRequest(Strict):
 
 class ConfirmItem(Strict):
     OrderItemId: Id
-    ShipDate: AwareDatetime | None = None
+    ShipDate: UtcDatetime | None = None
     CarrierCode: ShortText | None = None
     CarrierName: ShortText | None = None
     ServiceLevel: ShortText | None = None

@@ -268,7 +268,7 @@ async def list_orders(
         high_water = rt.clock.now()
     else:
         try:
-            cursor = rules.decode_cursor(request.Cursor)
+            cursor = rules.decode_cursor(request.Cursor, rt.settings.hash_key)
         except ValueError:
             raise ValidationFailed(errors={"Cursor": ["Not a cursor issued by this service."]}) from None
         if cursor.fingerprint != fingerprint:
@@ -302,7 +302,7 @@ async def list_orders(
         last = rows[-1]
         last_updated_at = repository.key_time(last[repository.DOCUMENT_UPDATED_AT])
         next_cursor = rules.encode_cursor(
-            rules.Cursor(last_updated_at, last[repository.DOCUMENT_ID], high_water, fingerprint)
+            rules.Cursor(last_updated_at, last[repository.DOCUMENT_ID], high_water, fingerprint), rt.settings.hash_key
         )
     documents = await _documents(reader, rows, include_customer=request.IncludeCustomerData)
     return OrderPage(documents, next_cursor, high_water - SETTLE)

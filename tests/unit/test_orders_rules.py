@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -104,10 +105,26 @@ def test_cursor_round_trip_is_exact_and_rejects_garbage() -> None:
     cursor = rules.Cursor(
         datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC), "01ABC", datetime(2026, 1, 3, tzinfo=UTC), "f" * 16
     )
-    assert rules.decode_cursor(rules.encode_cursor(cursor)) == cursor
-    for garbage in ("", "abc", "eyJ1IjoxfQ", "!!!!"):
+    key = b"k" * 32
+    encoded = rules.encode_cursor(cursor, key)
+    assert rules.decode_cursor(encoded, key) == cursor
+    for garbage in ("", "abc", "eyJ1IjoxfQ", "!!!!", encoded.split(".")[0], encoded + "x"):
         with pytest.raises(ValueError):
-            rules.decode_cursor(garbage)
+            rules.decode_cursor(garbage, key)
+    with pytest.raises(ValueError):  # issued under another key
+        rules.decode_cursor(encoded, b"o" * 32)
+
+
+def test_a_hand_edited_cursor_is_refused_even_when_its_payload_is_well_formed() -> None:
+    key = b"k" * 32
+    cursor = rules.Cursor(datetime(2026, 1, 2, tzinfo=UTC), "01ABC", datetime(2026, 1, 3, tzinfo=UTC), "f" * 16)
+    payload, mac = rules.encode_cursor(cursor, key).split(".")
+    edited = base64.urlsafe_b64encode(
+        orjson.dumps({"u": 253402300799999999, "i": "01ABC", "h": 253402300799999999, "f": "f" * 16})
+    )
+    with pytest.raises(ValueError):
+        rules.decode_cursor(f"{edited.rstrip(b'=').decode()}.{mac}", key)
+    assert payload != edited.rstrip(b"=").decode()
 
 
 def test_filter_fingerprint_ignores_order_of_lists_but_not_values() -> None:
