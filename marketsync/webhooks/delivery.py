@@ -124,12 +124,17 @@ async def attempt(rt: Runtime, url: str, headers: dict[str, str], body: bytes) -
         elapsed = int((time.perf_counter() - began) * 1000)
         return AttemptResult(started_at, elapsed, status, error_class, detail and detail[:500], snippet)
 
+    # One deadline for the whole attempt, name resolution included: a slow resolver must not stretch it.
+    deadline = asyncio.get_running_loop().time() + rt.settings.webhook_timeout_s
     try:
-        target = await ssrf.check(rt, url)
+        async with asyncio.timeout_at(deadline):
+            target = await ssrf.check(rt, url)
     except ssrf.AddressRefused as exc:
         return result(None, "AddressRefused", str(exc))
     except ssrf.ResolutionFailed:
         return result(None, "DnsFailure", "the host name did not resolve")
+    except TimeoutError:
+        return result(None, "Timeout", "the host name did not resolve within the deadline")
 
     http = http_of(rt)
     client = http.pooled(target.host)
@@ -137,7 +142,7 @@ async def attempt(rt: Runtime, url: str, headers: dict[str, str], body: bytes) -
     if client is None:
         client = http._new_client()
     try:
-        async with asyncio.timeout(rt.settings.webhook_timeout_s):
+        async with asyncio.timeout_at(deadline):
             request = _pinned_request(client, target, headers, body)
             response = await client.send(request, stream=True)
             try:

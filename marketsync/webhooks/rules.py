@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from urllib.parse import urlsplit
 
+import idna
+
 from marketsync.webhooks.outbox import EVENT_TYPES
 
 # --- signing (spec section 6) -------------------------------------------------------------------------------
@@ -169,11 +171,27 @@ def url_problems(url: str) -> list[str]:
         return ["Must be an absolute https URL (scheme https)."]
     if not parts.hostname:
         return ["Must be an absolute https URL with a host."]
+    if parse_ip_literal(parts.hostname) is None:
+        try:
+            ascii_host(parts.hostname)
+        except ValueError:
+            return ["The host is not a valid (internationalised) domain name."]
     if parts.username is not None or parts.password is not None:
         return ["Must not carry credentials; authenticate deliveries with the signature instead."]
     if port == 0:
         return ["Port 0 is not valid."]
     return []
+
+
+def ascii_host(host: str) -> str:
+    """The DNS form of a host name (IDNA 2008 with UTS 46 mapping): what is resolved and sent as Host and SNI.
+    Raises ValueError for a name no DNS can hold."""
+    if host.isascii():
+        return host.lower()
+    try:
+        return idna.encode(host, uts46=True).decode("ascii")
+    except idna.IDNAError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def event_type_problems(event_types: Sequence[str]) -> dict[str, list[str]]:

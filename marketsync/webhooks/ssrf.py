@@ -83,8 +83,11 @@ class Target:
 
     @property
     def host_header(self) -> str:
+        """The Host header in its DNS form: an internationalised name goes on the wire as its A-labels."""
         parts = urlsplit(self.url)
-        return parts.netloc.rpartition("@")[2]
+        if self.is_ip_literal:
+            return parts.netloc.rpartition("@")[2]
+        return self.host if parts.port is None else f"{self.host}:{parts.port}"
 
 
 async def check(rt: Runtime, url: str) -> Target:
@@ -97,6 +100,10 @@ async def check(rt: Runtime, url: str) -> Target:
     if literal is not None:
         addresses = [literal]
     else:
+        try:
+            host = rules.ascii_host(host)
+        except ValueError:
+            raise ResolutionFailed("not a valid domain name") from None
         addresses = await resolver_of(rt).resolve(host, port)
         if not addresses:
             raise ResolutionFailed(host)

@@ -17,11 +17,12 @@ import trustme
 from marketsync.runtime import Runtime
 from marketsync.webhooks.delivery import HTTP_KEY
 from marketsync.webhooks.ssrf import RESOLVER_KEY, StaticResolver
-from tests.webhooks.receiver import HOSTNAME, Receiver, serve_https
+from tests.webhooks.receiver import HOSTNAME, IDN_ASCII, Receiver, serve_https
 
 FAKE_DNS = {
     HOSTNAME: "127.0.0.1",
     "other.example.test": "127.0.0.1",
+    IDN_ASCII: "127.0.0.1",  # bücher.example.test: only its DNS form is ever looked up
     "private.example.test": "10.1.2.3",
     "cgnat.example.test": "100.64.0.9",
     "linklocal.example.test": "169.254.169.254",
@@ -48,7 +49,9 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
     ca = trustme.CA()
     ca_file, cert_file, ip_cert_file = directory / "ca.pem", directory / "server.pem", directory / "ip.pem"
     ca.cert_pem.write_to_path(str(ca_file))
-    ca.issue_cert(HOSTNAME, "other.example.test").private_key_and_cert_chain_pem.write_to_path(str(cert_file))
+    ca.issue_cert(HOSTNAME, "other.example.test", IDN_ASCII).private_key_and_cert_chain_pem.write_to_path(
+        str(cert_file)
+    )
     ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(ip_cert_file))
     return Tls(str(ca_file), str(cert_file), str(ip_cert_file))
 

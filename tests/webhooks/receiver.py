@@ -11,6 +11,9 @@ from typing import Any
 import uvicorn
 
 HOSTNAME = "hooks.example.test"
+# An internationalised receiver name and its DNS (A-label) form.
+IDN_HOST = "bücher.example.test"
+IDN_ASCII = "xn--bcher-kva.example.test"
 
 Behaviour = Callable[["Received"], Awaitable[int] | int]
 
