@@ -31,7 +31,7 @@ import asyncpg
 import httpx
 from sqlalchemy import select, text
 
-from bench.support import create_scratch_pg, drop_scratch_pg, percentile, serve_runtime
+from bench.support import BENCH_KEYS, create_scratch_pg, drop_scratch_pg, percentile, serve_runtime
 from marketsync import migrate
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
@@ -188,6 +188,7 @@ async def run_backend(backend: str, products: int, pushes: int, directory: Path)
     else:
         scratch_pg, url = await create_scratch_pg("ms_bench")
     settings = Settings(
+        **BENCH_KEYS,
         database_url=url,
         var_dir=directory / "var",
         rate_limit="10000000/minute",

@@ -41,7 +41,7 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 import httpx
 
-from bench.support import free_port, process, wrk
+from bench.support import BENCH_KEY_ENV, BENCH_KEYS, free_port, process, wrk
 from marketsync import migrate
 from marketsync.auth import service as auth_service
 from marketsync.config import Settings
@@ -347,6 +347,7 @@ def served(url: str) -> Iterator[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MARKETSYNC_")}
     env.update(
         {
+            **BENCH_KEY_ENV,
             "MARKETSYNC_DATABASE_URL": url,
             "MARKETSYNC_VAR_DIR": str(VAR.resolve()),
             "MARKETSYNC_RATE_LIMIT": "100000000/minute",
@@ -385,7 +386,7 @@ async def bench_backend(backend: str, total: int, runs: int, seconds: int) -> li
             await admin.execute(f'CREATE DATABASE "{PG_DB}"')
         await admin.close()
         url = f"postgresql://postgres@127.0.0.1:5432/{PG_DB}"
-    settings = Settings(database_url=url, var_dir=VAR, rate_limit="1000000/minute", log_level="WARNING")
+    settings = Settings(**BENCH_KEYS, database_url=url, var_dir=VAR, rate_limit="1000000/minute", log_level="WARNING")
     rt = Runtime.create(settings)
     lines = []
     try:

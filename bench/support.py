@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -20,6 +21,12 @@ from typing import Any
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
+# Fixed keys for scratch databases (PostgreSQL refuses to generate keys: every process must share them).
+BENCH_KEYS = {
+    "encryption_keys": "b1:" + base64.urlsafe_b64encode(b"b" * 32).decode(),
+    "secret_hash_key": base64.urlsafe_b64encode(b"s" * 32).decode(),
+}
+BENCH_KEY_ENV = {f"MARKETSYNC_{name.upper()}": value for name, value in BENCH_KEYS.items()}
 PG_ADMIN = os.environ.get("MARKETSYNC_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 

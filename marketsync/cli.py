@@ -8,13 +8,24 @@ import signal
 import structlog
 import typer
 
-from marketsync import migrate
+from marketsync import migrate, startup
 from marketsync.auth import commands as _auth_commands  # noqa: F401  (registers commands)
 from marketsync.catalog import commands as _catalog_commands  # noqa: F401
-from marketsync.config import Settings
 from marketsync.demo import run_demo
 from marketsync.inventory import commands as _inventory_commands  # noqa: F401
-from marketsync.kit.cli import JsonOption, app, db_app, emit, run_command, run_service, serve_http
+from marketsync.kit import crypto, keys
+from marketsync.kit.cli import (
+    JsonOption,
+    admin,
+    app,
+    db_app,
+    emit,
+    run_command,
+    run_or_exit,
+    run_service,
+    serve_http,
+    settings_or_exit,
+)
 from marketsync.logging import configure_logging
 from marketsync.marketplaces import commands as _marketplace_commands  # noqa: F401
 from marketsync.orders import commands as _orders_commands  # noqa: F401
@@ -35,7 +46,7 @@ def serve(
 
     serve_http(
         lambda rt: create_app(rt, run_workers=not no_workers), host, port,
-        base_url=Settings().base_url, workers=not no_workers,
+        base_url=settings_or_exit().base_url, workers=not no_workers,
     )  # fmt: skip
 
 
@@ -44,7 +55,7 @@ def worker() -> None:
     """Run a worker: jobs, schedules and webhook deliveries. Stops gracefully on SIGTERM/SIGINT."""
     from marketsync.worker import Worker
 
-    settings = Settings()
+    settings = settings_or_exit()
     configure_logging(settings.log_level)
 
     async def main() -> None:
@@ -54,12 +65,12 @@ def worker() -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         try:
-            await migrate.upgrade(rt.db)
+            await startup.prepare(rt)
             await Worker(rt).run(stop)
         finally:
             await rt.close()
 
-    run_service(main())
+    run_or_exit(lambda: run_service(main()))
 
 
 @db_app.command("upgrade")
@@ -73,11 +84,39 @@ def db_upgrade(as_json: bool = JsonOption) -> None:
     emit(result, as_json, f"database ({result['Database']}) is up to date at revision {result['Revision']}")
 
 
+keys_app = typer.Typer(no_args_is_help=True, help="Encryption and hashing keys (shared by every process).")
+admin.add_typer(keys_app, name="keys")
+
+
+@keys_app.command("generate")
+def keys_generate(as_json: bool = JsonOption) -> None:
+    """Print a new key pair for MARKETSYNC_ENCRYPTION_KEYS and MARKETSYNC_SECRET_HASH_KEY (nothing is stored)."""
+    key_id = "k" + crypto.random_secret(3).lower()
+    result = {
+        "MARKETSYNC_ENCRYPTION_KEYS": f"{key_id}:{crypto.random_secret(32)}",
+        "MARKETSYNC_SECRET_HASH_KEY": crypto.random_secret(32),
+    }
+    emit(result, as_json, "\n".join(f"{name}={value}" for name, value in result.items()))
+
+
+@keys_app.command("check")
+def keys_check(as_json: bool = JsonOption) -> None:
+    """Compare this environment's keys with the ones the database was first used with (exit 2 on a mismatch)."""
+
+    async def body(rt: Runtime) -> keys.KeyReport:
+        async with rt.db.transaction() as session:
+            return await keys.check_or_record(session, rt.settings, rt.clock)
+
+    report = run_command(body, as_json=as_json)
+    result = {"Matched": report.checked, "Recorded": report.recorded}
+    emit(result, as_json, f"keys match the database (matched: {', '.join(report.checked) or 'none, first use'})")
+
+
 @app.command()
 def demo(as_json: bool = JsonOption) -> None:
     """Prepare the demo tenant (idempotent; a new secret each run, earlier ones stay valid)."""
     result = run_command(run_demo, as_json=as_json)
-    settings = Settings()
+    settings = settings_or_exit(as_json=as_json)
     human = (
         f"Demo account {result['AccountId']}\n"
         f"  client_id:     {result['client_id']}\n"

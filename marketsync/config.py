@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import os
 import secrets
@@ -10,48 +11,127 @@ from functools import cached_property
 from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
 
+from limits import parse
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+class MissingKeys(ValueError):
+    """Keys must be configured (PostgreSQL: every process must share them) and are not."""
 
 
 class Settings(BaseSettings):
+    """Every setting is checked when read (docs/decisions/0162-keys-and-settings.md): a bad value stops the process at
+    start with the variable's name, instead of answering 500 on every call later."""
+
     model_config = SettingsConfigDict(env_prefix="MARKETSYNC_", extra="ignore")
 
     database_url: str = "sqlite:///./var/marketsync.db"
     redis_url: str | None = None
+    # PostgreSQL connections per process (SQLAlchemy pool; each process also keeps a few driver connections for
+    # hot reads: docs/decisions/0162-keys-and-settings.md). Size against max_connections or a PgBouncer pool.
+    db_pool_size: int = Field(10, ge=1, le=200)
+    db_max_overflow: int = Field(10, ge=0, le=200)
     base_url: str = "http://127.0.0.1:8000"
     var_dir: Path = Path("./var")
 
-    token_ttl_s: int = 3600
+    token_ttl_s: int = Field(3600, ge=1, le=86_400)
     # Per credential, every /api route (job polling included). See docs/decisions/0004-rate-limits.md.
     rate_limit: str = "600/minute"
     # Failed client-secret attempts per client_id at the token endpoint.
     token_failure_limit: str = "10/minute"
-    max_body_bytes: int = 2 * 1024 * 1024
+    max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024)
 
-    webhook_timeout_s: float = 10.0
-    webhook_retry_scale: float = 1.0
+    webhook_timeout_s: float = Field(10.0, gt=0, le=60)
+    webhook_retry_scale: float = Field(1.0, gt=0, le=100)
     webhook_allowed_networks: str = ""
     webhook_ca_bundle: str | None = None
 
-    order_pull_interval_s: float = 300.0
-    health_check_interval_s: float = 60.0
-    listing_mirror_interval_s: float = 900.0
+    order_pull_interval_s: float = Field(300.0, gt=0)
+    health_check_interval_s: float = Field(60.0, gt=0)
+    listing_mirror_interval_s: float = Field(900.0, gt=0)
 
     encryption_keys: str | None = None
     secret_hash_key: str | None = None
 
-    job_lease_s: float = 30.0
-    worker_poll_s: float = 0.5
-    worker_concurrency: int = 4
+    job_lease_s: float = Field(30.0, gt=0)
+    worker_poll_s: float = Field(0.5, gt=0, le=60)
+    worker_concurrency: int = Field(4, ge=1, le=256)
     # Extra modules imported by workers to register task handlers (plugins, test tasks).
     task_modules: str = ""
 
     # When set, connectors reach the sandbox marketplaces over HTTP at this URL
     # (`marketsync sandbox serve`); otherwise they are served in-process.
     sandbox_url: str | None = None
-    sandbox_latency_ms: float = 0.0
+    sandbox_latency_ms: float = Field(0.0, ge=0)
 
     log_level: str = "INFO"
+    # Off in a deploy that runs `marketsync db upgrade` as a step of its own: processes then refuse an old schema.
+    migrate_on_start: bool = True
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str) -> str:
+        scheme = value.split(":", 1)[0].split("+", 1)[0].lower()
+        if scheme not in ("sqlite", "postgresql", "postgres"):
+            raise ValueError("must be sqlite:///PATH or postgresql://user@host/db")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")) or len(value.split("://", 1)[1].strip("/")) == 0:
+            raise ValueError("must be an absolute http(s) URL, e.g. https://api.example.com")
+        return value.rstrip("/")
+
+    @field_validator("rate_limit", "token_failure_limit")
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        try:
+            parse(value)
+        except ValueError:
+            raise ValueError("must be a rate such as 600/minute or 10/second") from None
+        return value
+
+    @field_validator("webhook_allowed_networks")
+    @classmethod
+    def _networks(cls, value: str) -> str:
+        for item in (c.strip() for c in value.split(",")):
+            if item:
+                try:
+                    ip_network(item, strict=False)
+                except ValueError:
+                    raise ValueError(f"{item!r} is not a CIDR network (e.g. 127.0.0.0/8)") from None
+        return value
+
+    @field_validator("webhook_ca_bundle")
+    @classmethod
+    def _ca_bundle(cls, value: str | None) -> str | None:
+        if value and not Path(value).is_file():
+            raise ValueError(f"{value} is not a readable file")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level(cls, value: str) -> str:
+        if value.upper() not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return value.upper()
+
+    @model_validator(mode="after")
+    def _keys(self) -> Settings:
+        # Configured keys are checked now; generated ones are checked when first read.
+        if self.encryption_keys is not None:
+            _ = self.encryption_keyring
+        if self.secret_hash_key is not None:
+            _ = self.hash_key
+        return self
+
+    @property
+    def is_postgresql(self) -> bool:
+        return self.database_url.split(":", 1)[0].split("+", 1)[0].lower() in ("postgresql", "postgres")
 
     @cached_property
     def allowed_webhook_networks(self) -> list[IPv4Network | IPv6Network]:
@@ -59,7 +139,12 @@ class Settings(BaseSettings):
 
     @cached_property
     def _generated_keys(self) -> dict[str, str]:
-        """Keys generated into var/ on first run when none are configured."""
+        """Keys generated into var/ on first run when none are configured (SQLite only: one machine)."""
+        if self.is_postgresql:
+            raise MissingKeys(
+                "On PostgreSQL, set MARKETSYNC_ENCRYPTION_KEYS and MARKETSYNC_SECRET_HASH_KEY: every process "
+                "must share them (`marketsync admin keys generate` prints a new pair)."
+            )
         path = self.var_dir / "keys.json"
         if path.exists():
             loaded: dict[str, str] = json.loads(path.read_text())
@@ -81,10 +166,13 @@ class Settings(BaseSettings):
         ring: list[tuple[str, bytes]] = []
         for index, item in enumerate(k.strip() for k in raw.split(",") if k.strip()):
             key_id, _, encoded = item.rpartition(":")
-            key = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
-            if len(key) != 32:
-                raise ValueError("MARKETSYNC_ENCRYPTION_KEYS: every key must be 32 bytes, base64url")
-            ring.append((key_id or f"k{index + 1}", key))
+            key = _base64url(encoded)
+            if key is None or len(key) != 32:
+                raise ValueError("MARKETSYNC_ENCRYPTION_KEYS: every key must be 32 bytes, base64url (id:key,...)")
+            key_id = key_id or f"k{index + 1}"
+            if any(key_id == known for known, _ in ring):
+                raise ValueError(f"MARKETSYNC_ENCRYPTION_KEYS: key id {key_id!r} appears twice")
+            ring.append((key_id, key))
         if not ring:
             raise ValueError("MARKETSYNC_ENCRYPTION_KEYS is empty")
         return ring
@@ -92,4 +180,14 @@ class Settings(BaseSettings):
     @cached_property
     def hash_key(self) -> bytes:
         raw = self.secret_hash_key or self._generated_keys["secret_hash_key"]
-        return base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
+        key = _base64url(raw)
+        if key is None or len(key) < 32:
+            raise ValueError("MARKETSYNC_SECRET_HASH_KEY must be at least 32 bytes, base64url")
+        return key
+
+
+def _base64url(text: str) -> bytes | None:
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, binascii.Error):
+        return None

@@ -299,7 +299,7 @@ class _PostgresReadConnections:
 class Database:
     """The one coordination point: a reader and a writer session factory over one database."""
 
-    def __init__(self, url: str, *, echo: bool = False) -> None:
+    def __init__(self, url: str, *, echo: bool = False, pool_size: int = 10, max_overflow: int = 10) -> None:
         self.url = async_url(url)
         parsed = make_url(self.url)
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
@@ -324,7 +324,9 @@ class Database:
             self._postgres_driver_reads: _PostgresReadConnections | None = None
         else:
             self._in_loop_engine = None
-            self.engine = create_async_engine(self.url, echo=echo, pool_size=10, max_overflow=10, pool_pre_ping=False)
+            self.engine = create_async_engine(
+                self.url, echo=echo, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=False
+            )
             self.write_engine = self.engine
             self._sqlite_prepared = None
             self._postgres_prepared = _PostgresReadConnections(

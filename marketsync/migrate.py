@@ -7,7 +7,8 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import text
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect, text
 
 from marketsync.db import Database
 
@@ -28,8 +29,19 @@ def _upgrade(connection: Any, revision: str) -> None:
     command.upgrade(config, revision)
 
 
+def head_revision() -> str:
+    """The revision this code's migrations end at."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
 async def current_revision(db: Database) -> str | None:
+    """The database's revision; None for a database never migrated."""
     async with db.engine.connect() as connection:
+        has_table = await connection.run_sync(lambda sync: inspect(sync).has_table("alembic_version"))
+        if not has_table:
+            return None
         value = (await connection.execute(text("SELECT version_num FROM alembic_version"))).scalar_one_or_none()
         return str(value) if value is not None else None
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 import structlog
 import typer
 import uvicorn
 import uvloop
 
-from marketsync import migrate
+from marketsync import startup
 from marketsync.config import Settings
 from marketsync.errors import ApiError
 from marketsync.kit import jsonio
@@ -68,14 +68,14 @@ def serve_http(
     lifespan: Literal["auto", "on", "off"] = "auto",
     **announce: Any,
 ) -> None:
-    """Migrate, then serve the ASGI app built on a fresh runtime until SIGTERM/SIGINT (API and sandbox alike)."""
-    settings = Settings()
+    """Prepare (startup.prepare), then serve the ASGI app built on a fresh runtime until SIGTERM/SIGINT."""
+    settings = settings_or_exit()
     configure_logging(settings.log_level)
 
     async def main() -> None:
         rt = Runtime.create(settings)
         try:
-            await migrate.upgrade(rt.db)
+            await startup.prepare(rt)
             config = uvicorn.Config(
                 build_app(rt), host=host, port=port, log_config=None, access_log=False, proxy_headers=False,
                 lifespan=lifespan,
@@ -85,26 +85,49 @@ def serve_http(
         finally:
             await rt.close()
 
-    run_service(main())
+    run_or_exit(lambda: run_service(main()))
+
+
+def fail(message: str, *, as_json: bool = False, code: str = "startup-failed") -> NoReturn:
+    """One line on stderr (or one JSON object on stdout with --json), exit status 2."""
+    if as_json:
+        sys.stdout.write(jsonio.dumps({"error": code, "title": message, "errors": {}}).decode() + "\n")
+    else:
+        typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def settings_or_exit(*, as_json: bool = False) -> Settings:
+    try:
+        return startup.load_settings()
+    except startup.StartupError as exc:
+        fail(str(exc), as_json=as_json)
+
+
+def run_or_exit(run: Callable[[], T], *, as_json: bool = False) -> T:
+    try:
+        return run()
+    except startup.StartupError as exc:
+        fail(str(exc), as_json=as_json)
 
 
 def run_command(
     body: Callable[[Runtime], Awaitable[T]], *, as_json: bool = False, settings: Settings | None = None
 ) -> T:
     """Open the runtime, apply pending migrations, run, close. Service errors exit 1 with their message."""
-    settings = settings or Settings()
+    settings = settings or settings_or_exit(as_json=as_json)
     configure_logging(settings.log_level)
 
     async def main() -> T:
         rt = Runtime.create(settings)
         try:
-            await migrate.upgrade(rt.db)
+            await startup.prepare(rt, migrate_schema=True)  # an operator's command brings the schema up to date
             return await body(rt)
         finally:
             await rt.close()
 
     try:
-        return asyncio.run(main())
+        return run_or_exit(lambda: asyncio.run(main()), as_json=as_json)
     except ApiError as exc:
         if as_json:
             sys.stdout.write(
