@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from bench.support import BENCH_KEYS, create_scratch_pg, drop_scratch_pg, percentile, serve_runtime
-from marketsync import migrate
+from marketsync import connectors, migrate
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import repository, service, taxonomy
@@ -91,9 +91,15 @@ async def run_backend(backend: str, categories: int, searches: int, creates: int
         url = f"sqlite:///{directory / 'bench.db'}"
     else:
         scratch_pg, url = await create_scratch_pg("ms_bench_cat")
-    rt = Runtime.create(
-        Settings(
-            **BENCH_KEYS, database_url=url, var_dir=directory / "var", rate_limit="10000000/minute", log_level="WARNING"
+    rt = connectors.compose(
+        Runtime.create(
+            Settings(
+                **BENCH_KEYS,
+                database_url=url,
+                var_dir=directory / "var",
+                rate_limit="10000000/minute",
+                log_level="WARNING",
+            )
         )
     )
     try:

@@ -32,7 +32,7 @@ import httpx
 from sqlalchemy import select, text
 
 from bench.support import BENCH_KEYS, create_scratch_pg, drop_scratch_pg, percentile, serve_runtime
-from marketsync import migrate
+from marketsync import connectors, migrate
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.config import Settings
@@ -194,7 +194,7 @@ async def run_backend(backend: str, products: int, pushes: int, directory: Path)
         rate_limit="10000000/minute",
         log_level="WARNING",
     )
-    rt = Runtime.create(settings)
+    rt = connectors.compose(Runtime.create(settings))
     try:
         await migrate.upgrade(rt.db)
         async with rt.db.transaction() as session:

@@ -19,7 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from bench.support import scratch_database
-from marketsync import migrate
+from marketsync import connectors, migrate
 from marketsync.auth import service as auth_service
 from marketsync.config import Settings
 from marketsync.jobs import repository as jobs_repository
@@ -117,7 +117,9 @@ async def _run_job(rt: Runtime, account_id: str, job_type: str, payload: dict[st
 
 
 async def measure(url: str, runs: int) -> dict[str, float]:
-    rt = Runtime.create(Settings(database_url=url, encryption_keys="b1:" + "A" * 43, secret_hash_key="B" * 43))
+    rt = connectors.compose(
+        Runtime.create(Settings(database_url=url, encryption_keys="b1:" + "A" * 43, secret_hash_key="B" * 43))
+    )
     try:
         await migrate.upgrade(rt.db)
         connection, product_ids = await _setup(rt, max(SKUS, MIRROR_LISTINGS))

@@ -42,7 +42,7 @@ import asyncpg  # type: ignore[import-untyped]
 import httpx
 
 from bench.support import BENCH_KEY_ENV, BENCH_KEYS, free_port, process, wrk
-from marketsync import migrate
+from marketsync import connectors, migrate
 from marketsync.auth import service as auth_service
 from marketsync.config import Settings
 from marketsync.kit import jsonio
@@ -387,7 +387,7 @@ async def bench_backend(backend: str, total: int, runs: int, seconds: int) -> li
         await admin.close()
         url = f"postgresql://postgres@127.0.0.1:5432/{PG_DB}"
     settings = Settings(**BENCH_KEYS, database_url=url, var_dir=VAR, rate_limit="1000000/minute", log_level="WARNING")
-    rt = Runtime.create(settings)
+    rt = connectors.compose(Runtime.create(settings))
     lines = []
     try:
         await migrate.upgrade(rt.db)

@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bench.support import BENCH_KEYS, create_scratch_pg, drop_scratch_pg, percentile
-from marketsync import migrate
+from marketsync import connectors, migrate
 from marketsync.auth import service as auth_service
 from marketsync.config import Settings
 from marketsync.logging import configure_logging
@@ -74,7 +74,9 @@ async def run_backend(backend: str, batches: int, per_batch: int, directory: Pat
         url = f"sqlite:///{directory / 'bench.db'}"
     else:
         scratch_pg, url = await create_scratch_pg("ms_bench")
-    rt = Runtime.create(Settings(**BENCH_KEYS, database_url=url, var_dir=directory / "var", log_level="WARNING"))
+    rt = connectors.compose(
+        Runtime.create(Settings(**BENCH_KEYS, database_url=url, var_dir=directory / "var", log_level="WARNING"))
+    )
     real_store = service.store_documents
     samples: dict[tuple[str, str], list[float]] = {}
     try:

@@ -27,7 +27,7 @@ from typing import Any
 import trustme
 from sqlalchemy import func, select
 
-from marketsync import migrate
+from marketsync import connectors, migrate
 from marketsync.config import Settings
 from marketsync.kit import crypto
 from marketsync.models import Event
@@ -108,7 +108,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         order_pull_interval_s=36_000.0,
         log_level="WARNING",
     )
-    rt = Runtime.create(settings)
+    rt = connectors.compose(Runtime.create(settings))
     rt.extras[RESOLVER_KEY] = StaticResolver({HOST: "127.0.0.1"})
     result: dict[str, Any] = {"database": rt.db.dialect, "events": args.events, "subscriptions": args.subscriptions}
     try:

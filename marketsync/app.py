@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from starlette.responses import JSONResponse, Response
 
-from marketsync import __version__
+from marketsync import __version__, connectors
 from marketsync.auth import endpoints as auth_endpoints
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import endpoints as catalog_endpoints
@@ -59,6 +59,8 @@ _PROBLEMS = {
 
 
 def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
+    connectors.compose(rt)
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()

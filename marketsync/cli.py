@@ -8,7 +8,7 @@ import signal
 import structlog
 import typer
 
-from marketsync import migrate, startup
+from marketsync import connectors, migrate, startup
 from marketsync.auth import commands as _auth_commands  # noqa: F401  (registers commands)
 from marketsync.catalog import commands as _catalog_commands  # noqa: F401
 from marketsync.demo import run_demo
@@ -59,7 +59,7 @@ def worker() -> None:
     configure_logging(settings.log_level)
 
     async def main() -> None:
-        rt = Runtime.create(settings)
+        rt = connectors.compose(Runtime.create(settings))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

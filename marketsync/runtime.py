@@ -25,9 +25,7 @@ class Runtime:
         settings = settings or Settings()
         return cls(
             settings=settings,
-            db=Database(
-                settings.database_url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow
-            ),
+            db=Database(settings.database_url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow),
             clock=clock or SystemClock(),
             limiter=RateLimiter(settings.redis_url),
         )

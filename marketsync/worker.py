@@ -16,7 +16,7 @@ from datetime import timedelta
 import structlog
 
 from marketsync.jobs import registry, repository
-from marketsync.jobs.run import JobRun, LeaseLost, RetryLater
+from marketsync.jobs.run import JobRun, execute
 from marketsync.kit.ids import new_id
 from marketsync.runtime import Runtime
 
@@ -34,16 +34,11 @@ class Worker:
         self.concurrency = concurrency or rt.settings.worker_concurrency
         self._running: dict[str, asyncio.Task[None]] = {}
         self._side_tasks: dict[str, asyncio.Task[None]] = {}
-        self._wake = asyncio.Event()
         registry.load_all(rt.settings)
 
     @property
     def lease_s(self) -> float:
         return self.rt.settings.job_lease_s
-
-    def wake(self) -> None:
-        """Skip the idle wait: something was just enqueued in this process."""
-        self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
         log.info("worker_started", worker_id=self.worker_id, concurrency=self.concurrency)
@@ -51,13 +46,8 @@ class Worker:
             while not stop.is_set():
                 busy = await self.tick()
                 if not busy:
-                    self._wake.clear()
-                    waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
-                    await asyncio.wait(
-                        waiters, timeout=self.rt.settings.worker_poll_s, return_when=asyncio.FIRST_COMPLETED
-                    )
-                    for waiter in waiters:
-                        waiter.cancel()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), timeout=self.rt.settings.worker_poll_s)
         finally:
             await self.shutdown()
 
@@ -82,17 +72,7 @@ class Worker:
                 if claimed is None:
                     return None
                 job, recovered = claimed
-                run = JobRun(
-                    rt=self.rt,
-                    job_id=job.id,
-                    account_id=job.account_id,
-                    type=job.type,
-                    payload=dict(job.payload or {}),
-                    recovery_count=job.recovery_count,
-                    worker_id=self.worker_id,
-                    progress_done=job.progress_done,
-                    progress_total=job.progress_total,
-                )
+                run = JobRun.of(self.rt, job, self.worker_id)
         except Exception:
             log.exception("job_claim_failed")
             return None
@@ -103,55 +83,10 @@ class Worker:
 
     async def _execute(self, run: JobRun) -> None:
         try:
-            await self._run_to_end(run)
+            await execute(self.rt, run)
         finally:
             # Only now is the job's end state committed: drain() and shutdown() rely on this.
             self._running.pop(run.job_id, None)
-
-    async def _run_to_end(self, run: JobRun) -> None:
-        handler = registry.TASKS[run.type]
-        heartbeat = asyncio.create_task(self._heartbeat(run, asyncio.current_task()))
-        status, reason = "Completed", None
-        try:
-            await handler(self.rt, run)
-        except RetryLater as exc:
-            async with self.rt.db.transaction() as session:
-                now = self.rt.clock.now()
-                await repository.requeue(session, run.job_id, self.worker_id, now, now + timedelta(seconds=exc.delay_s))
-            log.info("job_requeued", job_id=run.job_id, delay_s=exc.delay_s)
-            return
-        except (LeaseLost, asyncio.CancelledError):
-            log.warning("job_lease_lost", job_id=run.job_id)
-            return
-        except Exception as exc:
-            status, reason = "Failed", f"{type(exc).__name__}: {exc}"[:2000]
-            log.exception("job_failed", job_id=run.job_id, type=run.type)
-        finally:
-            heartbeat.cancel()
-        async with self.rt.db.transaction() as session:
-            recorded = await repository.finish(session, run.job_id, self.worker_id, self.rt.clock.now(), status, reason)
-        if recorded:
-            log.info("job_finished", job_id=run.job_id, type=run.type, status=status)
-        else:  # the handler recorded its own end state with its outcome (or lost the lease)
-            log.info("job_finished_by_handler", job_id=run.job_id, type=run.type)
-
-    async def _heartbeat(self, run: JobRun, runner: asyncio.Task[None] | None) -> None:
-        interval = max(0.05, self.lease_s / 3)
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                async with self.rt.db.transaction() as session:
-                    kept = await repository.renew_lease(
-                        session, run.job_id, self.worker_id, self.rt.clock.now(), self.lease_s
-                    )
-            except Exception:
-                log.exception("job_heartbeat_failed", job_id=run.job_id)
-                continue
-            if not kept:
-                run._lease_lost = True
-                if runner is not None:
-                    runner.cancel()
-                return
 
     def _start_side_work(self) -> None:
         for name, fn in registry.POLLERS.items():

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from marketsync import connectors
 from marketsync.app import create_app
 from marketsync.config import Settings
 from marketsync.kit.clock import Clock, SystemClock
@@ -86,7 +87,7 @@ async def rt(
     database_url: str, tmp_path: Path, settings_overrides: dict[str, Any], clock: Clock
 ) -> AsyncIterator[Runtime]:
     settings = test_settings(database_url, tmp_path / "var", **settings_overrides)
-    runtime = Runtime.create(settings, clock=clock)
+    runtime = connectors.compose(Runtime.create(settings, clock=clock))
     try:
         yield runtime
     finally:
@@ -106,7 +107,7 @@ async def make_runtime(database_url: str, tmp_path: Path) -> AsyncIterator[Calla
     created: list[Runtime] = []
 
     def factory(**overrides: Any) -> Runtime:
-        runtime = Runtime.create(test_settings(database_url, tmp_path / "var", **overrides))
+        runtime = connectors.compose(Runtime.create(test_settings(database_url, tmp_path / "var", **overrides)))
         created.append(runtime)
         return runtime
 

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import delete, func, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.models import Job, Listing, Product
+from marketsync.models import Listing, Product
 from marketsync.models.catalog import ProductTypeView, TaxonomyCategory, TaxonomyImport
 
 BATCH = 1000
@@ -147,14 +147,3 @@ async def listings_with_products(
         .order_by(Listing.id)
     )
     return [(row[0], row[1]) for row in result]
-
-
-async def mark_job_payload(session: AsyncSession, job_id: str, payload: dict[str, Any]) -> None:
-    """Record on the job row what its handler already did, atomically with doing it (idempotent reruns)."""
-    await session.execute(update(Job).where(Job.id == job_id).values(payload=payload))
-
-
-async def job_payload(session: AsyncSession, job_id: str) -> dict[str, Any] | None:
-    result = await session.execute(select(Job.payload).where(Job.id == job_id))
-    payload = result.scalar_one_or_none()
-    return dict(payload) if payload is not None else None

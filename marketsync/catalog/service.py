@@ -4,7 +4,6 @@ creation (spec section 4, "creating a product") and publishing listings to a mar
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable
@@ -19,27 +18,24 @@ from marketsync.catalog.repository import LeafRow
 from marketsync.catalog.taxonomy import AttributeSpec, Taxonomy
 from marketsync.errors import NotFound, ValidationFailed
 from marketsync.inventory.service import ChangeSource, SkuChange, apply_inventory_changes
-from marketsync.jobs import repository as jobs_repository
 from marketsync.jobs import service as jobs
-from marketsync.jobs.run import JobRun, LeaseLost, RetryLater
+from marketsync.jobs.run import JobRun, RetryLater
+from marketsync.jobs.types import JobStatus, ListingPublishPayload
+from marketsync.kinds import ConnectionState, ListingStatus, kind_of
 from marketsync.kit.ids import new_id
-from marketsync.marketplaces import events
+from marketsync.marketplaces import events, feeds
 from marketsync.marketplaces import rules as marketplace_rules
 from marketsync.marketplaces import service as marketplaces
 from marketsync.marketplaces.connector import (
     AuthorizationRevoked,
     FeedResult,
     ListingDraft,
-    Throttled,
-    Unavailable,
     connector_for,
 )
-from marketsync.marketplaces.kinds import kind_of
 from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.catalog import ProductTypeView, TaxonomyCategory, TaxonomyImport
 from marketsync.runtime import Runtime
 
-LISTING_PUBLISH_JOB = "ListingPublish"
 SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT = 50, 200
 
 # --------------------------------------------------------------------------------------------------
@@ -471,7 +467,7 @@ async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: _Pla
             ChangeSource("MerchantPush", "Api", None),
         )
 
-    job = jobs.enqueue(session, now, account_id, LISTING_PUBLISH_JOB, {}, progress_total=1)
+    job_id = new_id()  # the journey is the job: ListingPublished's JourneyId matches the JobId create returns
     listing = plan.listing
     if listing is None:
         listing = Listing(
@@ -495,45 +491,37 @@ async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: _Pla
         listing.category_id = plan.category_id
         listing.attributes = plan.attributes or {}
     listing.status = "Pending"
-    listing.journey_id = job.id
+    listing.journey_id = job_id
     listing.last_error = None
     listing.updated_at = now
     if plan.view is not None:
         listing.product_type_view_id = plan.view.id
-    # The journey is the job: ListingPublished's JourneyId matches the JobId create returned.
-    job.payload = {"MarketplaceId": connection.id, "ListingIds": [listing.id], "JourneyId": job.id}
-    return product.id, job.id
+    await session.flush()
+    payload = ListingPublishPayload(MarketplaceId=connection.id, ListingIds=[listing.id], JourneyId=job_id)
+    jobs.enqueue(session, now, account_id, payload, job_id=job_id, progress_total=1)
+    return product.id, job_id
 
 
 # --------------------------------------------------------------------------------------------------
 # Publishing (the ListingPublish job)
 
-# Seconds between feed polls inside one run; after these the job goes back to the queue.
-_POLL_DELAYS = (0.1, 0.2, 0.4, 0.8, 1.5)
-_REQUEUE_PROCESSING_S = 2.0
-_REQUEUE_UNAVAILABLE_S = 10.0
-
 
 async def publish_journey(rt: Runtime, job: JobRun) -> None:
     """Send the job's listings to the marketplace, wait for the feed, record the outcome once.
 
-    Idempotent: the feed is submitted with the job id as its feed id (a resubmission returns the same
-    marketplace feed), and the outcome is recorded in one transaction that also marks the job payload
-    `Finalized`, so a recovered run neither re-applies nor re-fires events.
+    Idempotent: the feed goes through marketplaces/feeds.py (submitted once, remembered in the job), and the
+    outcome is recorded in the one transaction that also ends the job, so a recovered run neither re-applies nor
+    re-fires events.
     """
-    payload = dict(job.payload)
-    if payload.get("Finalized"):
-        return
+    args = job.args(ListingPublishPayload)
     async with rt.db.read() as session:
         try:
-            connection = await marketplaces.get(session, job.account_id, str(payload["MarketplaceId"]))
+            connection = await marketplaces.get(session, job.account_id, args.MarketplaceId)
         except NotFound:
             return  # disconnected: its listings went with it
-        if connection.state != "Active":
+        if connection.state != ConnectionState.ACTIVE:
             raise RetryLater(300.0, "marketplace connection paused")
-        rows = await repository.listings_with_products(
-            session, job.account_id, connection.id, [str(i) for i in payload.get("ListingIds", [])]
-        )
+        rows = await repository.listings_with_products(session, job.account_id, connection.id, args.ListingIds)
     drafts = [
         ListingDraft(
             reference=listing.id,
@@ -553,40 +541,30 @@ async def publish_journey(rt: Runtime, job: JobRun) -> None:
     await job.progress(0, len(drafts))
     connector = connector_for(rt, connection)
     try:
-        feed_id = await connector.publish_listings(job.job_id, drafts)
-        result = await connector.feed_result(feed_id)
-        for delay in _POLL_DELAYS:
-            if result.status != "Processing":
-                break
-            await asyncio.sleep(delay)
-            result = await connector.feed_result(feed_id)
-    except Throttled as exc:
-        raise RetryLater(exc.retry_after_s, "marketplace throttled") from exc
-    except Unavailable as exc:
-        raise RetryLater(_REQUEUE_UNAVAILABLE_S, "marketplace unavailable") from exc
+        result = await feeds.submit_and_await(
+            rt, job, connection, lambda: connector.publish_listings(job.job_id, drafts)
+        )
     except AuthorizationRevoked:
-        # Same rule as every marketplace call: the connection's health flips (once), the batch fails.
-        await marketplaces.note_authorization_revoked(rt, connection.id)
-        revoked = FeedResult(job.job_id, "Rejected", 0, [], "The marketplace authorisation was revoked.")
-        await _record_outcome(rt, job, connection, revoked, feed_rejected=False)
+        # The connection's health flipped (once, in feeds.call); the batch fails.
+        result = FeedResult(job.job_id, "Rejected", 0, [], "The marketplace authorisation was revoked.")
+        await _record_outcome(rt, job, connection, args, result, feed_rejected=False)
         return
-    if result.status == "Processing":
-        raise RetryLater(_REQUEUE_PROCESSING_S, "feed still processing")
-    await _record_outcome(rt, job, connection, result, feed_rejected=result.status == "Rejected")
+    await _record_outcome(rt, job, connection, args, result, feed_rejected=result.status == "Rejected")
 
 
 async def _record_outcome(
-    rt: Runtime, job: JobRun, connection: MarketplaceConnection, result: FeedResult, *, feed_rejected: bool
+    rt: Runtime,
+    job: JobRun,
+    connection: MarketplaceConnection,
+    args: ListingPublishPayload,
+    result: FeedResult,
+    *,
+    feed_rejected: bool,
 ) -> None:
     now = rt.clock.now()
     errors = {e.reference: e.message for e in result.errors}
     async with rt.db.transaction() as session:
-        payload = await repository.job_payload(session, job.job_id) or dict(job.payload)
-        if payload.get("Finalized"):
-            return
-        rows = await repository.listings_with_products(
-            session, job.account_id, connection.id, [str(i) for i in payload.get("ListingIds", [])]
-        )
+        rows = await repository.listings_with_products(session, job.account_id, connection.id, args.ListingIds)
         published = failed = 0
         for listing, product in rows:
             ids = None if result.status == "Rejected" else result.published.get(listing.id)
@@ -600,7 +578,7 @@ async def _record_outcome(
                 failed += 1
             if listing.journey_id != job.job_id:
                 continue  # a newer publish of this listing will report its own state
-            listing.status = "Live" if ids is not None else "Rejected"
+            listing.status = ListingStatus.LIVE if ids is not None else ListingStatus.REJECTED
             listing.last_error = (
                 None
                 if ids is not None
@@ -608,22 +586,15 @@ async def _record_outcome(
             )
             listing.journey_id = None
             listing.updated_at = now
-        journey_id = str(payload.get("JourneyId") or job.job_id)
-        events.listing_published(rt, session, connection, journey_id, published, failed)
+        events.listing_published(rt, session, connection, args.JourneyId, published, failed)
         if feed_rejected:
             events.feed_outcome(rt, session, connection, "Product listing", "Rejected", result.status, failed)
         elif failed and result.status == "Done":
             events.feed_outcome(
                 rt, session, connection, "Product listing", "ProcessedWithErrors", result.status, failed
             )
-        await repository.mark_job_payload(
-            session, job.job_id, {**payload, "Finalized": True, "PublishedCount": published, "FailedCount": failed}
-        )
         # The job's end state goes with its outcome, in this transaction: ProgressDone = listings the
         # marketplace accepted; none accepted is a failed job (docs/decisions/0082).
-        status = marketplace_rules.feed_job_status(published + failed, published)
-        reason = None if status == "Completed" else f"no listing published: {result.message or 'all rejected'}"[:2000]
-        if not await jobs_repository.set_progress(
-            session, job.job_id, job.worker_id, now, published, published + failed
-        ) or not await jobs_repository.finish(session, job.job_id, job.worker_id, now, status, reason):
-            raise LeaseLost(job.job_id)  # another worker took the job over: undo this transaction
+        status = JobStatus(marketplace_rules.feed_job_status(published + failed, published))
+        reason = None if status == JobStatus.COMPLETED else f"no listing published: {result.message or 'all rejected'}"
+        await job.finish(session, status, reason, progress=(published, published + failed))

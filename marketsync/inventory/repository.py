@@ -309,3 +309,52 @@ async def set_data_flow(
 async def account_exists(session: AsyncSession, account_id: str) -> bool:
     result = await session.execute(select(Account.id).where(Account.id == account_id))
     return result.scalar_one_or_none() is not None
+
+
+# -- the listing mirror (inventory/tasks.py) --------------------------------------------------------------
+
+
+async def listings_for_mirror(
+    session: AsyncSession, marketplace_id: str, listing_ids: Sequence[str]
+) -> dict[str, Listing]:
+    if not listing_ids:
+        return {}
+    result = await session.execute(
+        select(Listing).where(Listing.marketplace_id == marketplace_id, Listing.listing_id.in_(set(listing_ids)))
+    )
+    return {row.listing_id: row for row in result.scalars() if row.listing_id is not None}
+
+
+async def listings_by_product(
+    session: AsyncSession, marketplace_id: str, product_ids: Sequence[str]
+) -> dict[str, Listing]:
+    if not product_ids:
+        return {}
+    result = await session.execute(
+        select(Listing).where(Listing.marketplace_id == marketplace_id, Listing.product_id.in_(set(product_ids)))
+    )
+    return {row.product_id: row for row in result.scalars()}
+
+
+async def products_by_sku(session: AsyncSession, account_id: str, skus: Sequence[str]) -> list[Product]:
+    """Products whose SKU matches any of `skus` case-insensitively (exact matches are picked by the caller)."""
+    if not skus:
+        return []
+    lowered = {sku.lower() for sku in skus}
+    result = await session.execute(
+        select(Product).where(Product.account_id == account_id, Product.sku_lower.in_(lowered))
+    )
+    return list(result.scalars())
+
+
+async def products_by_id(session: AsyncSession, product_ids: Sequence[str]) -> dict[str, Product]:
+    if not product_ids:
+        return {}
+    result = await session.execute(select(Product).where(Product.id.in_(set(product_ids))))
+    return {row.id: row for row in result.scalars()}
+
+
+async def connection_for_update(session: AsyncSession, marketplace_id: str) -> MarketplaceConnection | None:
+    """The connection row, locked: the mirror's LastPull progress is written with each page."""
+    query = select(MarketplaceConnection).where(MarketplaceConnection.id == marketplace_id).with_for_update()
+    return (await session.execute(query)).scalar_one_or_none()

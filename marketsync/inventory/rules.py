@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import ROUND_DOWN, Decimal, InvalidOperation
 from typing import Any, Literal
 
+from marketsync.kinds import KINDS, marketplace_name
 from marketsync.kit.clock import iso
-from marketsync.marketplaces.kinds import KINDS, marketplace_name
 
 Writer = Literal["MerchantPush", "MasterMirror"]
 Channel = Literal["Api", "FileImport", "Marketplace"]

@@ -36,12 +36,12 @@ from marketsync.inventory.rules import (
     StoredProduct,
 )
 from marketsync.jobs import service as jobs
+from marketsync.jobs.types import PriceStockPushPayload
 from marketsync.models import Product
 from marketsync.runtime import Runtime
 from marketsync.webhooks.outbox import record_event
 
 __all__ = [
-    "PRICE_STOCK_PUSH_JOB",
     "AppliedChange",
     "BatchOutcome",
     "ChangeSource",
@@ -58,8 +58,6 @@ __all__ = [
     "push_price_quantity",
     "set_data_owner",
 ]
-
-PRICE_STOCK_PUSH_JOB = "PriceStockPush"
 
 
 @dataclass
@@ -157,8 +155,7 @@ def _enqueue_pushes(
             session,
             now,
             account_id,
-            PRICE_STOCK_PUSH_JOB,
-            {"MarketplaceId": marketplace_id, "ProductIds": ids},
+            PriceStockPushPayload(MarketplaceId=marketplace_id, ProductIds=ids),
             progress_total=len(ids),
         )
         job_ids.append(job.id)

@@ -1,5 +1,150 @@
-"""Task handlers and schedules of this domain.
+"""Task handlers and schedules of the catalogue: the listing and stock mirror (ListingMirror).
 
-The catalogue has no background work of its own: the push enqueues `PriceStockPush` jobs (payload
-`{"MarketplaceId", "ProductIds"}`), whose handler sends the feed and lives in marketsync/marketplaces/tasks.py.
+The mirror pulls every listing of a connection into the listings map, and where the marketplace owns a data kind
+(Data Flow), writes its values into the catalogue through the one inventory write path (writer MasterMirror).
+The push enqueues `PriceStockPush` jobs, whose handler sends the feed and lives in marketsync/marketplaces/tasks.py.
 """
+
+from __future__ import annotations
+
+import asyncio
+from decimal import Decimal
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from marketsync.inventory import repository, service
+from marketsync.inventory.rules import ChangeSource, SkuChange
+from marketsync.jobs.registry import schedule, task
+from marketsync.jobs.run import JobRun, LeaseLost, RetryLater
+from marketsync.jobs.types import JobStatus, JobType, ListingMirrorPayload
+from marketsync.kinds import ListingStatus
+from marketsync.kit.ids import new_id
+from marketsync.marketplaces import feeds
+from marketsync.marketplaces import service as marketplaces
+from marketsync.marketplaces.connector import MarketplaceListing, connector_for
+from marketsync.marketplaces.rules import LastPullStatus
+from marketsync.models import Listing, MarketplaceConnection, Product
+from marketsync.runtime import Runtime
+
+LISTING_PAGE = 200
+
+
+@schedule("marketplaces.listing_mirror", interval_s=lambda s: s.listing_mirror_interval_s)
+async def schedule_listing_mirrors(rt: Runtime) -> None:
+    await marketplaces.enqueue_for_active_connections(
+        rt, JobType.LISTING_MIRROR, lambda c: ListingMirrorPayload(MarketplaceId=c.id)
+    )
+
+
+def _match_product(listing: MarketplaceListing, candidates: list[Product]) -> Product | None:
+    """The catalogue product a marketplace listing stands for: exact SKU first, else a unique case match."""
+    skus = (listing.sku, listing.external_sku)
+    for sku in skus:
+        exact = [p for p in candidates if p.sku == sku]
+        if exact:
+            return exact[0]
+    for sku in skus:
+        folded = [p for p in candidates if p.sku_lower == sku.lower()]
+        if len(folded) == 1:
+            return folded[0]
+    return None
+
+
+async def _mirror_page(
+    rt: Runtime, session: AsyncSession, connection: MarketplaceConnection, page: list[MarketplaceListing]
+) -> int:
+    """Record one page in the listings map; where the marketplace owns a kind, overwrite the catalogue.
+
+    Returns how many SKUs of the catalogue moved.
+    """
+    now = rt.clock.now()
+    by_listing_id = await repository.listings_for_mirror(session, connection.id, [item.listing_id for item in page])
+    products = await repository.products_by_sku(
+        session, connection.account_id, [sku for item in page for sku in (item.sku, item.external_sku)]
+    )
+    known_products = await repository.products_by_id(session, [row.product_id for row in by_listing_id.values()])
+    matched: list[tuple[MarketplaceListing, Product]] = []
+    for item in page:
+        row = by_listing_id.get(item.listing_id)
+        product = known_products.get(row.product_id) if row is not None else _match_product(item, products)
+        if product is not None:
+            matched.append((item, product))
+    by_product = await repository.listings_by_product(session, connection.id, [p.id for _, p in matched])
+    for item, product in matched:
+        row = by_listing_id.get(item.listing_id) or by_product.get(product.id)
+        if row is None:
+            row = Listing(
+                id=new_id(),
+                account_id=connection.account_id,
+                product_id=product.id,
+                marketplace_id=connection.id,
+                attributes={},
+                created_at=now,
+            )
+            session.add(row)
+            by_product[product.id] = row
+        row.listing_id, row.external_sku, row.listing_url = item.listing_id, item.external_sku, item.listing_url
+        row.category_id = row.category_id or item.category_id
+        row.marketplace_price, row.marketplace_quantity = item.price, item.quantity
+        row.status, row.updated_at = ListingStatus.LIVE, now
+    price_owned = await service.data_owner(session, connection.account_id, "Price") == "Marketplace"
+    stock_owned = await service.data_owner(session, connection.account_id, "Stock") == "Marketplace"
+    changes = []
+    for item, product in matched:
+        price: Decimal | None = item.price if price_owned and item.price is not None else None
+        quantity = item.quantity if stock_owned and item.quantity is not None else None
+        if (price is not None and price != product.price) or (quantity is not None and quantity != product.quantity):
+            changes.append(SkuChange(product.id, price, quantity))
+    if not changes:
+        return 0
+    source = ChangeSource(writer="MasterMirror", channel="Marketplace", user_platform_id=connection.id)
+    applied = await service.apply_inventory_changes(rt, session, connection.account_id, changes, source)
+    return len(applied)
+
+
+async def _set_last_pull(rt: Runtime, marketplace_id: str, status: LastPullStatus, total: int | None = None) -> None:
+    async with rt.db.transaction() as session:
+        connection = await repository.connection_for_update(session, marketplace_id)
+        if connection is None:
+            return
+        connection.last_pull_status = status
+        if total is not None:
+            connection.last_pull_total_skus, connection.last_pull_current_sku = total, 0
+
+
+@task(JobType.LISTING_MIRROR)
+async def mirror_listings(rt: Runtime, job: JobRun) -> int:
+    """Pull every listing of the connection into the listings map, reporting LastPull as it goes."""
+    connection = await marketplaces.usable_connection(rt, job)
+    if connection is None:
+        return 0
+    connector = connector_for(rt, connection)
+    await _set_last_pull(rt, connection.id, LastPullStatus.IN_PROGRESS, total=0)
+    cursor: str | None = None
+    done = moved = 0
+    try:
+        while True:
+            page = await feeds.call(rt, connection, connector.pull_listings(cursor, LISTING_PAGE))
+            async with rt.db.transaction() as session:
+                current = await repository.connection_for_update(session, connection.id)
+                if current is None:
+                    await job.finish(session, JobStatus.CANCELLED, "connection disconnected")
+                    return moved
+                moved += await _mirror_page(rt, session, current, page.listings)
+                done += len(page.listings)
+                current.last_pull_total_skus, current.last_pull_current_sku = page.total, done
+                await job.progress_in(session, done, page.total)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    except (RetryLater, LeaseLost, asyncio.CancelledError):
+        raise
+    except Exception:
+        await _set_last_pull(rt, connection.id, LastPullStatus.FAILED)
+        raise
+    async with rt.db.transaction() as session:
+        current = await repository.connection_for_update(session, connection.id)
+        if current is not None:
+            current.last_pull_status = LastPullStatus.COMPLETED
+        await job.finish(session, JobStatus.COMPLETED)
+    return moved

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from marketsync.config import Settings
 
@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     from marketsync.jobs.run import JobRun
     from marketsync.runtime import Runtime
 
-TaskHandler = Callable[["Runtime", "JobRun"], Awaitable[None]]
+TaskHandler = Callable[["Runtime", "JobRun"], Awaitable[object]]
 ScheduleFn = Callable[["Runtime"], Awaitable[None]]
+H = TypeVar("H", bound=TaskHandler)
 PollerFn = Callable[["Runtime", str], Awaitable[int]]
 
 
@@ -41,8 +42,8 @@ DOMAIN_TASK_MODULES = (
 )
 
 
-def task(job_type: str) -> Callable[[TaskHandler], TaskHandler]:
-    def register(fn: TaskHandler) -> TaskHandler:
+def task(job_type: str) -> Callable[[H], H]:
+    def register(fn: H) -> H:
         TASKS[job_type] = fn
         return fn
 

@@ -6,19 +6,74 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import and_, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import insert_for
+from marketsync.jobs.types import QUEUED, JobStatus
 from marketsync.models import Job, Schedule
 
-QUEUED = ("NotStarted", "Published")
-TERMINAL = ("Completed", "Failed", "Cancelled")
+IN_PROCESS = JobStatus.IN_PROCESS
 
 
 async def get_job(session: AsyncSession, account_id: str, job_id: str) -> Job | None:
     result = await session.execute(select(Job).where(Job.id == job_id, Job.account_id == account_id))
     return result.scalar_one_or_none()
+
+
+async def get_any(session: AsyncSession, job_id: str) -> Job | None:
+    """A job of any account (the worker's own bookkeeping; never an API read)."""
+    return await session.get(Job, job_id, populate_existing=True)
+
+
+async def count_for_marketplace(
+    session: AsyncSession, account_id: str, marketplace_id: str, statuses: Iterable[str], job_type: str | None = None
+) -> int:
+    query = select(func.count()).where(
+        Job.account_id == account_id, Job.marketplace_id == marketplace_id, Job.status.in_(list(statuses))
+    )
+    if job_type is not None:
+        query = query.where(Job.type == job_type)
+    return int((await session.execute(query)).scalar_one())
+
+
+async def cancel_queued_for_marketplace(
+    session: AsyncSession, now: datetime, account_id: str, marketplace_id: str, statuses: Iterable[str]
+) -> int:
+    result = await session.execute(
+        update(Job)
+        .where(Job.account_id == account_id, Job.marketplace_id == marketplace_id, Job.status.in_(list(statuses)))
+        .values(status=JobStatus.CANCELLED, finished_at=now, updated_at=now)
+    )
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def claim_by_id(session: AsyncSession, job_id: str, worker_id: str, now: datetime, lease_s: float) -> Job | None:
+    """Take one queued job, whatever its run_after (`run_now`); None when a worker has it already."""
+    result = await session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status.in_(QUEUED))
+        .values(
+            status=IN_PROCESS,
+            lease_owner=worker_id,
+            lease_expires_at=now + timedelta(seconds=lease_s),
+            started_at=func.coalesce(Job.started_at, now),
+            updated_at=now,
+        )
+        .returning(Job)
+    )
+    return result.scalar_one_or_none()
+
+
+async def store_payload(
+    session: AsyncSession, job_id: str, worker_id: str, payload: dict[str, Any], now: datetime
+) -> bool:
+    result = await session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == IN_PROCESS)
+        .values(payload=payload, updated_at=now)
+    )
+    return bool(getattr(result, "rowcount", 0))
 
 
 async def claim_next(
@@ -31,7 +86,7 @@ async def claim_next(
     types = list(types)
     # A worker never takes over its own job: a late heartbeat of a job it is still running is not a death.
     expired = and_(
-        Job.status == "InProcess", Job.lease_expires_at < now, Job.lease_owner != worker_id, Job.type.in_(types)
+        Job.status == IN_PROCESS, Job.lease_expires_at < now, Job.lease_owner != worker_id, Job.type.in_(types)
     )
     queued = and_(Job.status.in_(QUEUED), Job.run_after <= now, Job.type.in_(types))
     for condition, recovered in ((expired, True), (queued, False)):
@@ -42,7 +97,7 @@ async def claim_next(
         if job_id is None:
             continue
         values: dict[str, Any] = {
-            "status": "InProcess",
+            "status": IN_PROCESS,
             "lease_owner": worker_id,
             "lease_expires_at": now + timedelta(seconds=lease_s),
             "updated_at": now,
@@ -61,7 +116,7 @@ async def claim_next(
 async def renew_lease(session: AsyncSession, job_id: str, worker_id: str, now: datetime, lease_s: float) -> bool:
     result = await session.execute(
         update(Job)
-        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == "InProcess")
+        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == IN_PROCESS)
         .values(lease_expires_at=now + timedelta(seconds=lease_s))
     )
     return bool(getattr(result, "rowcount", 0))
@@ -72,7 +127,7 @@ async def set_progress(
 ) -> bool:
     result = await session.execute(
         update(Job)
-        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == "InProcess")
+        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == IN_PROCESS)
         .values(progress_done=done, progress_total=total, updated_at=now)
     )
     return bool(getattr(result, "rowcount", 0))
@@ -88,7 +143,7 @@ async def finish(
 ) -> bool:
     result = await session.execute(
         update(Job)
-        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == "InProcess")
+        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == IN_PROCESS)
         .values(
             status=status,
             finished_at=now,
@@ -105,19 +160,12 @@ async def requeue(session: AsyncSession, job_id: str, worker_id: str, now: datet
     """Hand a running job back to the queue (throttled, or a graceful shutdown)."""
     result = await session.execute(
         update(Job)
-        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == "InProcess")
-        .values(status="Published", run_after=run_after, lease_owner=None, lease_expires_at=None, updated_at=now)
+        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == IN_PROCESS)
+        .values(
+            status=JobStatus.PUBLISHED, run_after=run_after, lease_owner=None, lease_expires_at=None, updated_at=now
+        )
     )
     return bool(getattr(result, "rowcount", 0))
-
-
-async def cancel_queued(session: AsyncSession, now: datetime, *conditions: Any) -> int:
-    result = await session.execute(
-        update(Job)
-        .where(Job.status.in_(QUEUED), *conditions)
-        .values(status="Cancelled", finished_at=now, updated_at=now)
-    )
-    return int(getattr(result, "rowcount", 0) or 0)
 
 
 async def claim_schedule(session: AsyncSession, name: str, worker_id: str, now: datetime, lease_s: float) -> bool:

@@ -1,12 +1,28 @@
-"""The handle a task body receives: its job's payload, progress reporting and lease checks."""
+"""A running job: the handle its task body receives, and the one path every run takes (worker or `run_now`).
+
+Every method that writes checks the lease: when another worker has taken the job over (this one was presumed
+dead), the write does not happen and `LeaseLost` is raised, so the caller's transaction is rolled back with it.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import builtins
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import timedelta
+from typing import Any, TypeVar
 
-from marketsync.jobs import repository
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from marketsync.jobs import registry, repository
+from marketsync.jobs.types import STATE_KEY, JobPayload, JobStatus
+from marketsync.models import Job
 from marketsync.runtime import Runtime
+
+log = structlog.get_logger("marketsync.jobs")
+PayloadT = TypeVar("PayloadT", bound=JobPayload)
+MAX_REASON = 2000
 
 
 class RetryLater(Exception):
@@ -32,16 +48,124 @@ class JobRun:
     worker_id: str = "inline"
     progress_done: int | None = None
     progress_total: int | None = None
-    _lease_lost: bool = field(default=False, repr=False)
+    finished: bool = field(default=False, repr=False)
+    # What the handler returned (operator commands report it, e.g. how many orders a pull stored).
+    outcome: object = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, rt: Runtime, job: Job, worker_id: str) -> JobRun:
+        return cls(
+            rt=rt,
+            job_id=job.id,
+            account_id=job.account_id,
+            type=job.type,
+            payload=dict(job.payload or {}),
+            recovery_count=job.recovery_count,
+            worker_id=worker_id,
+            progress_done=job.progress_done,
+            progress_total=job.progress_total,
+        )
+
+    def args(self, payload_type: builtins.type[PayloadT]) -> PayloadT:
+        """The job's typed payload."""
+        return payload_type.of(self.payload)
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """What earlier runs of this job remembered (`remember`), e.g. the id of a feed already submitted."""
+        return dict(self.payload.get(STATE_KEY) or {})
+
+    async def remember(self, **values: Any) -> None:
+        """Keep values across retries and recoveries, committed now (before the next step's side effects)."""
+        stored = {**self.payload, STATE_KEY: {**self.state, **values}}
+        async with self.rt.db.transaction() as session:
+            if not await repository.store_payload(session, self.job_id, self.worker_id, stored, self.rt.clock.now()):
+                raise LeaseLost(self.job_id)
+        self.payload = stored
 
     async def progress(self, done: int | None, total: int | None) -> None:
-        self.progress_done, self.progress_total = done, total
+        """Report progress in a transaction of its own."""
         async with self.rt.db.transaction() as session:
-            ok = await repository.set_progress(session, self.job_id, self.worker_id, self.rt.clock.now(), done, total)
-        if not ok:
-            self._lease_lost = True
-            raise LeaseLost(self.job_id)
+            await self.progress_in(session, done, total)
 
-    def check_lease(self) -> None:
-        if self._lease_lost:
+    async def progress_in(self, session: AsyncSession, done: int | None, total: int | None) -> None:
+        """Report progress inside the caller's transaction (with the work it counts)."""
+        if not await repository.set_progress(session, self.job_id, self.worker_id, self.rt.clock.now(), done, total):
             raise LeaseLost(self.job_id)
+        self.progress_done, self.progress_total = done, total
+
+    async def finish(
+        self,
+        session: AsyncSession,
+        status: JobStatus,
+        reason: str | None = None,
+        *,
+        progress: tuple[int | None, int | None] | None = None,
+    ) -> None:
+        """End the job inside the caller's transaction, atomically with its outcome and events."""
+        if progress is not None:
+            await self.progress_in(session, *progress)
+        now = self.rt.clock.now()
+        reason = reason[:MAX_REASON] if reason else None
+        if not await repository.finish(session, self.job_id, self.worker_id, now, status, reason):
+            raise LeaseLost(self.job_id)
+        self.finished = True
+
+
+async def execute(rt: Runtime, run: JobRun) -> JobStatus | None:
+    """Run a claimed job to its end with a heartbeat: the handler's own end state, or Completed when it returns,
+    Failed (with the reason, visible in the app) when it raises; RetryLater re-queues it. Returns the end state,
+    None when the job went back to the queue or another worker took it over."""
+    handler = registry.TASKS[run.type]
+    runner = asyncio.current_task()
+    heartbeat = asyncio.create_task(_heartbeat(rt, run, runner))
+    status, reason = JobStatus.COMPLETED, None
+    try:
+        run.outcome = await handler(rt, run)
+    except RetryLater as exc:
+        async with rt.db.transaction() as session:
+            now = rt.clock.now()
+            await repository.requeue(session, run.job_id, run.worker_id, now, now + timedelta(seconds=exc.delay_s))
+        log.info("job_requeued", job_id=run.job_id, delay_s=exc.delay_s, reason=str(exc))
+        return None
+    except (LeaseLost, asyncio.CancelledError):
+        log.warning("job_lease_lost", job_id=run.job_id)
+        return None
+    except Exception as exc:
+        status, reason = JobStatus.FAILED, f"{type(exc).__name__}: {exc}"
+        log.exception("job_failed", job_id=run.job_id, type=run.type)
+    finally:
+        heartbeat.cancel()
+    if run.finished:  # the handler ended the job with its outcome
+        log.info("job_finished_by_handler", job_id=run.job_id, type=run.type)
+        return await _status_of(rt, run.job_id)
+    async with rt.db.transaction() as session:
+        recorded = await repository.finish(
+            session, run.job_id, run.worker_id, rt.clock.now(), status, reason[:MAX_REASON] if reason else None
+        )
+    if recorded:
+        log.info("job_finished", job_id=run.job_id, type=run.type, status=status)
+        return status
+    return await _status_of(rt, run.job_id)
+
+
+async def _status_of(rt: Runtime, job_id: str) -> JobStatus | None:
+    async with rt.db.read() as session:
+        job = await repository.get_any(session, job_id)
+    return JobStatus(job.status) if job is not None else None
+
+
+async def _heartbeat(rt: Runtime, run: JobRun, runner: asyncio.Task[Any] | None) -> None:
+    lease_s = rt.settings.job_lease_s
+    while True:
+        await asyncio.sleep(max(0.05, lease_s / 3))
+        try:
+            async with rt.db.transaction() as session:
+                kept = await repository.renew_lease(session, run.job_id, run.worker_id, rt.clock.now(), lease_s)
+        except Exception:
+            log.exception("job_heartbeat_failed", job_id=run.job_id)
+            continue
+        if not kept:
+            if runner is not None:
+                runner.cancel()
+            return

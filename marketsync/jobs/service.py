@@ -1,27 +1,42 @@
-"""Use cases: enqueue a job inside the caller's transaction; read one for the API."""
+"""Use cases of the jobs core: enqueue inside the caller's transaction, look jobs up, cancel, run one now.
+
+Only `marketsync/jobs/` touches the jobs table (tests/unit/test_boundaries.py holds every other module to it).
+"""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.errors import NotFound
-from marketsync.jobs import repository
+from marketsync.jobs import registry, repository
+from marketsync.jobs.run import JobRun, execute
+from marketsync.jobs.types import OPEN, QUEUED, TERMINAL, JobPayload, JobStatus, JobType
 from marketsync.kit.ids import new_id
 from marketsync.models import Job
+from marketsync.runtime import Runtime
+
+__all__ = [
+    "cancel_queued_for",
+    "enqueue",
+    "get_job",
+    "has_open_job",
+    "job_status",
+    "run_now",
+]
 
 
 def enqueue(
     session: AsyncSession,
     now: datetime,
     account_id: str,
-    job_type: str,
-    payload: dict[str, Any] | None = None,
+    payload: JobPayload,
     *,
     run_after: datetime | None = None,
     progress_total: int | None = None,
+    job_id: str | None = None,
 ) -> Job:
     """Add a job to the caller's transaction: it exists only if that transaction commits.
 
@@ -29,11 +44,12 @@ def enqueue(
     """
     run_after = run_after or now
     job = Job(
-        id=new_id(),
+        id=job_id or new_id(),
         account_id=account_id,
-        type=job_type,
-        status="Published" if run_after <= now else "NotStarted",
-        payload=payload or {},
+        type=payload.job_type,
+        status=JobStatus.PUBLISHED if run_after <= now else JobStatus.NOT_STARTED,
+        marketplace_id=payload.MarketplaceId,
+        payload=payload.stored(),
         progress_done=0 if progress_total is not None else None,
         progress_total=progress_total,
         recovery_count=0,
@@ -45,8 +61,44 @@ def enqueue(
     return job
 
 
+async def has_open_job(session: AsyncSession, account_id: str, marketplace_id: str, job_type: JobType) -> bool:
+    """Whether a job of this type for this connection is queued or running (schedules enqueue one at most)."""
+    return await repository.count_for_marketplace(session, account_id, marketplace_id, OPEN, job_type) > 0
+
+
+async def cancel_queued_for(session: AsyncSession, now: datetime, account_id: str, marketplace_id: str) -> int:
+    """Cancel every queued job of a connection (pause, disconnect); running ones end on their own check."""
+    return await repository.cancel_queued_for_marketplace(session, now, account_id, marketplace_id, QUEUED)
+
+
 async def get_job(session: AsyncSession, account_id: str, job_id: str) -> Job:
     job = await repository.get_job(session, account_id, job_id)
     if job is None:
         raise NotFound("No job with this id.")
     return job
+
+
+async def job_status(rt: Runtime, job_id: str) -> JobStatus | None:
+    async with rt.db.read() as session:
+        job = await repository.get_any(session, job_id)
+    return JobStatus(job.status) if job is not None else None
+
+
+async def run_now(rt: Runtime, job_id: str, *, wait_s: float = 60.0) -> tuple[JobStatus | None, object]:
+    """Run one queued job in this process through the worker's own path (operator commands, the demo): its end
+    state and what its handler returned. When a worker got to it first, wait for that worker to end it instead
+    (the outcome is then None)."""
+    registry.load_all(rt.settings)
+    worker_id = f"run-now:{new_id()[-8:]}"
+    async with rt.db.transaction() as session:
+        claimed = await repository.claim_by_id(session, job_id, worker_id, rt.clock.now(), rt.settings.job_lease_s)
+        run = JobRun.of(rt, claimed, worker_id) if claimed is not None else None
+    if run is not None:
+        await execute(rt, run)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    while True:
+        status = await job_status(rt, job_id)
+        if status is None or status in TERMINAL or loop.time() > deadline:
+            return status, run.outcome if run is not None else None
+        await asyncio.sleep(0.2)

@@ -12,7 +12,7 @@ import typer
 import uvicorn
 import uvloop
 
-from marketsync import startup
+from marketsync import connectors, startup
 from marketsync.config import Settings
 from marketsync.errors import ApiError
 from marketsync.kit import jsonio
@@ -119,7 +119,7 @@ def run_command(
     configure_logging(settings.log_level)
 
     async def main() -> T:
-        rt = Runtime.create(settings)
+        rt = connectors.compose(Runtime.create(settings))
         try:
             await startup.prepare(rt, migrate_schema=True)  # an operator's command brings the schema up to date
             return await body(rt)

@@ -13,8 +13,7 @@ from typing import Any
 import typer
 
 from marketsync.errors import ValidationFailed
-from marketsync.jobs import service as jobs_service
-from marketsync.kit.cli import JsonOption, admin, emit, marketplace_app, run_command, sandbox, serve_http
+from marketsync.kit.cli import JsonOption, emit, marketplace_app, run_command, sandbox, serve_http
 from marketsync.marketplaces import service
 from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import MarketplaceConnection
@@ -74,28 +73,6 @@ def disconnect(account: str = AccountOption, marketplace: str = MarketplaceOptio
         async with rt.db.transaction() as session:
             cancelled = await service.disconnect(rt, session, account, marketplace)
         return {"MarketplaceId": marketplace, "Disconnected": True, "CancelledJobs": cancelled}
-
-    emit(run_command(body, as_json=as_json), as_json)
-
-
-@admin.command("pull-orders")
-def pull_orders(account: str = AccountOption, marketplace: str = MarketplaceOption, as_json: bool = JsonOption) -> None:
-    """Pull orders now instead of waiting for the schedule (P1 and P2 only)."""
-    from marketsync.marketplaces import tasks
-
-    async def body(rt: Runtime) -> dict[str, Any]:
-        async with rt.db.transaction() as session:
-            connection = await service.get(session, account, marketplace)
-            service.require_orders_pulled(connection)
-            job = jobs_service.enqueue(
-                session, rt.clock.now(), account, tasks.ORDER_PULL, {"MarketplaceId": marketplace}
-            )
-            job_id = job.id
-        status, outcome = await tasks.run_now(rt, job_id)
-        result: dict[str, Any] = {"JobId": job_id, "MarketplaceId": marketplace, "Status": status}
-        if isinstance(outcome, tasks.PullOutcome):
-            result.update(PulledOrders=outcome.pulled, NewOrderCount=outcome.new_orders)
-        return result
 
     emit(run_command(body, as_json=as_json), as_json)
 

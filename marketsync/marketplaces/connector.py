@@ -1,8 +1,9 @@
 """The connector interface every marketplace (sandbox or real) implements, and the data it exchanges.
 
 Services and tasks never talk HTTP to a marketplace themselves: they ask `connector_for(rt, connection)`
-and speak these types. A real marketplace later is a new kind (kinds.py) plus a class implementing
-`Connector`, registered in CONNECTOR_FACTORIES.
+and speak these types. This module knows no implementation: `marketsync/connectors.py` composes them into a
+`ConnectorRegistry` per runtime. A real marketplace later is a new kind (marketsync/kinds.py) plus a class
+implementing `Connector`, registered there.
 """
 
 from __future__ import annotations
@@ -173,15 +174,52 @@ class Connector(Protocol):
 
 
 ConnectorFactory = Callable[[Runtime, MarketplaceConnection], Connector]
-CONNECTOR_FACTORIES: dict[str, ConnectorFactory] = {}
+REGISTRY_KEY = "marketplaces.connectors"
+
+
+class UnknownMarketplaceKind(LookupError):
+    """No connector is registered for a connection's platform."""
+
+
+class ConnectorRegistry:
+    """Which connector serves which marketplace kind. Registering a kind twice is an error: a connector imported
+    late must never silently replace another."""
+
+    def __init__(self) -> None:
+        self._factories: dict[str, ConnectorFactory] = {}
+
+    def register(self, platform: str, factory: ConnectorFactory) -> None:
+        if platform in self._factories:
+            raise ValueError(f"a connector for {platform} is already registered")
+        self._factories[platform] = factory
+
+    def replace(self, platform: str, factory: ConnectorFactory) -> ConnectorFactory:
+        """Swap the connector of a registered kind (tests' fakes); returns the one it replaced."""
+        if platform not in self._factories:
+            raise UnknownMarketplaceKind(platform)
+        previous, self._factories[platform] = self._factories[platform], factory
+        return previous
+
+    @property
+    def platforms(self) -> list[str]:
+        return sorted(self._factories)
+
+    def connector(self, rt: Runtime, connection: MarketplaceConnection) -> Connector:
+        factory = self._factories.get(connection.platform)
+        if factory is None:
+            raise UnknownMarketplaceKind(
+                f"no connector is registered for marketplace kind {connection.platform!r} "
+                f"(registered: {', '.join(self.platforms) or 'none'})"
+            )
+        return factory(rt, connection)
+
+
+def registry_of(rt: Runtime) -> ConnectorRegistry:
+    registry = rt.extras.get(REGISTRY_KEY)
+    if not isinstance(registry, ConnectorRegistry):
+        raise UnknownMarketplaceKind("no connectors are composed for this runtime: call marketsync.connectors.compose")
+    return registry
 
 
 def connector_for(rt: Runtime, connection: MarketplaceConnection) -> Connector:
-    try:
-        factory = CONNECTOR_FACTORIES[connection.platform]
-    except KeyError:
-        # The sandbox registers itself for every kind on import.
-        import marketsync.marketplaces.sandbox.connector  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
-
-        factory = CONNECTOR_FACTORIES[connection.platform]
-    return factory(rt, connection)
+    return registry_of(rt).connector(rt, connection)

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from marketsync.jobs import service as jobs_service
-from marketsync.marketplaces import repository, service, tasks
-from marketsync.marketplaces.kinds import kind_of
+from marketsync.jobs.types import OrderPullPayload
+from marketsync.kinds import kind_of
+from marketsync.marketplaces import repository, service
 from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
@@ -58,11 +59,9 @@ async def _orders_and_pull(rt: Runtime, connection: MarketplaceConnection) -> No
         seller = await sandbox_state.ensure_seller(session, connection.id, connection.platform, connection.country, now)
         if await sandbox_state.count_orders(session, connection.id) == 0:
             await sandbox_state.orders_arrive(session, seller, now, DEMO_ORDERS.get(connection.platform, 2))
-        job = jobs_service.enqueue(
-            session, now, connection.account_id, tasks.ORDER_PULL, {"MarketplaceId": connection.id}
-        )
+        job = jobs_service.enqueue(session, now, connection.account_id, OrderPullPayload(MarketplaceId=connection.id))
         job_id = job.id
-    await tasks.run_now(rt, job_id)
+    await jobs_service.run_now(rt, job_id)
 
 
 async def seed(rt: Runtime, tenant: DemoTenant) -> None:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
-from typing import Any, cast
+from typing import cast
 
 from sqlalchemy import Integer, Table, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.models import Job, Listing, MarketplaceConnection, Product
+from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.base import Money, UTCDateTime
 
 # Ids per IN (...) list: well under both backends' bound-parameter limits.
@@ -63,38 +63,6 @@ async def get_by_id(
     if for_update:
         query = query.with_for_update()
     return (await session.execute(query)).scalar_one_or_none()
-
-
-async def open_jobs_for(
-    session: AsyncSession, account_id: str, marketplace_id: str, statuses: Sequence[str], job_type: str | None = None
-) -> list[Job]:
-    """Jobs of the account, in the given statuses, whose payload names this marketplace connection."""
-    query = select(Job).where(Job.account_id == account_id, Job.status.in_(statuses))
-    if job_type is not None:
-        query = query.where(Job.type == job_type)
-    jobs = (await session.execute(query)).scalars().all()
-    return [job for job in jobs if (job.payload or {}).get("MarketplaceId") == marketplace_id]
-
-
-async def claim_job(session: AsyncSession, job_id: str, worker_id: str, now: datetime, lease_s: float) -> Job | None:
-    """Take one specific queued job (an operator's "run it now"); None when a worker already has it."""
-    result = await session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.status.in_(("NotStarted", "Published")))
-        .values(
-            status="InProcess",
-            lease_owner=worker_id,
-            lease_expires_at=now + timedelta(seconds=lease_s),
-            started_at=now,
-            updated_at=now,
-        )
-        .returning(Job)
-    )
-    return result.scalar_one_or_none()
-
-
-async def job_by_id(session: AsyncSession, job_id: str) -> Job | None:
-    return await session.get(Job, job_id)
 
 
 @dataclass(frozen=True)
@@ -162,46 +130,6 @@ async def record_marketplace_values(
     )
 
 
-async def listings_for_mirror(
-    session: AsyncSession, marketplace_id: str, listing_ids: Sequence[str]
-) -> dict[str, Listing]:
-    if not listing_ids:
-        return {}
-    result = await session.execute(
-        select(Listing).where(Listing.marketplace_id == marketplace_id, Listing.listing_id.in_(set(listing_ids)))
-    )
-    return {row.listing_id: row for row in result.scalars() if row.listing_id is not None}
-
-
-async def listings_by_product(
-    session: AsyncSession, marketplace_id: str, product_ids: Sequence[str]
-) -> dict[str, Listing]:
-    if not product_ids:
-        return {}
-    result = await session.execute(
-        select(Listing).where(Listing.marketplace_id == marketplace_id, Listing.product_id.in_(set(product_ids)))
-    )
-    return {row.product_id: row for row in result.scalars()}
-
-
-async def products_by_sku(session: AsyncSession, account_id: str, skus: Sequence[str]) -> list[Product]:
-    """Products whose SKU matches any of `skus` case-insensitively (exact matches are picked by the caller)."""
-    if not skus:
-        return []
-    lowered = {sku.lower() for sku in skus}
-    result = await session.execute(
-        select(Product).where(Product.account_id == account_id, Product.sku_lower.in_(lowered))
-    )
-    return list(result.scalars())
-
-
-async def products_by_id(session: AsyncSession, product_ids: Sequence[str]) -> dict[str, Product]:
-    if not product_ids:
-        return {}
-    result = await session.execute(select(Product).where(Product.id.in_(set(product_ids))))
-    return {row.id: row for row in result.scalars()}
-
-
 async def live_listings(session: AsyncSession, marketplace_id: str) -> list[tuple[Listing, Product]]:
     result = await session.execute(
         select(Listing, Product)
@@ -210,15 +138,3 @@ async def live_listings(session: AsyncSession, marketplace_id: str) -> list[tupl
         .order_by(Product.sku)
     )
     return [(row[0], row[1]) for row in result.all()]
-
-
-async def remember_in_payload(
-    session: AsyncSession, job_id: str, worker_id: str, payload: dict[str, Any], now: datetime
-) -> bool:
-    """Keep a running job's progress marker (e.g. the marketplace's feed id) across retries."""
-    result = await session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == "InProcess")
-        .values(payload=payload, updated_at=now)
-    )
-    return bool(getattr(result, "rowcount", 0))

@@ -4,13 +4,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from enum import StrEnum
 from typing import Literal
 
 HealthEvent = Literal["MarketplaceUnhealthy", "MarketplaceRestored"]
 
-HEALTHY = "Healthy"
-UNAUTHORIZED = "UnAuthorized"
-UNAVAILABLE = "Unavailable"
+
+class HealthStatus(StrEnum):
+    HEALTHY = "Healthy"
+    UNAUTHORIZED = "UnAuthorized"
+    UNAVAILABLE = "Unavailable"
+
+
+HEALTHY, UNAUTHORIZED, UNAVAILABLE = HealthStatus.HEALTHY, HealthStatus.UNAUTHORIZED, HealthStatus.UNAVAILABLE
+
+
+class LastPullStatus(StrEnum):
+    """A connection's LastPull.Status: how its latest listing mirror went."""
+
+    IN_PROGRESS = "InProgress"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
 
 
 @dataclass(frozen=True)

@@ -7,24 +7,24 @@ operator CLI stands in for it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.errors import Conflict, NotFound, ValidationFailed
-from marketsync.jobs import repository as jobs_repository
 from marketsync.jobs import service as jobs_service
-from marketsync.jobs.repository import QUEUED
+from marketsync.jobs.run import JobRun
+from marketsync.jobs.types import JobPayload, JobStatus, JobType, OrderPullPayload, PriceStockPushPayload
+from marketsync.kinds import KINDS, ConnectionState, kind_of
 from marketsync.kit.ids import new_id
 from marketsync.marketplaces import events, repository
 from marketsync.marketplaces.connector import Throttled, connector_for
-from marketsync.marketplaces.kinds import KINDS, kind_of
 from marketsync.marketplaces.rules import UNAUTHORIZED, Health, HealthEvent, health_transition, observed_health
-from marketsync.models import Job, MarketplaceConnection
+from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
-ACTIVE, PAUSED = "Active", "Paused"
+ACTIVE, PAUSED = ConnectionState.ACTIVE, ConnectionState.PAUSED
 
 
 async def connect(
@@ -96,11 +96,11 @@ async def resume(rt: Runtime, session: AsyncSession, account_id: str, marketplac
     now = rt.clock.now()
     jobs = [
         jobs_service.enqueue(
-            session, now, account_id, "PriceStockPush", {"MarketplaceId": connection.id, "AllListings": True}
+            session, now, account_id, PriceStockPushPayload(MarketplaceId=connection.id, AllListings=True)
         )
     ]
     if kind_of(connection.platform).orders_pulled:
-        jobs.append(jobs_service.enqueue(session, now, account_id, "OrderPull", {"MarketplaceId": connection.id}))
+        jobs.append(jobs_service.enqueue(session, now, account_id, OrderPullPayload(MarketplaceId=connection.id)))
     await session.flush()
     return [job.id for job in jobs]
 
@@ -108,10 +108,7 @@ async def resume(rt: Runtime, session: AsyncSession, account_id: str, marketplac
 async def disconnect(rt: Runtime, session: AsyncSession, account_id: str, marketplace_id: str) -> int:
     """Remove the connection (its listings cascade) and cancel its queued jobs. Returns how many."""
     connection = await get(session, account_id, marketplace_id)
-    queued = await repository.open_jobs_for(session, account_id, connection.id, QUEUED)
-    cancelled = 0
-    if queued:
-        cancelled = await jobs_repository.cancel_queued(session, rt.clock.now(), Job.id.in_([j.id for j in queued]))
+    cancelled = await jobs_service.cancel_queued_for(session, rt.clock.now(), account_id, connection.id)
     await session.delete(connection)
     await session.flush()
     return cancelled
@@ -148,8 +145,7 @@ async def apply_health(rt: Runtime, session: AsyncSession, marketplace_id: str, 
             session,
             rt.clock.now(),
             connection.account_id,
-            "PriceStockPush",
-            {"MarketplaceId": connection.id, "AllListings": True},
+            PriceStockPushPayload(MarketplaceId=connection.id, AllListings=True),
         )
     return event
 
@@ -176,3 +172,36 @@ async def note_authorization_revoked(rt: Runtime, marketplace_id: str) -> Health
 
 async def list_active(session: AsyncSession, account_id: str) -> Sequence[MarketplaceConnection]:
     return await repository.list_active(session, account_id)
+
+
+async def usable_connection(rt: Runtime, job: JobRun) -> MarketplaceConnection | None:
+    """A marketplace job's connection if it may be used now; otherwise the job ends Cancelled and None is returned.
+
+    A paused connection is neither pulled nor pushed; a disconnected one no longer exists.
+    """
+    marketplace_id = str(job.payload.get("MarketplaceId") or "")
+    async with rt.db.read() as session:
+        connection = await repository.get(session, job.account_id, marketplace_id)
+    if connection is not None and connection.state == ACTIVE:
+        return connection
+    reason = "connection paused" if connection is not None else "connection disconnected"
+    async with rt.db.transaction() as session:
+        await job.finish(session, JobStatus.CANCELLED, reason)
+    return None
+
+
+async def enqueue_for_active_connections(
+    rt: Runtime, job_type: JobType, payload_for: Callable[[MarketplaceConnection], JobPayload | None]
+) -> list[str]:
+    """One job per active connection (where `payload_for` gives one), unless one is already queued or running."""
+    created = []
+    async with rt.db.transaction() as session:
+        now = rt.clock.now()
+        for connection in await repository.list_all_active(session):
+            payload = payload_for(connection)
+            if payload is None:
+                continue
+            if await jobs_service.has_open_job(session, connection.account_id, connection.id, job_type):
+                continue
+            created.append(jobs_service.enqueue(session, now, connection.account_id, payload).id)
+    return created

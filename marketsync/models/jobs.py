@@ -17,11 +17,16 @@ class Job(Base):
         Index("ix_jobs_claim", "status", "run_after"),
         Index("ix_jobs_lease", "status", "lease_expires_at"),
         Index("ix_jobs_account", "account_id", "created_at"),
+        Index("ix_jobs_marketplace", "marketplace_id", "status"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
     account_id: Mapped[str] = mapped_column(ID, ForeignKey("accounts.id", ondelete="CASCADE"))
     type: Mapped[str] = mapped_column(String(64))
+    # The connection a marketplace job works for (its payload's MarketplaceId), as a column so "is one queued
+    # for this connection" and "cancel this connection's jobs" are indexed queries. No foreign key: a job
+    # outlives a disconnected connection as history.
+    marketplace_id: Mapped[str | None] = mapped_column(ID)
     status: Mapped[str] = mapped_column(String(16))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     progress_done: Mapped[int | None] = mapped_column(Integer)

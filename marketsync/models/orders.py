@@ -128,19 +128,3 @@ class OrderRefundLine(Base):
     reason: Mapped[str] = mapped_column(String(40))
     currency: Mapped[str] = mapped_column(String(3))
     created_at: Mapped[datetime]
-
-
-class OrderFeed(Base):
-    """One OrderWriteBack job's feed at the marketplace: makes the handler safe to run again."""
-
-    __tablename__ = "order_feeds"
-
-    job_id: Mapped[str] = mapped_column(ID, primary_key=True)
-    account_id: Mapped[str] = mapped_column(ID, ForeignKey("accounts.id", ondelete="CASCADE"), index=True)
-    marketplace_id: Mapped[str] = mapped_column(ID)
-    marketplace_feed_id: Mapped[str | None] = mapped_column(String(100))
-    # Submitted | Done | ProcessedWithErrors | Rejected
-    status: Mapped[str] = mapped_column(String(24))
-    failed_count: Mapped[int] = mapped_column(Integer, default=0)
-    created_at: Mapped[datetime]
-    finished_at: Mapped[datetime | None]

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from marketsync.db import DriverReader, dialect_of
 from marketsync.kit.clock import iso
 from marketsync.models import MarketplaceConnection
-from marketsync.models.orders import Order, OrderFeed, OrderItem
+from marketsync.models.orders import Order, OrderItem
 
 # ---------------------------------------------------------------- reads (API)
 
@@ -414,9 +414,12 @@ async def connections_by_id(
     return {connection.id: connection for connection in result.scalars()}
 
 
-async def connection(session: AsyncSession, account_id: str, marketplace_id: str) -> MarketplaceConnection | None:
-    return (await connections_by_id(session, account_id, [marketplace_id])).get(marketplace_id)
-
-
-async def order_feed(session: AsyncSession, job_id: str) -> OrderFeed | None:
-    return await session.get(OrderFeed, job_id, populate_existing=True)
+async def connection(
+    session: AsyncSession, account_id: str, marketplace_id: str, *, for_update: bool = False
+) -> MarketplaceConnection | None:
+    query = select(MarketplaceConnection).where(
+        MarketplaceConnection.account_id == account_id, MarketplaceConnection.id == marketplace_id
+    )
+    if for_update:
+        query = query.with_for_update()
+    return (await session.execute(query)).scalar_one_or_none()

@@ -23,11 +23,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from marketsync.db import DriverReader, session_reader
 from marketsync.errors import NotFound, ValidationFailed
 from marketsync.jobs.service import enqueue
+from marketsync.jobs.types import OrderWriteBackPayload
+from marketsync.kinds import kind_of, marketplace_name
 from marketsync.kit.clock import iso
 from marketsync.kit.ids import new_id
 from marketsync.kit.requestid import current_request_id
 from marketsync.marketplaces.connector import MarketplaceOrder, MarketplaceOrderItem
-from marketsync.marketplaces.kinds import kind_of, marketplace_name
 from marketsync.models import MarketplaceConnection
 from marketsync.models.orders import Order, OrderItem, OrderRefundLine, OrderShipment
 from marketsync.orders import repository, rules, schemas
@@ -35,7 +36,6 @@ from marketsync.runtime import Runtime
 
 log = structlog.get_logger("marketsync.orders")
 
-WRITE_BACK_JOB = "OrderWriteBack"
 # NextUpdatedSince overlaps the walk by this much: a change stamped just before the walk began but
 # committed after its first page is still found by the next walk.
 SETTLE = timedelta(seconds=60)
@@ -490,13 +490,10 @@ def _enqueue_write_backs(
     for marketplace_id, lines in sorted(lines_by_marketplace.items()):
         if marketplace_id not in sending or not lines:
             continue
-        job = enqueue(
-            session,
-            now,
-            account_id,
-            WRITE_BACK_JOB,
-            {"MarketplaceId": marketplace_id, "Action": action, "Lines": lines},
+        payload = OrderWriteBackPayload.model_validate(
+            {"MarketplaceId": marketplace_id, "Action": action, "Lines": lines}
         )
+        job = enqueue(session, now, account_id, payload)
         job_ids.append(job.id)
     return job_ids
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
+import pytest
 from sqlalchemy import select
 
 from marketsync.marketplaces.sandbox import state as sandbox_state
@@ -100,36 +103,44 @@ async def test_a_rejected_feed_raises_feed_outcome_rejected(rt: Runtime, api: ht
     assert [(e["PublishedCount"], e["FailedCount"]) for e in published] == [(0, 1)]
 
 
-async def test_a_recovered_publish_run_records_nothing_twice(rt: Runtime, api: httpx.AsyncClient) -> None:
-    from datetime import timedelta
-
-    from sqlalchemy import update
-
+async def test_a_recovered_publish_run_records_nothing_twice(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker dies after the marketplace applied the feed but before the outcome was recorded: the run that
+    recovers the job polls the feed it remembered (no second submission) and records the outcome once."""
     from marketsync.catalog import service
+    from marketsync.jobs import repository as jobs_repository
     from marketsync.jobs.run import JobRun
-    from marketsync.models import Job
+    from marketsync.worker import Worker
+
+    class Killed(Exception):
+        pass
 
     tenant = await _tenant(rt, api)
     payload = await create_payload(api, tenant, "P2", "Smartphones", "PHONE-1")
     created = (await create(api, tenant, payload)).json()
-    async with rt.db.read() as session:
-        original = dict((await session.get(Job, created["JobId"])).payload)  # type: ignore[union-attr]
-    await run_jobs(rt)
-    [listing] = await _listings(rt, tenant.account_id)
-
-    # A worker that died after recording the outcome but before finishing the job: another one reruns it.
-    now = rt.clock.now()
     async with rt.db.transaction() as session:
-        await session.execute(
-            update(Job)
-            .where(Job.id == created["JobId"])
-            .values(status="InProcess", lease_owner="w2", lease_expires_at=now + timedelta(seconds=30))
-        )
-    rerun = JobRun(rt, created["JobId"], tenant.account_id, "ListingPublish", original, 1, "w2")
-    await service.publish_journey(rt, rerun)
+        claimed = await jobs_repository.claim_next(session, "dying", rt.clock.now(), 0.2, ["ListingPublish"])
+        assert claimed is not None
+        run = JobRun.of(rt, claimed[0], "dying")
+    real_record = service._record_outcome
+
+    async def dies(*args: object, **kwargs: object) -> None:
+        raise Killed
+
+    monkeypatch.setattr(service, "_record_outcome", dies)
+    with pytest.raises(Killed):
+        await service.publish_journey(rt, run)
+    monkeypatch.setattr(service, "_record_outcome", real_record)
+    assert run.state["MarketplaceFeedId"]  # remembered before the run died
+
+    await asyncio.sleep(0.3)  # the dead worker's lease runs out
+    await Worker(rt).drain()
+    job = (await api.get(f"/api/jobs/{created['JobId']}", headers=tenant.headers)).json()
+    assert (job["Status"], job["RecoveryCount"]) == ("Completed", 1)
     assert len(await events_of(rt, tenant.account_id, "ListingPublished")) == 1
-    [same] = await _listings(rt, tenant.account_id)
-    assert same.listing_id == listing.listing_id
+    [listing] = await _listings(rt, tenant.account_id)
+    assert listing.status == "Live" and listing.listing_id
 
 
 async def test_a_publish_meeting_revoked_authorisation_fails_and_flips_health(

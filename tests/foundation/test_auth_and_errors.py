@@ -10,6 +10,7 @@ import pytest
 from marketsync.app import api_routes, required_scope
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.jobs import service as job_service
+from marketsync.jobs.types import PriceStockPushPayload
 from marketsync.runtime import Runtime
 from tests.support.factories import fetch_token, make_account, make_credential, make_tenant, problem
 
@@ -105,7 +106,7 @@ async def test_another_accounts_job_is_404_not_403(rt: Runtime, api: httpx.Async
     owner = await make_tenant(rt, api)
     stranger = await make_tenant(rt, api)
     async with rt.db.transaction() as session:
-        job = job_service.enqueue(session, rt.clock.now(), owner.account_id, "PriceStockPush", {})
+        job = job_service.enqueue(session, rt.clock.now(), owner.account_id, PriceStockPushPayload(MarketplaceId="M"))
     assert (await api.get(f"/api/jobs/{job.id}", headers=owner.headers)).status_code == 200
     response = await api.get(f"/api/jobs/{job.id}", headers=stranger.headers)
     assert response.status_code == 404

@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from marketsync.jobs import registry
 from marketsync.jobs import service as job_service
 from marketsync.jobs.run import JobRun, RetryLater
+from marketsync.jobs.types import JobPayload, payload_for
 from marketsync.models import Account, Job, Schedule
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
@@ -34,7 +35,7 @@ def settings_overrides() -> dict[str, object]:
 
 async def enqueue(rt: Runtime, account_id: str, job_type: str, **payload: object) -> str:
     async with rt.db.transaction() as session:
-        job = job_service.enqueue(session, rt.clock.now(), account_id, job_type, dict(payload))
+        job = job_service.enqueue(session, rt.clock.now(), account_id, payload_for(job_type, dict(payload)))
         return job.id
 
 
@@ -55,6 +56,14 @@ async def test_queued_job_as_the_api_shows_it(rt: Runtime, api: httpx.AsyncClien
     assert body["StartedAt"] is None
     assert body["ProgressDone"] is None and body["ProgressTotal"] is None  # does not count rows: null, not zero
     assert body["RecoveryCount"] == 0
+
+
+class BoomPayload(JobPayload):
+    job_type = "Test.Boom"
+
+
+class ThrottledPayload(JobPayload):
+    job_type = "Test.Throttled"
 
 
 async def test_completed_job_counts_progress(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -102,7 +111,7 @@ async def test_jobs_enqueued_in_a_rolled_back_transaction_do_not_exist(rt: Runti
     account_id = await make_account(rt)
     with pytest.raises(RuntimeError):
         async with rt.db.transaction() as session:
-            job_service.enqueue(session, rt.clock.now(), account_id, test_tasks.SLOW_EFFECT)
+            job_service.enqueue(session, rt.clock.now(), account_id, test_tasks.SlowEffectPayload())
             raise RuntimeError("the change failed")
     async with rt.db.read() as session:
         assert (await session.execute(select(func.count()).select_from(Job))).scalar_one() == 0

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import select
 
 from marketsync.jobs import service as jobs_service
+from marketsync.jobs.types import payload_for
 from marketsync.kit import jsonio
 from marketsync.kit.ids import new_id
 from marketsync.marketplaces.sandbox import state as sandbox_state
@@ -93,7 +94,7 @@ async def product(rt: Runtime, product_id: str) -> Product:
 
 async def enqueue(rt: Runtime, account_id: str, job_type: str, payload: dict[str, Any]) -> str:
     async with rt.db.transaction() as session:
-        job = jobs_service.enqueue(session, rt.clock.now(), account_id, job_type, payload)
+        job = jobs_service.enqueue(session, rt.clock.now(), account_id, payload_for(job_type, payload))
         return job.id
 
 

@@ -3,6 +3,7 @@ throttling is honoured, a worker killed mid-feed is recovered without a row appl
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from decimal import Decimal
 
 import httpx
@@ -11,7 +12,7 @@ import pytest
 from marketsync.jobs import repository as jobs_repository
 from marketsync.jobs.run import JobRun
 from marketsync.kit.clock import Clock, FrozenClock
-from marketsync.marketplaces import service, tasks
+from marketsync.marketplaces import feeds, service, tasks
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
@@ -204,19 +205,23 @@ async def test_worker_killed_mid_feed_is_recovered_without_a_row_twice(
     ids = await _three_listed(rt, p1)
     job_id = await _push(rt, tenant, p1, ids)
 
-    real_await_feed = tasks._await_feed
+    real_submit_and_await = feeds.submit_and_await
     calls = 0
 
-    async def dying_await_feed(rt_: Runtime, connection: MarketplaceConnection, feed_id: str) -> object:
+    async def dying_submit_and_await(
+        rt_: Runtime, job: JobRun, connection: MarketplaceConnection, submit: Callable[[], Awaitable[str]]
+    ) -> object:
         nonlocal calls
         calls += 1
         if calls == 1:
             if dies == "after the feed was applied":
-                await real_await_feed(rt_, connection, feed_id)
+                await real_submit_and_await(rt_, job, connection, submit)
+            else:  # submitted and remembered, never polled
+                await job.remember(MarketplaceFeedId=await submit())
             raise Killed
-        return await real_await_feed(rt_, connection, feed_id)
+        return await real_submit_and_await(rt_, job, connection, submit)
 
-    monkeypatch.setattr(tasks, "_await_feed", dying_await_feed)
+    monkeypatch.setattr(feeds, "submit_and_await", dying_submit_and_await)
     async with rt.db.transaction() as session:
         claimed = await jobs_repository.claim_next(
             session, "worker-that-dies", clock.now(), rt.settings.job_lease_s, ["PriceStockPush"]
@@ -241,8 +246,8 @@ async def test_worker_killed_mid_feed_is_recovered_without_a_row_twice(
     assert job["Status"] == "Completed"
     assert job["RecoveryCount"] == 1
     assert (job["ProgressDone"], job["ProgressTotal"]) == (3, 3)
-    feeds = await helpers.sandbox_feeds(rt, p1)
-    assert len(feeds) == 1 and len(feeds[0].lines) == 3
+    sent = await helpers.sandbox_feeds(rt, p1)
+    assert len(sent) == 1 and len(sent[0].lines) == 3
     remote = await helpers.sandbox_listings(rt, p1)
     assert {sku: row.feed_updates for sku, row in remote.items()} == {"FEED-A": 1, "FEED-B": 1, "FEED-C": 1}
     assert remote["FEED-C"].price == Decimal("14.50") and remote["FEED-C"].quantity == 9

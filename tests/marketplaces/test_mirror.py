@@ -7,7 +7,8 @@ from decimal import Decimal
 import httpx
 
 from marketsync.inventory import service as inventory_service
-from marketsync.marketplaces import tasks
+from marketsync.inventory import tasks
+from marketsync.jobs import service as jobs_service
 from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
@@ -36,7 +37,7 @@ async def _set_owner(rt: Runtime, account_id: str, kind: str, owner: str) -> Non
 
 async def _mirror_now(rt: Runtime, connection: MarketplaceConnection) -> str:
     job_id = await helpers.enqueue(rt, connection.account_id, "ListingMirror", {"MarketplaceId": connection.id})
-    status, _ = await tasks.run_now(rt, job_id)
+    status, _ = await jobs_service.run_now(rt, job_id)
     assert status == "Completed"
     return job_id
 

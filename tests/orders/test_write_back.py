@@ -127,9 +127,9 @@ async def test_item_errors_and_rejections_raise_feed_outcome(rt: Runtime, api: h
         ("Order updates", "Rejected", 1),
     ]
     assert all(o["UserPlatformId"] == connection.id and o["Marketplace"] == "P1 UK" for o in outcomes)
-    # Running the finished job again (a recovery) records nothing twice.
-    from marketsync.jobs.run import JobRun
-    from marketsync.orders.tasks import order_write_back
+    # Running the finished job again (an operator's "run now") does nothing: it is no longer queued.
+    from marketsync.jobs import service as jobs_service
 
-    await order_write_back(rt, JobRun(rt, job.id, job.account_id, job.type, job.payload))
+    status, _ = await jobs_service.run_now(rt, job.id)
+    assert status == "Completed"
     assert len(await feed_outcomes(rt, tenant.account_id)) == 2

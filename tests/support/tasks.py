@@ -11,9 +11,15 @@ import asyncio
 from marketsync.auth import repository, service
 from marketsync.jobs.registry import task
 from marketsync.jobs.run import JobRun
+from marketsync.jobs.types import JobPayload
 from marketsync.runtime import Runtime
 
 SLOW_EFFECT = "Test.SlowEffect"
+
+
+class SlowEffectPayload(JobPayload):
+    job_type = SLOW_EFFECT
+    sleep_s: float = 0.0
 
 
 def effect_name(job_id: str) -> str:
@@ -23,7 +29,7 @@ def effect_name(job_id: str) -> str:
 @task(SLOW_EFFECT)
 async def slow_effect(rt: Runtime, job: JobRun) -> None:
     await job.progress(0, 1)
-    await asyncio.sleep(float(job.payload.get("sleep_s", 0)))
+    await asyncio.sleep(job.args(SlowEffectPayload).sleep_s)
     async with rt.db.transaction() as session:
         if await repository.get_account_by_name(session, effect_name(job.job_id)) is None:
             await service.create_account(rt, session, effect_name(job.job_id))

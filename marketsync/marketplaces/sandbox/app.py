@@ -26,8 +26,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from marketsync.kinds import KINDS
 from marketsync.kit import jsonio
-from marketsync.marketplaces.kinds import KINDS
 from marketsync.marketplaces.sandbox import state
 from marketsync.models.sandbox import SandboxFeed, SandboxListing, SandboxOrder, SandboxSeller
 from marketsync.runtime import Runtime

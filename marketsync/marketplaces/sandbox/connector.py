@@ -1,4 +1,4 @@
-"""The connector for the sandbox marketplaces, registered for P1..P4.
+"""The connector for the sandbox marketplaces, composed for P1..P4 by marketsync/connectors.py.
 
 It speaks only HTTP (httpx): in-process through `httpx.ASGITransport` when `settings.sandbox_url` is
 unset, or to `marketsync sandbox serve` at that URL. One AsyncClient per Runtime (closed by Runtime.close).
@@ -17,7 +17,6 @@ import httpx
 
 from marketsync.kit import jsonio
 from marketsync.marketplaces.connector import (
-    CONNECTOR_FACTORIES,
     AuthorizationRevoked,
     AuthStatus,
     Connector,
@@ -36,7 +35,6 @@ from marketsync.marketplaces.connector import (
     Throttled,
     Unavailable,
 )
-from marketsync.marketplaces.kinds import KINDS
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 
@@ -243,9 +241,6 @@ class SandboxConnector:
         return parse_feed(await self._call("GET", f"/v1/feeds/{marketplace_feed_id}"))
 
 
-def _factory(rt: Runtime, connection: MarketplaceConnection) -> Connector:
+def sandbox_connector(rt: Runtime, connection: MarketplaceConnection) -> Connector:
+    """The connector factory for every sandbox kind (composed in marketsync/connectors.py)."""
     return SandboxConnector(sandbox_client(rt), connection)
-
-
-for _platform in KINDS:
-    CONNECTOR_FACTORIES.setdefault(_platform, _factory)

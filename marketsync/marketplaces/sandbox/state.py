@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import insert_for
-from marketsync.marketplaces.kinds import kind_of
+from marketsync.kinds import kind_of
 from marketsync.marketplaces.sandbox import rules
 from marketsync.models.sandbox import SandboxFeed, SandboxListing, SandboxOrder, SandboxSeller
 

@@ -1,8 +1,22 @@
-"""Marketplace kinds as data (spec section 1). Adding a real marketplace is adding a kind and a connector."""
+"""Marketplace kinds as data (spec section 1), and the states every domain reads off a connection and a listing.
+A leaf: it imports nothing of the service, so every domain may import it. Adding a real marketplace is adding a
+kind and a connector (marketsync/connectors.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ConnectionState(StrEnum):
+    ACTIVE = "Active"
+    PAUSED = "Paused"
+
+
+class ListingStatus(StrEnum):
+    PENDING = "Pending"  # a publish is on its way
+    LIVE = "Live"
+    REJECTED = "Rejected"
 
 
 @dataclass(frozen=True)
