@@ -33,10 +33,11 @@ from bench.support import BENCH_KEYS, create_scratch_pg, drop_scratch_pg, percen
 from marketsync import connectors, migrate
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
-from marketsync.catalog import repository, service, taxonomy
+from marketsync.catalog import repository, service
 from marketsync.config import Settings
 from marketsync.logging import configure_logging
 from marketsync.marketplaces import service as marketplaces
+from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.runtime import Runtime
 
 WARMUP = 10
@@ -104,7 +105,7 @@ async def run_backend(backend: str, categories: int, searches: int, creates: int
     )
     try:
         await migrate.upgrade(rt.db)
-        generated = taxonomy.generate("P1", 1, categories)
+        generated = shipped.generate("P1", 1, categories)
         started = time.perf_counter()
         async with rt.db.transaction() as session:
             await service.import_taxonomy(rt, session, generated)
@@ -152,7 +153,7 @@ async def run_backend(backend: str, categories: int, searches: int, creates: int
                     await client.post("/api/product-types/Search", json=body, headers=headers)
                 ).json()["TotalCount"]
 
-            laptop = taxonomy.ANCHOR_IDS["P1"]["Laptops"]
+            laptop = shipped.ANCHOR_IDS["P1"]["Laptops"]
             schema = (
                 await client.get(
                     "/api/product-types/Schema",

@@ -2,27 +2,33 @@
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from marketsync.auth import repository as auth_repository
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
+from marketsync.catalog import demo as catalog_demo
+from marketsync.inventory import demo as inventory_demo
+from marketsync.marketplaces import demo as marketplaces_demo
 from marketsync.marketplaces import repository as marketplace_repository
 from marketsync.marketplaces import service as marketplace_service
 from marketsync.models import MarketplaceConnection
+from marketsync.orders import demo as orders_demo
 from marketsync.runtime import Runtime
+from marketsync.webhooks import demo as webhooks_demo
 
 DEMO_ACCOUNT = "demo"
 DEMO_MARKETPLACES = (("P1", "UK"), ("P2", "DE"), ("P3", "US"), ("P4", "FR"))
 # Order matters: taxonomies before the catalogue, the catalogue before listings and orders.
-DEMO_SEEDERS = (
-    "marketsync.catalog.demo",
-    "marketsync.inventory.demo",
-    "marketsync.marketplaces.demo",
-    "marketsync.orders.demo",
-    "marketsync.webhooks.demo",
+# Each domain's part of the demo, in order: taxonomies before the catalogue, listings before orders.
+DEMO_SEEDERS: tuple[Callable[[Runtime, DemoTenant], Awaitable[None]], ...] = (
+    catalog_demo.seed,
+    inventory_demo.seed,
+    marketplaces_demo.seed,
+    orders_demo.seed,
+    webhooks_demo.seed,
 )
 
 
@@ -45,9 +51,8 @@ async def run_demo(rt: Runtime) -> dict[str, Any]:
                 connection = await marketplace_service.connect(rt, session, account.id, platform, country)
             connections.append(connection)
     tenant = DemoTenant(account.id, connections)
-    for module in DEMO_SEEDERS:
-        seeder = importlib.import_module(module)
-        await seeder.seed(rt, tenant)
+    for seed in DEMO_SEEDERS:
+        await seed(rt, tenant)
     return {
         "AccountId": account.id,
         "client_id": credential.client_id,

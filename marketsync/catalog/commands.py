@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from marketsync.catalog import service, taxonomy
 from marketsync.errors import ValidationFailed
 from marketsync.kit.cli import JsonOption, emit, run_command, taxonomy_app
+from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.runtime import Runtime
 
 PlatformOption = typer.Option(..., "--platform", help="Marketplace kind: P1, P2, P3 or P4.")
@@ -25,7 +26,7 @@ def build_taxonomy(platform: str, file: Path | None, revision: int, size: int | 
     if platform not in taxonomy.PLATFORMS:
         raise ValidationFailed(errors={"Platform": [f"One of {', '.join(taxonomy.PLATFORMS)}."]})
     if file is None:
-        return taxonomy.generate(platform, revision, size)
+        return shipped.generate(platform, revision, size)  # the sandbox marketplace's own taxonomy
     try:
         loaded = taxonomy.load_file(file)
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from marketsync.catalog import service, taxonomy
+from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.runtime import Runtime
 
 if TYPE_CHECKING:
@@ -14,6 +15,6 @@ if TYPE_CHECKING:
 
 async def seed(rt: Runtime, tenant: DemoTenant) -> None:
     for platform in taxonomy.PLATFORMS:
-        generated = taxonomy.generate(platform)
+        generated = shipped.generate(platform)
         async with rt.db.transaction() as session:
             await service.import_taxonomy(rt, session, generated)

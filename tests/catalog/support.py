@@ -7,7 +7,8 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
-from marketsync.catalog import service, taxonomy
+from marketsync.catalog import service
+from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.models import Event, Job, Listing, Product
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
@@ -23,12 +24,12 @@ async def load_taxonomies(
     summaries = []
     for platform in platforms:
         async with rt.db.transaction() as session:
-            summaries.append(await service.import_taxonomy(rt, session, taxonomy.generate(platform, revision, size)))
+            summaries.append(await service.import_taxonomy(rt, session, shipped.generate(platform, revision, size)))
     return summaries
 
 
 def anchor_id(platform: str, name: str) -> str:
-    return taxonomy.ANCHOR_IDS[platform][name]
+    return shipped.ANCHOR_IDS[platform][name]
 
 
 async def schema(api: httpx.AsyncClient, tenant: Tenant, platform: str, category_id: str) -> dict[str, Any]:

@@ -128,10 +128,10 @@ async def test_unknown_category_or_marketplace_is_404_and_writes_nothing(rt: Run
 
 
 async def test_inner_category_is_refused(rt: Runtime, api: httpx.AsyncClient) -> None:
-    from marketsync.catalog import taxonomy
+    from marketsync.marketplaces.sandbox import taxonomies as shipped
 
     tenant = await _tenant(rt, api)
-    inner = next(c for c in taxonomy.generate("P2", 1, 300).categories if not c.is_leaf)
+    inner = next(c for c in shipped.generate("P2", 1, 300).categories if not c.is_leaf)
     base = await create_payload(api, tenant, "P2", "Smartphones", "PHONE-1")
     response = await create(api, tenant, {**base, "CategoryId": inner.category_id, "ProductTypeViewId": None})
     assert response.status_code == 400

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from marketsync.catalog import taxonomy
+from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.runtime import Runtime
 from tests.catalog.support import TEST_SIZE, anchor_id, counts, create, create_payload, load_taxonomies, schema
 from tests.support.factories import Tenant, make_connection, make_tenant, problem
@@ -21,7 +21,7 @@ async def _search(api: httpx.AsyncClient, tenant: Tenant, platform: str, **field
 async def test_search_returns_leaves_only_and_walks_the_tree_without_text(rt: Runtime, api: httpx.AsyncClient) -> None:
     await load_taxonomies(rt, ("P1",))
     tenant = await make_tenant(rt, api, scopes=("InventoryRead",), marketplaces=(("P1", "UK"),))
-    generated = taxonomy.generate("P1", 1, TEST_SIZE)
+    generated = shipped.generate("P1", 1, TEST_SIZE)
     leaves = generated.leaves
 
     first = await _search(api, tenant, "P1")
@@ -50,7 +50,7 @@ async def test_search_text_is_case_insensitive_on_the_name_and_a_number_matches_
 ) -> None:
     await load_taxonomies(rt, ("P1",))
     tenant = await make_tenant(rt, api, scopes=("InventoryRead",), marketplaces=(("P1", "UK"),))
-    leaves = taxonomy.generate("P1", 1, TEST_SIZE).leaves
+    leaves = shipped.generate("P1", 1, TEST_SIZE).leaves
 
     body = (await _search(api, tenant, "P1", SearchText="t-SHIRTS")).json()
     expected = [c.category_id for c in leaves if "t-shirts" in c.name.lower()]
@@ -130,7 +130,7 @@ async def test_schema_has_every_field_and_only_what_the_api_can_carry(rt: Runtim
 
     params = {"marketplaceId": tenant.marketplace("P1").id, "categoryId": "424242"}
     assert (await api.get("/api/product-types/Schema", params=params, headers=tenant.headers)).status_code == 404
-    inner = next(c for c in taxonomy.generate("P1", 1, TEST_SIZE).categories if not c.is_leaf)
+    inner = next(c for c in shipped.generate("P1", 1, TEST_SIZE).categories if not c.is_leaf)
     params["categoryId"] = inner.category_id
     response = await api.get("/api/product-types/Schema", params=params, headers=tenant.headers)
     assert response.status_code == 400 and set(problem(response)["errors"]) == {"categoryId"}

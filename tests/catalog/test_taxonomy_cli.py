@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from marketsync.catalog import taxonomy
 from marketsync.cli import app
+from marketsync.marketplaces.sandbox import taxonomies as shipped
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def test_import_reimport_and_file(cli_env: Path) -> None:
     file = cli_env / "p3.json"
     _run("admin", "taxonomy", "export", str(file), "--platform", "P3", "--size", "300", "--revision", "2", "--json")
     document = json.loads(file.read_text())
-    tee = next(c for c in document["Categories"] if c["CategoryId"] == taxonomy.ANCHOR_IDS["P3"]["T-Shirts"])
+    tee = next(c for c in document["Categories"] if c["CategoryId"] == shipped.ANCHOR_IDS["P3"]["T-Shirts"])
     tee["Attributes"].append({"Code": "Fit", "Title": "Fit", "Type": "Text", "IsRequired": False})
     file.write_text(json.dumps(document))
     from_file = _run("admin", "taxonomy", "import", "--platform", "P3", str(file), "--json")
@@ -52,7 +53,7 @@ def test_import_reimport_and_file(cli_env: Path) -> None:
 
 def test_import_refuses_a_file_of_another_kind(cli_env: Path) -> None:
     file = cli_env / "p1.json"
-    taxonomy.dump_file(taxonomy.generate("P1", 1, 300), file)
+    taxonomy.dump_file(shipped.generate("P1", 1, 300), file)
     result = CliRunner().invoke(app, ["admin", "taxonomy", "import", "--platform", "P2", str(file), "--json"])
     assert result.exit_code == 1
     assert "P1" in result.stdout

@@ -8,7 +8,6 @@ from decimal import Decimal
 import httpx
 import pytest
 
-from marketsync.catalog import taxonomy
 from marketsync.marketplaces.connector import (
     AuthorizationRevoked,
     ListingDraft,
@@ -17,6 +16,7 @@ from marketsync.marketplaces.connector import (
     Throttled,
     connector_for,
 )
+from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.marketplaces.sandbox.app import create_sandbox_app
 from marketsync.runtime import Runtime
 from tests.marketplaces import helpers
@@ -80,7 +80,7 @@ async def test_feed_submission_is_idempotent_by_our_feed_id(rt: Runtime, api: ht
 
 def _leaf_categories(platform: str) -> tuple[str, str]:
     """A leaf with requirements the API cannot carry, and one without."""
-    leaves = [c for c in taxonomy.generate(platform).categories if c.is_leaf]
+    leaves = [c for c in shipped.generate(platform).categories if c.is_leaf]
     with_requirements = next(c.category_id for c in leaves if c.off_api_requirements)
     plain = next(c.category_id for c in leaves if not c.off_api_requirements)
     return with_requirements, plain
@@ -103,7 +103,7 @@ async def test_publish_rejects_drafts_missing_what_the_api_cannot_carry(rt: Runt
     assert result.status == "Done"  # type: ignore[attr-defined]
     errors = {e.reference: e.message for e in result.errors}  # type: ignore[attr-defined]
     assert set(errors) == {"images", "nocat"}
-    for name in taxonomy.off_api_requirements("P2", needs_images):
+    for name in shipped.off_api_requirements("P2", needs_images):
         assert name in errors["images"]
     listing_id, external_sku, url = result.published["ok"]  # type: ignore[attr-defined]
     assert external_sku == "SKU-ok" and url.endswith(listing_id)

@@ -7,7 +7,6 @@ authorisation is revoked). Each function works inside the caller's transaction.
 
 from __future__ import annotations
 
-import importlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import insert_for
 from marketsync.kinds import kind_of
-from marketsync.marketplaces.sandbox import rules
+from marketsync.marketplaces.sandbox import rules, taxonomies
 from marketsync.models.sandbox import SandboxFeed, SandboxListing, SandboxOrder, SandboxSeller
 
 # A budget generous enough that normal use never meets it; tests and operators tighten it per seller.
@@ -427,23 +426,6 @@ async def _apply_price_stock(
     return _LineOutcome(errors, processed)
 
 
-def off_api_requirements(platform: str, category_id: str | None) -> list[str]:
-    """Requirements the API cannot carry (images, business policies), from the catalogue's taxonomy.
-
-    The catalogue domain owns taxonomies; without its function nothing is required off the API.
-    """
-    if category_id is None:
-        return []
-    try:
-        taxonomy = importlib.import_module("marketsync.catalog.taxonomy")
-    except ImportError:
-        return []
-    requirements = getattr(taxonomy, "off_api_requirements", None)
-    if requirements is None:
-        return []
-    return list(requirements(platform, category_id))
-
-
 async def _apply_listings(
     session: AsyncSession, seller: SandboxSeller, now: datetime, feed: SandboxFeed, faulted: set[int]
 ) -> _LineOutcome:
@@ -452,7 +434,7 @@ async def _apply_listings(
     for index, line in enumerate(feed.lines):
         reference = _reference(line, "Sku")
         category_id = line.get("CategoryId")
-        missing = off_api_requirements(seller.platform, category_id)
+        missing = taxonomies.off_api_requirements(seller.platform, category_id)
         error = None
         if not line.get("Sku"):
             error = "A listing needs a SKU."
