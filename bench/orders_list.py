@@ -48,7 +48,7 @@ from marketsync.config import Settings
 from marketsync.kit import jsonio
 from marketsync.marketplaces import service as marketplace_service
 from marketsync.models.base import PRICE_SCALE
-from marketsync.orders import repository, rules, schemas, service
+from marketsync.orders import rules, schemas, service
 from marketsync.runtime import Runtime
 
 VAR = Path("var/bench")
@@ -107,8 +107,40 @@ ITEM_COLUMNS = [
     "cancel_reason",
 ]
 # What the previous design read per page: the order columns of the wire shape, then the items.
-ROW_COLUMNS = repository.ORDER_COLUMNS
-ITEM_READ_COLUMNS = repository.ITEM_COLUMNS
+ROW_COLUMNS = [
+    "id",
+    "marketplace_order_id",
+    "marketplace_id",
+    "platform",
+    "country",
+    "status",
+    "marketplace_status",
+    "purchase_date",
+    "updated_at",
+    "created_at",
+    "currency",
+    "items_total",
+    "shipping_total",
+    "tax_total",
+    "refunded_total",
+    "external_reference",
+    "ship_region",
+    "ship_country_code",
+]
+ITEM_READ_COLUMNS = [
+    "id",
+    "marketplace_item_id",
+    "sku",
+    "title",
+    "quantity",
+    "unit_price",
+    "status",
+    "shipped_quantity",
+    "cancelled_quantity",
+    "refunded_quantity",
+    "refunded_amount",
+    "cancel_reason",
+]
 STATUSES = ("Unshipped", "Unshipped", "Shipped", "Shipped", "Shipped", "PartiallyShipped", "Cancelled", "Refunded")
 
 

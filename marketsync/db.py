@@ -7,55 +7,29 @@ and never block on writers (WAL). On PostgreSQL both factories share one engine.
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
-import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-import aiosqlite
-import asyncpg  # type: ignore[import-untyped]
-from sqlalchemy import Row, event
+from sqlalchemy import event
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Dialect, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
-from sqlalchemy.sql import Executable, Select
+
+from marketsync.db_fast import DriverReader, FastReads, PreparedRead, session_reader
+
+__all__ = ["Database", "DriverReader", "PreparedRead", "async_url", "dialect_of", "insert_for", "session_reader"]
 
 T = TypeVar("T")
-# A short read held up by a locked file falls back to the threaded path instead of holding the event loop.
-_IN_LOOP_BUSY_TIMEOUT_MS = 50
-# asyncpg connections kept per process for prepared reads: each lookup holds one for a single round trip.
-_POSTGRES_PREPARED_CONNECTIONS = 2
-# ... and for driver reads (pages of orders), apart, so a page never makes a token lookup wait. With SQLAlchemy's
-# pool (10 + 10 overflow) an API process may hold up to 24 connections (README, How it is built).
-_POSTGRES_DRIVER_READ_CONNECTIONS = 2
-# What a dropped connection or a restarted server raises on a kept asyncpg connection (terminated backends answer
-# the next call with admin_shutdown, or leave the protocol mid-state). Not QueryCanceledError (a statement timeout,
-# also an OperatorInterventionError): the connection is fine, and running the query again would only double it.
-_POSTGRES_CONNECTION_LOST: tuple[type[BaseException], ...] = (
-    OSError,
-    asyncpg.InterfaceError,
-    asyncpg.InternalClientError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.exceptions.AdminShutdownError,
-    asyncpg.exceptions.CrashShutdownError,
-    asyncpg.exceptions.CannotConnectNowError,
-)
 
 
-class _CannotOpen(Exception):
-    """A kept connection could not be opened (server down, too many connections): the caller falls back."""
-
-
-_POSTGRES_UNAVAILABLE: tuple[type[BaseException], ...] = (_CannotOpen, *_POSTGRES_CONNECTION_LOST)
-
-
-# Keys of SQLAlchemy's asyncpg connect arguments that its adapter consumes rather than asyncpg.
-_SQLALCHEMY_ONLY_CONNECT_ARGS = ("prepared_statement_cache_size", "prepared_statement_name_func", "async_creator_fn")
+def _create_private_file(path: Path) -> None:
+    """The SQLite file (and, by SQLite's rule, its -wal and -shm files) readable by the service's user only."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
 
 
 def async_url(url: str) -> str:
@@ -86,216 +60,6 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-class _InLoopSqliteConnection(aiosqlite.Connection):
-    """aiosqlite's interface run in the calling thread: no worker thread, so no hop per call.
-
-    Each aiosqlite call is a hand-off to its thread and back through the event loop (~0.2 ms here, several ms
-    under load); a read session makes about nine. Only for short read-only work (see `Database.short_read`).
-    """
-
-    async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if not self._running or self._connection is None:
-            raise ValueError("Connection closed")
-        return fn(*args, **kwargs)
-
-    async def _connect(self) -> _InLoopSqliteConnection:
-        if self._connection is None:
-            self._connection = self._connector()
-        return self
-
-    def __await__(self) -> Any:
-        return self._connect().__await__()
-
-    def stop(self) -> None:
-        self._running = False
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-
-
-def _in_loop_sqlite_reader(url: str, database: str) -> AsyncEngine:
-    def connector() -> sqlite3.Connection:
-        # isolation_level=None: SQLAlchemy's begin hook issues BEGIN (a snapshot for the whole read).
-        connection = sqlite3.connect(database, isolation_level=None, check_same_thread=False)
-        connection.execute("PRAGMA query_only=ON")
-        connection.execute(f"PRAGMA busy_timeout={_IN_LOOP_BUSY_TIMEOUT_MS}")
-        return connection
-
-    async def creator() -> aiosqlite.Connection:
-        return await _InLoopSqliteConnection(connector, 64)._connect()
-
-    engine = create_async_engine(url, async_creator=creator, pool_size=4, max_overflow=4)
-
-    @event.listens_for(engine.sync_engine, "begin")
-    def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN")
-
-    return engine
-
-
-@dataclass(frozen=True)
-class _CompiledRead:
-    sql: str
-    binds: tuple[tuple[str, Callable[[Any], Any] | None], ...]
-    columns: tuple[Callable[[Any], Any] | None, ...] | None  # None: no column needs converting
-    constants: Mapping[str, Any]  # values written into the statement (`status == "Pending"`)
-
-    def arguments(self, params: Mapping[str, Any]) -> tuple[Any, ...]:
-        if self.constants:
-            params = {**self.constants, **params}
-        return tuple(params[name] if convert is None else convert(params[name]) for name, convert in self.binds)
-
-    def row(self, values: Sequence[Any]) -> tuple[Any, ...]:
-        if self.columns is None:
-            return tuple(values)
-        return tuple(
-            value if convert is None else convert(value) for value, convert in zip(values, self.columns, strict=True)
-        )
-
-
-class PreparedRead:
-    """A small Core SELECT run on the raw driver by `Database.first` (the bearer-token lookup of every request).
-
-    Build it once at import time. It is compiled once per dialect, and its parameters and columns go through
-    SQLAlchemy's own type processors, so values compare exactly as through SQLAlchemy (a UTCDateTime binds as
-    naive UTC: text on SQLite, TIMESTAMP on PostgreSQL). Positional binds only (no IN-lists, no literal binds);
-    `bindparam`s take `params` at each call, values written into the statement are bound as they are.
-    """
-
-    def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
-        self.statement = statement
-        self._compiled: dict[str, _CompiledRead] = {}
-
-    def compiled_for(self, dialect: Dialect) -> _CompiledRead:
-        compiled = self._compiled.get(dialect.name)
-        if compiled is None:
-            compiled = self._compiled[dialect.name] = self._compile(dialect)
-        return compiled
-
-    def _compile(self, dialect: Dialect) -> _CompiledRead:
-        compiled: Any = self.statement.compile(dialect=dialect)
-        if not compiled.positional or compiled.literal_execute_params or compiled.post_compile_params:
-            raise ValueError("a prepared read needs plain positional bind parameters")
-        processors = compiled._bind_processors
-        readers = tuple(
-            column.type._cached_result_processor(dialect, None) for column in self.statement.selected_columns
-        )
-        return _CompiledRead(
-            sql=compiled.string,
-            binds=tuple((name, processors.get(name)) for name in compiled.positiontup),
-            columns=readers if any(readers) else None,
-            constants={name: bind.value for name, bind in compiled.binds.items() if not bind.required},
-        )
-
-
-class _SqliteReadConnections:
-    """One plain sqlite3 connection per thread (an event loop's): query_only, short busy_timeout, autocommit.
-
-    sqlite3 keeps the statements it prepared per connection, so a prepared read costs one step of the VM.
-    """
-
-    def __init__(self, database: str, dialect: Dialect) -> None:
-        self.database = database
-        self.dialect = dialect
-        self._local = threading.local()
-        self._opened: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-
-    def connection(self) -> sqlite3.Connection:
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            # check_same_thread=False only so that close() may run in another thread.
-            connection = sqlite3.connect(self.database, isolation_level=None, check_same_thread=False)
-            connection.execute("PRAGMA query_only=ON")
-            connection.execute(f"PRAGMA busy_timeout={_IN_LOOP_BUSY_TIMEOUT_MS}")
-            with self._lock:
-                self._opened.append(connection)
-            self._local.connection = connection
-        return connection
-
-    def close(self) -> None:
-        with self._lock:
-            opened, self._opened = self._opened, []
-        self._local = threading.local()
-        for connection in opened:
-            connection.close()
-
-
-class _PostgresReadConnections:
-    """A few asyncpg connections kept open for prepared reads.
-
-    Checking a connection out of SQLAlchemy's pool and running Core on it cost ~0.5 ms of CPU per lookup;
-    asyncpg on a kept connection, with the statement prepared once (asyncpg's statement cache), ~0.08 ms.
-    Connections are opened with the arguments SQLAlchemy's asyncpg dialect would use.
-    """
-
-    def __init__(self, url: str, dialect: Dialect, size: int) -> None:
-        args, kwargs = dialect.create_connect_args(make_url(url))
-        for key in _SQLALCHEMY_ONLY_CONNECT_ARGS:
-            kwargs.pop(key, None)
-        self._connect_args = (args, kwargs)
-        self.dialect = dialect
-        # First come, first served (asyncio.Semaphore queues fairly; a queue of connections let newcomers overtake
-        # woken waiters: p99 500 ms under 32 connections).
-        self._gate = asyncio.Semaphore(size)
-        self._idle: list[Any] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._closed = False
-
-    def usable_here(self) -> bool:
-        """asyncpg connections belong to the loop that opened them (so does SQLAlchemy's pool)."""
-        loop = asyncio.get_running_loop()
-        if self._loop is None:
-            self._loop = loop
-        return loop is self._loop
-
-    @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Any]:
-        """A kept connection for one short piece of work (`_CannotOpen` if none can be opened).
-
-        After the work it is kept again, also when the work raised an ordinary error (a 404, a refused cursor, an
-        SQL error: asyncpg leaves the connection ready); one that was lost, or interrupted mid-call (cancelled), is
-        discarded, since it may be mid-protocol.
-        """
-        async with self._gate:
-            connection = self._idle.pop() if self._idle else None
-            if connection is None:
-                args, kwargs = self._connect_args
-                try:
-                    connection = await asyncpg.connect(*args, **kwargs)
-                except Exception as exc:
-                    raise _CannotOpen(str(exc)) from exc
-            try:
-                yield connection
-            except Exception as exc:
-                if isinstance(exc, _POSTGRES_CONNECTION_LOST) or connection.is_closed():
-                    connection.terminate()
-                elif not self._closed:
-                    self._idle.append(connection)
-                raise
-            except BaseException:
-                connection.terminate()
-                raise
-            if self._closed:
-                connection.terminate()
-            else:
-                self._idle.append(connection)
-
-    async def fetch_row(self, sql: str, arguments: Sequence[Any]) -> Any:
-        async with self.connection() as connection:
-            return await connection.fetchrow(sql, *arguments)
-
-    async def close(self) -> None:
-        """Close the idle connections; one in use is terminated when its work ends. Never raises."""
-        self._closed = True
-        idle, self._idle = self._idle, []
-        for connection in idle:
-            try:
-                await connection.close(timeout=5)
-            except Exception:
-                connection.terminate()
-
-
 class Database:
     """The one coordination point: a reader and a writer session factory over one database."""
 
@@ -303,46 +67,32 @@ class Database:
         self.url = async_url(url)
         parsed = make_url(self.url)
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        sqlite_file = parsed.database if self.is_sqlite and parsed.database not in (None, "", ":memory:") else None
         if self.is_sqlite:
-            if parsed.database and parsed.database != ":memory:":
-                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-            self.engine = create_async_engine(self.url, echo=echo, pool_size=8, max_overflow=8)
+            if sqlite_file:
+                _create_private_file(Path(sqlite_file))
+            self.engine = create_async_engine(self.url, echo=echo, pool_size=8, max_overflow=8, hide_parameters=True)
             _configure_sqlite(self.engine, immediate=False)
-            self.write_engine = create_async_engine(self.url, echo=echo, pool_size=1, max_overflow=0, pool_timeout=60)
+            self.write_engine = create_async_engine(
+                self.url, echo=echo, pool_size=1, max_overflow=0, pool_timeout=60, hide_parameters=True
+            )
             _configure_sqlite(self.write_engine, immediate=True)
-            self._in_loop_engine: AsyncEngine | None = _in_loop_sqlite_reader(self.url, parsed.database or ":memory:")
-            self._postgres_prepared: _PostgresReadConnections | None = None
-            # An in-memory database is private to its connection: a second one would see no tables.
-            in_file = bool(parsed.database) and parsed.database != ":memory:"
-            self._sqlite_prepared: _SqliteReadConnections | None = (
-                _SqliteReadConnections(parsed.database or "", self.engine.dialect) if in_file else None
-            )
-            # Driver reads have connections of their own: a token lookup never runs inside a page's snapshot.
-            self._sqlite_driver_reads: _SqliteReadConnections | None = (
-                _SqliteReadConnections(parsed.database or "", self.engine.dialect) if in_file else None
-            )
-            self._postgres_driver_reads: _PostgresReadConnections | None = None
         else:
-            self._in_loop_engine = None
+            # hide_parameters: an error's log line never carries bound values (customer data, secrets' hashes).
             self.engine = create_async_engine(
-                self.url, echo=echo, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=False
+                self.url,
+                echo=echo,
+                pool_size=pool_size,
+                max_overflow=max_overflow,
+                pool_pre_ping=False,
+                hide_parameters=True,
             )
             self.write_engine = self.engine
-            self._sqlite_prepared = None
-            self._postgres_prepared = _PostgresReadConnections(
-                self.url, self.engine.dialect, _POSTGRES_PREPARED_CONNECTIONS
-            )
-            self._sqlite_driver_reads = None
-            self._postgres_driver_reads = _PostgresReadConnections(
-                self.url, self.engine.dialect, _POSTGRES_DRIVER_READ_CONNECTIONS
-            )
-        self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
-        # SQLite: in the event loop; PostgreSQL: autocommit (READ COMMITTED snapshots are per statement anyway).
-        self._short_reader = async_sessionmaker(
-            self._in_loop_engine or self._autocommit, expire_on_commit=False, autoflush=False
-        )
         self._reader = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False)
         self._writer = async_sessionmaker(self.write_engine, expire_on_commit=False, autoflush=False)
+        self.fast = FastReads(
+            self.url, self.engine.dialect, sqlite_file=sqlite_file, engine=self.engine, read_session=self.read
+        )
 
     @property
     def dialect(self) -> str:
@@ -365,105 +115,16 @@ class Database:
         async with self._reader() as session, session.begin():
             yield session
 
-    async def _autocommit_first(self, statement: Executable, params: Mapping[str, Any] | None) -> Row[Any] | None:
-        """`first`'s fallback: one autocommit statement through SQLAlchemy (PostgreSQL: no BEGIN/COMMIT)."""
-        async with self._autocommit.connect() as connection:
-            return (await connection.execute(statement, params)).first()
-
     async def first(self, prepared: PreparedRead, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
-        """The first row of a `PreparedRead`, on the raw driver, without SQLAlchemy's per-call work (the bearer-token
-        lookup of every request; the workers' idle checks).
-
-        SQLite: this thread's plain sqlite3 connection in the event loop (~0.01 ms against ~0.16 ms through a
-        SQLAlchemy connection; WAL readers never wait for writers); a locked file (OperationalError) falls back to
-        the autocommit path. PostgreSQL: asyncpg on a kept connection (~0.08 ms of CPU against ~0.5 ms); any driver
-        failure, or another event loop, falls back to the same path, which then behaves exactly as before.
-        Nothing is cached: every call reads the database (a revoked token fails on the next request).
-        """
-        if self._sqlite_prepared is not None:
-            compiled = prepared.compiled_for(self._sqlite_prepared.dialect)
-            try:
-                rows = self._sqlite_prepared.connection().execute(compiled.sql, compiled.arguments(params)).fetchall()
-            except sqlite3.OperationalError:
-                pass
-            else:  # fetchall() ran the statement to completion: no read transaction is left open
-                return compiled.row(rows[0]) if rows else None
-        elif self._postgres_prepared is not None and self._postgres_prepared.usable_here():
-            compiled = prepared.compiled_for(self._postgres_prepared.dialect)
-            try:
-                record = await self._postgres_prepared.fetch_row(compiled.sql, compiled.arguments(params))
-            except Exception:  # noqa: S110 - dropped connection, restarted server: the ordinary path reports it
-                pass
-            else:
-                return None if record is None else compiled.row(record)
-        row = await self._autocommit_first(prepared.statement, params)
-        return None if row is None else tuple(row)
-
-    async def short_read(self, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
-        """`work(session)` in a read session without the per-call thread hops of `read()`.
-
-        For short indexed reads on the request path (a handful of rows; docs/decisions/0011-hot-path-token-read.md):
-        on SQLite the session runs in the event loop (WAL readers never wait for writers; a briefly locked file
-        makes `work` run again through `read()`, so it must only read); on PostgreSQL each statement is one
-        autocommit round trip instead of BEGIN/.../COMMIT. Never for scans or large pages: they would hold the loop.
-        """
-        if self._in_loop_engine is not None:
-            try:
-                async with self._short_reader() as session, session.begin():
-                    return await work(session)
-            except OperationalError:
-                pass
-            async with self.read() as session:
-                return await work(session)
-        async with self._short_reader() as session, session.begin():
-            return await work(session)
+        """The first row of a prepared read on the raw driver (db_fast.py: the bearer-token lookup)."""
+        return await self.fast.first(prepared, params)
 
     async def driver_read(self, work: Callable[[DriverReader], Awaitable[T]]) -> T:
-        """`work(reader)`: hand-written SQL on the raw driver, for bounded hot-path reads (a page of orders).
-
-        Without SQLAlchemy's session and pool (~1.3 ms a page on SQLite against a 0.55 ms query;
-        docs/decisions/0066-order-documents.md). SQLite: a plain sqlite3 connection of this thread inside
-        BEGIN/COMMIT, one snapshot for all of `work`'s queries; a locked file makes `work` run again through
-        `short_read`, so `work` must only read. PostgreSQL: a kept asyncpg connection in autocommit (READ
-        COMMITTED, as `short_read`); a driver failure (dropped connection, restarted server) or another event
-        loop makes `work` run through `short_read`.
-        """
-        if self._sqlite_driver_reads is not None:
-            connection = self._sqlite_driver_reads.connection()
-            # sqlite3 calls never suspend the coroutine, so reads on this thread cannot interleave inside the
-            # transaction; a read nested in another just joins it.
-            own_transaction = not connection.in_transaction
-            try:
-                if own_transaction:
-                    connection.execute("BEGIN")
-                try:
-                    return await work(_SqliteDriverReader(connection))
-                finally:
-                    if own_transaction:
-                        _end_read(connection)
-            except sqlite3.OperationalError:
-                # Locked: the threaded read waits for the file as every other read does (busy_timeout 30 s).
-                async with self.read() as session:
-                    return await _with_session_reader(session, work)
-        elif self._postgres_driver_reads is not None and self._postgres_driver_reads.usable_here():
-            try:
-                async with self._postgres_driver_reads.connection() as pg_connection:
-                    return await work(_AsyncpgDriverReader(pg_connection))
-            except _POSTGRES_UNAVAILABLE:
-                pass
-        return await self.short_read(lambda session: _with_session_reader(session, work))
+        """`work(reader)` with hand-written SQL on the raw driver (db_fast.py: the orders page)."""
+        return await self.fast.driver_read(work)
 
     async def dispose(self) -> None:
-        if self._sqlite_prepared is not None:
-            self._sqlite_prepared.close()
-        if self._postgres_prepared is not None:
-            await self._postgres_prepared.close()
-        if self._sqlite_driver_reads is not None:
-            self._sqlite_driver_reads.close()
-        if self._postgres_driver_reads is not None:
-            await self._postgres_driver_reads.close()
-        if self._in_loop_engine is not None:
-            await self._in_loop_engine.dispose()
+        await self.fast.close()
         await self.engine.dispose()
         if self.write_engine is not self.engine:
             await self.write_engine.dispose()
@@ -479,67 +140,3 @@ def insert_for(session: AsyncSession, table: Any) -> sqlite.Insert | postgresql.
 
 def dialect_of(session: AsyncSession) -> str:
     return session.get_bind().dialect.name
-
-
-def _end_read(connection: sqlite3.Connection) -> None:
-    """COMMIT a read transaction; if that fails, ROLLBACK, so the connection never keeps an old snapshot."""
-    try:
-        connection.execute("COMMIT")
-    except sqlite3.Error:
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
-        raise
-
-
-class DriverReader(Protocol):
-    """Hand-written SQL on a raw driver connection (placeholders `?` on SQLite, `$n` on PostgreSQL)."""
-
-    postgres: bool
-
-    async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]: ...
-
-
-class _SqliteDriverReader:
-    postgres = False
-
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self._connection = connection
-
-    async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
-        return self._connection.execute(sql, arguments).fetchall()
-
-
-class _AsyncpgDriverReader:
-    postgres = True
-
-    def __init__(self, connection: Any) -> None:
-        self._connection = connection
-
-    async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
-        rows: list[Sequence[Any]] = await self._connection.fetch(sql, *arguments)
-        return rows
-
-
-class _SessionDriverReader:
-    """The driver connection (aiosqlite / asyncpg) under a session's transaction."""
-
-    def __init__(self, driver: Any, postgres: bool) -> None:
-        self._driver = driver
-        self.postgres = postgres
-
-    async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
-        if self.postgres:
-            rows: list[Sequence[Any]] = await self._driver.fetch(sql, *arguments)
-            return rows
-        return list(await self._driver.execute_fetchall(sql, arguments))
-
-
-async def session_reader(session: AsyncSession) -> DriverReader:
-    """A DriverReader inside `session`'s transaction (e.g. reading back what a write just flushed)."""
-    connection = await session.connection()
-    driver = (await connection.get_raw_connection()).driver_connection
-    return _SessionDriverReader(driver, dialect_of(session) == "postgresql")
-
-
-async def _with_session_reader(session: AsyncSession, work: Callable[[DriverReader], Awaitable[T]]) -> T:
-    return await work(await session_reader(session))

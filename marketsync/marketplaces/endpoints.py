@@ -16,8 +16,9 @@ router = APIRouter(tags=["Marketplaces"])
     "/api/marketplaces", response_model=MarketplacesOut, summary="Active marketplace connections and their health"
 )
 async def list_marketplaces(caller: MarketplacesReader, rt: RuntimeDep) -> Response:
-    # A few indexed rows: the short read path. The body is built by the model and serialised once (returning
+    # The body is built by the model and serialised once (returning
     # the model itself would have FastAPI validate it again against response_model).
-    connections = await rt.db.short_read(lambda session: service.list_active(session, caller.account_id))
+    async with rt.db.read() as session:
+        connections = await service.list_active(session, caller.account_id)
     body = MarketplacesOut(Marketplaces=[MarketplaceOut.of(c) for c in connections])
     return Response(body.model_dump_json(), media_type="application/json")

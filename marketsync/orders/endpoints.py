@@ -56,7 +56,7 @@ async def get_order(
     includeCustomerData: bool = Query(False),
 ) -> Response:
     document = await rt.db.driver_read(
-        lambda reader: service.get_order(reader, caller.account_id, order_id, include_customer=includeCustomerData)
+        lambda reader: service.get_order(rt, reader, caller.account_id, order_id, include_customer=includeCustomerData)
     )
     return Response(schemas.one_body(document), media_type="application/json")
 

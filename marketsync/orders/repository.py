@@ -1,121 +1,43 @@
 """All order queries. Every query is scoped by account.
 
-Reads for the API (a page of 200 orders is on the hot path) run hand-written SQL on a raw driver connection
-(`db.DriverReader`) and return plain tuples: no ORM entities, no per-value type processing.
-A page is one keyset query returning each order's stored document (docs/decisions/0066-order-documents.md).
-Rendering a document reads the order's rows: the order and its items in one query (a LEFT JOIN), then
-shipments and refund lines only for orders that have any. Writes load ORM entities.
+The API's reads (a page of 200 orders is on the hot path) run hand-written SQL on a raw driver connection
+(`db.DriverReader`): one keyset query returning each order's stored document (docs/decisions/0066-order-documents.md)
+as a `DocumentRow`. Rendering a document, and every write, loads ORM entities.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import DriverReader, dialect_of
-from marketsync.kit.clock import iso
 from marketsync.models import MarketplaceConnection
-from marketsync.models.orders import Order, OrderItem
+from marketsync.models.orders import Order, OrderItem, OrderRefundLine, OrderShipment
 
 # ---------------------------------------------------------------- reads (API)
 
-# Positional columns of the read tuples; schemas.order_json unpacks them in this order.
-ORDER_COLUMNS = (
-    "id",
-    "marketplace_order_id",
-    "marketplace_id",
-    "platform",
-    "country",
-    "status",
-    "marketplace_status",
-    "purchase_date",
-    "updated_at",
-    "created_at",
-    "currency",
-    "items_total",
-    "shipping_total",
-    "tax_total",
-    "refunded_total",
-    "external_reference",
-    "ship_region",
-    "ship_country_code",
-)
-# Personal data: only selected when the caller asked for customer data.
-CUSTOMER_COLUMNS = (
-    "buyer_name",
-    "buyer_email",
-    "buyer_phone",
-    "ship_name",
-    "ship_line1",
-    "ship_line2",
-    "ship_city",
-    "ship_postal_code",
-    "ship_phone",
-)
-ITEM_COLUMNS = (
-    "id",
-    "marketplace_item_id",
-    "sku",
-    "title",
-    "quantity",
-    "unit_price",
-    "status",
-    "shipped_quantity",
-    "cancelled_quantity",
-    "refunded_quantity",
-    "refunded_amount",
-    "cancel_reason",
-)
-SHIPMENT_COLUMNS = (
-    "id",
-    "order_item_id",
-    "quantity",
-    "ship_date",
-    "carrier_code",
-    "carrier_name",
-    "service_level",
-    "tracking_number",
-)
-REFUND_LINE_COLUMNS = ("refund_id", "reason", "currency", "created_at", "order_item_id", "quantity", "amount")
-
-_ORDER_ID = ORDER_COLUMNS.index("id")
-_ORDER_REFUNDED_TOTAL = ORDER_COLUMNS.index("refunded_total")
-_ITEM_SHIPPED = ITEM_COLUMNS.index("shipped_quantity")
-
-Row = Sequence[Any]
-
-
-# Timestamp columns are read as UTCDateTime's SQLite storage text, "YYYY-MM-DD HH:MM:SS.ffffff", on both
-# backends (PostgreSQL formats them with to_char): turning that into the wire form is a slice, far cheaper
-# than datetime.isoformat() on 800 values a page.
-TIME_COLUMNS = frozenset({"purchase_date", "updated_at", "created_at", "ship_date"})
+# Timestamps are read as UTCDateTime's SQLite storage text, "YYYY-MM-DD HH:MM:SS.ffffff", on both backends
+# (PostgreSQL formats them with to_char), so a page's keys compare and parse the same way everywhere.
 _POSTGRES_TIME_TEXT = "YYYY-MM-DD HH24:MI:SS.US"
 
 
-@dataclass
-class OrderRows:
-    """Orders in page order, each with its items, plus the shipments and refund lines of those that have any.
+class DocumentRow(NamedTuple):
+    """One order of a page: its stored document, and whether that document is current (decision 0066).
 
-    Timestamps are storage text (`wire_time` gives the wire string, `key_time` the exact datetime);
-    money is the stored integer (ten-thousandths).
+    `current` is true when the stored document is of the renderer's version and was rendered at the order's
+    present last-changed time; otherwise the order is rendered from its rows.
     """
 
-    orders: list[tuple[Row, list[Row]]]
-    shipments: dict[str, list[Row]] = field(default_factory=dict)
-    refund_lines: dict[str, list[Row]] = field(default_factory=dict)
-
-
-def wire_time(value: str) -> str:
-    """Storage text to the wire form of iso(): milliseconds (truncated, as iso() does) and Z."""
-    if len(value) == 26:
-        return f"{value[:10]}T{value[11:23]}Z"
-    return iso(key_time(value))
+    id: str
+    updated_at: str  # storage text (see key_time)
+    current: bool
+    document: bytes | None
+    customer_document: bytes | None
 
 
 def key_time(value: str) -> datetime:
@@ -142,9 +64,9 @@ class _Sql:
         naive = value.astimezone(UTC).replace(tzinfo=None)
         return self.bind(naive if self.postgres else naive.isoformat(sep=" ", timespec="microseconds"))
 
-    def column(self, table: str, name: str) -> str:
-        """A selected column under its own name; timestamps as storage text (see TIME_COLUMNS)."""
-        if self.postgres and name in TIME_COLUMNS:
+    def time_column(self, table: str, name: str) -> str:
+        """A timestamp column as storage text, under its own name."""
+        if self.postgres:
             return f"to_char({table}.{name}, '{_POSTGRES_TIME_TEXT}') AS {name}"
         return f"{table}.{name}"
 
@@ -154,22 +76,19 @@ class _Sql:
         return f"{column} IN ({', '.join(self.bind(value) for value in values)})"
 
 
-async def _fetch(reader: DriverReader, sql: _Sql, text: str) -> list[Row]:
-    return await reader.fetch(text, sql.params)
+async def _fetch(reader: DriverReader, sql: _Sql, text: str) -> list[DocumentRow]:
+    return [DocumentRow(*row) for row in await reader.fetch(text, sql.params)]
 
 
 # A page reads each order's stored document (docs/decisions/0066-order-documents.md): the keyset query returns
-# the bytes the response is made of. Positional columns of the document rows:
-# DOCUMENT_CURRENT is true when the stored document is of `version` and was rendered at the order's present
-# last-changed time (a change that did not store one leaves it false: the order is rendered from its rows).
-DOCUMENT_ID, DOCUMENT_UPDATED_AT, DOCUMENT_CURRENT, DOCUMENT, CUSTOMER_DOCUMENT = range(5)
+# the bytes the response is made of, as DocumentRow columns.
 
 
 def _document_columns(sql: _Sql, version: int, include_customer: bool) -> str:
     current = f"orders.document_version = {sql.bind(version)} AND orders.document_updated_at = orders.updated_at"
     columns = [
         "orders.id",
-        sql.column("orders", "updated_at"),
+        sql.time_column("orders", "updated_at"),
         f"({current})",
         "orders.document",
         # Personal data: only read when the caller asked for customer data.
@@ -191,7 +110,7 @@ async def page_of_documents(
     limit: int,
     include_customer: bool,
     version: int,
-) -> list[Row]:
+) -> list[DocumentRow]:
     """One keyset page of document rows in (updated_at, id) order, bounded above by the walk's high-water time.
 
     The conditions keep the shape `account_id = ? AND updated_at ... ORDER BY updated_at, id`, a range
@@ -222,7 +141,7 @@ async def page_of_documents(
 
 async def document_by_id(
     reader: DriverReader, account_id: str, order_id: str, *, include_customer: bool, version: int
-) -> Row | None:
+) -> DocumentRow | None:
     sql = _Sql(reader.postgres)
     columns = _document_columns(sql, version, include_customer)
     conditions = f"orders.account_id = {sql.bind(account_id)} AND orders.id = {sql.bind(order_id)}"
@@ -231,11 +150,36 @@ async def document_by_id(
     return rows[0] if rows else None
 
 
-async def orders_to_render(reader: DriverReader, order_ids: Collection[str]) -> OrderRows:
-    """Orders by id with everything their document holds (customer data included), from the tables."""
-    sql = _Sql(reader.postgres)
-    page = f"SELECT {{columns}} FROM orders WHERE {sql.bind_in('orders.id', order_ids)}"  # noqa: S608
-    return await _orders_with_children(reader, sql, page, include_customer=True)
+async def orders_for_documents(
+    session: AsyncSession, order_ids: Collection[str]
+) -> list[tuple[Order, list[OrderItem], list[OrderShipment], list[OrderRefundLine]]]:
+    """Orders by id with everything their document holds, as entities (rendering happens on writes; a read
+    renders only an order whose stored document is out of date)."""
+    ids = sorted(set(order_ids))
+    if not ids:
+        return []
+    orders = (await session.execute(select(Order).where(Order.id.in_(ids)).order_by(Order.id))).scalars().all()
+    items: dict[str, list[OrderItem]] = defaultdict(list)
+    query = select(OrderItem).where(OrderItem.order_id.in_(ids)).order_by(OrderItem.order_id, OrderItem.position)
+    for item in (await session.execute(query)).scalars():
+        items[item.order_id].append(item)
+    shipments: dict[str, list[OrderShipment]] = defaultdict(list)
+    query_shipments = (
+        select(OrderShipment)
+        .where(OrderShipment.order_id.in_(ids))
+        .order_by(OrderShipment.created_at, OrderShipment.id)
+    )
+    for shipment in (await session.execute(query_shipments)).scalars():
+        shipments[shipment.order_id].append(shipment)
+    lines: dict[str, list[OrderRefundLine]] = defaultdict(list)
+    query_lines = (
+        select(OrderRefundLine)
+        .where(OrderRefundLine.order_id.in_(ids))
+        .order_by(OrderRefundLine.created_at, OrderRefundLine.id)
+    )
+    for line in (await session.execute(query_lines)).scalars():
+        lines[line.order_id].append(line)
+    return [(order, items[order.id], shipments[order.id], lines[order.id]) for order in orders]
 
 
 _ORDERS = Order.__table__
@@ -277,56 +221,6 @@ async def lock_stale_documents(session: AsyncSession, version: int, limit: int) 
     if dialect_of(session) == "postgresql":
         query = query.with_for_update(skip_locked=True)
     return list((await session.execute(query)).scalars())
-
-
-async def _orders_with_children(reader: DriverReader, sql: _Sql, page: str, include_customer: bool) -> OrderRows:
-    """The orders `page` selects joined with their items (one query), then shipments/refunds if any."""
-    order_columns = ORDER_COLUMNS + CUSTOMER_COLUMNS if include_customer else ORDER_COLUMNS
-    width = len(order_columns)
-    selected = ", ".join([*(f"o.{name}" for name in order_columns), *(f"i.{name}" for name in ITEM_COLUMNS)])
-    page_columns = ", ".join([*(sql.column("orders", name) for name in order_columns), "orders.updated_at AS page_key"])
-    text = (
-        f"SELECT {selected} FROM ({page.format(columns=page_columns)}) AS o "  # noqa: S608
-        "LEFT JOIN order_items AS i ON i.order_id = o.id ORDER BY o.page_key, o.id, i.position"
-    )
-    orders: list[tuple[Row, list[Row]]] = []
-    # A shipment always ships units and a refund always raises RefundedTotal, so orders without either
-    # (a page of fresh orders) cost no further query.
-    shipped: set[str] = set()
-    last_id = ""
-    items: list[Row] = []
-    for row in await _fetch(reader, sql, text):
-        order_id: str = row[_ORDER_ID]
-        if order_id != last_id:
-            last_id = order_id
-            items = []
-            orders.append((row[:width], items))
-        if row[width] is not None:
-            items.append(row[width:])
-            if row[width + _ITEM_SHIPPED]:
-                shipped.add(order_id)
-    result = OrderRows(orders)
-    if shipped:
-        result.shipments = await _children(reader, "order_shipments", SHIPMENT_COLUMNS, shipped)
-    refunded = [order[_ORDER_ID] for order, _ in orders if order[_ORDER_REFUNDED_TOTAL] > 0]
-    if refunded:
-        result.refund_lines = await _children(reader, "order_refund_lines", REFUND_LINE_COLUMNS, refunded)
-    return result
-
-
-async def _children(
-    reader: DriverReader, table: str, columns: Sequence[str], order_ids: Collection[str]
-) -> dict[str, list[Row]]:
-    """Rows of a child table per order id, oldest first (created_at, id)."""
-    sql = _Sql(reader.postgres)
-    selected = ", ".join(sql.column(table, name) for name in columns)
-    condition = sql.bind_in(f"{table}.order_id", order_ids)
-    order = f"{table}.created_at, {table}.id"
-    text = f"SELECT {table}.order_id, {selected} FROM {table} WHERE {condition} ORDER BY {order}"  # noqa: S608
-    grouped: dict[str, list[Row]] = defaultdict(list)
-    for row in await _fetch(reader, sql, text):
-        grouped[row[0]].append(row[1:])
-    return grouped
 
 
 # ---------------------------------------------------------------- writes (ORM entities)

@@ -14,7 +14,7 @@ against them per request (a page of 200 orders is on the hot path).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -35,8 +35,9 @@ from pydantic_core import PydanticCustomError
 
 from marketsync.errors import ValidationFailed, validation_errors
 from marketsync.kit import jsonio
+from marketsync.kit.clock import iso
 from marketsync.kit.timestamps import UtcDatetime
-from marketsync.models.base import PRICE_SCALE
+from marketsync.models.orders import Order, OrderItem, OrderRefundLine, OrderShipment
 from marketsync.orders import rules
 from marketsync.orders.rules import CancelReason, RefundReason
 
@@ -212,174 +213,123 @@ def _field_adapter(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
 # ---------------------------------------------------------------- the order on the wire
 
 
-def orders_json(
-    orders: Sequence[tuple[Sequence[Any], Sequence[Sequence[Any]]]],
-    shipments: Mapping[str, Sequence[Sequence[Any]]],
-    refund_lines: Mapping[str, Sequence[Sequence[Any]]],
-    *,
-    include_customer: bool,
-    wire_time: Callable[[Any], str],
-) -> list[dict[str, Any]]:
-    """Orders (each with its items) as plain JSON values, from read tuples in the repository's column order.
+def _money(amount: Decimal) -> float:
+    """The wire number of an exact amount (money fields are JSON numbers; docs/decisions/0009-money.md)."""
+    return float(amount)
 
-    Money arrives as the stored integer (ten-thousandths) and leaves as a float: integer true division
-    is correctly rounded, so this is the same number (and the same JSON) as float(Decimal amount).
-    Timestamps arrive in storage form and leave through `wire_time` (iso(): milliseconds, Z).
-    """
-    scale = PRICE_SCALE
-    no_rows: tuple[Sequence[Any], ...] = ()
-    result = []
-    for order, items in orders:
-        (
-            order_id,
-            marketplace_order_id,
-            marketplace_id,
-            platform,
-            country,
-            status,
-            marketplace_status,
-            purchase_date,
-            updated_at,
-            created_at,
-            currency,
-            items_total,
-            shipping_total,
-            tax_total,
-            refunded_total,
-            external_reference,
-            ship_region,
-            ship_country_code,
-            *customer,
-        ) = order
-        lines = refund_lines.get(order_id, no_rows) if refunded_total else no_rows
-        body: dict[str, Any] = {
-            "ServiceOrderID": order_id,
-            "MarketplaceOrderId": marketplace_order_id,
-            "MarketplaceId": marketplace_id,
-            "Platform": platform,
-            "Country": country,
-            "Status": status,
-            "MarketplaceStatus": marketplace_status,
-            "PurchaseDate": wire_time(purchase_date),
-            "LastModifiedDate": wire_time(updated_at),
-            "CreatedDate": wire_time(created_at),
-            "Currency": currency,
-            "ItemsTotal": items_total / scale,
-            "ShippingTotal": shipping_total / scale,
-            "TaxTotal": tax_total / scale,
-            "OrderTotal": (items_total + shipping_total + tax_total) / scale,
-            "RefundedTotal": refunded_total / scale,
-            "ExternalReference": external_reference,
-            "Address": {"Region": ship_region, "CountryCode": ship_country_code},
-            "Items": [
-                {
-                    "OrderItemId": item_id,
-                    "MarketplaceItemId": marketplace_item_id,
-                    "Sku": sku,
-                    "Title": title,
-                    "Quantity": quantity,
-                    "UnitPrice": unit_price / scale,
-                    "LineTotal": unit_price * quantity / scale,
-                    "Status": item_status,
-                    "ShippedQuantity": shipped,
-                    "CancelledQuantity": cancelled,
-                    "RefundedQuantity": refunded_quantity,
-                    "RefundedAmount": refunded_amount / scale,
-                    "CancelReason": cancel_reason,
-                }
-                for (
-                    item_id,
-                    marketplace_item_id,
-                    sku,
-                    title,
-                    quantity,
-                    unit_price,
-                    item_status,
-                    shipped,
-                    cancelled,
-                    refunded_quantity,
-                    refunded_amount,
-                    cancel_reason,
-                ) in items
-            ],
-            "Shipments": [
-                {
-                    "ShipmentId": shipment_id,
-                    "OrderItemId": order_item_id,
-                    "Quantity": shipped_quantity,
-                    "ShipDate": wire_time(ship_date),
-                    "CarrierCode": carrier_code,
-                    "CarrierName": carrier_name,
-                    "ServiceLevel": service_level,
-                    "TrackingNumber": tracking_number,
-                }
-                for (
-                    shipment_id,
-                    order_item_id,
-                    shipped_quantity,
-                    ship_date,
-                    carrier_code,
-                    carrier_name,
-                    service_level,
-                    tracking_number,
-                ) in shipments.get(order_id, no_rows)
-            ],
-            "Refunds": _refunds_json(lines, wire_time) if lines else [],
-        }
-        if include_customer:
-            name, email, buyer_phone, ship_name, ship_line1, ship_line2, ship_city, postal_code, ship_phone = customer
-            body["Customer"] = {
-                "Name": name,
-                "Email": email,
-                "Phone": buyer_phone,
-                "ShippingAddress": {
-                    "Name": ship_name,
-                    "Line1": ship_line1,
-                    "Line2": ship_line2,
-                    "City": ship_city,
-                    "Region": ship_region,
-                    "PostalCode": postal_code,
-                    "CountryCode": ship_country_code,
-                    "Phone": ship_phone,
-                },
+
+def order_json(
+    order: Order,
+    items: Sequence[OrderItem],
+    shipments: Sequence[OrderShipment],
+    refund_lines: Sequence[OrderRefundLine],
+) -> dict[str, Any]:
+    """One order as plain JSON values, customer block included (`order_document` splits it off), from its
+    entities: a new field is one column on the model and one line here."""
+    return {
+        "ServiceOrderID": order.id,
+        "MarketplaceOrderId": order.marketplace_order_id,
+        "MarketplaceId": order.marketplace_id,
+        "Platform": order.platform,
+        "Country": order.country,
+        "Status": order.status,
+        "MarketplaceStatus": order.marketplace_status,
+        "PurchaseDate": iso(order.purchase_date),
+        "LastModifiedDate": iso(order.updated_at),
+        "CreatedDate": iso(order.created_at),
+        "Currency": order.currency,
+        "ItemsTotal": _money(order.items_total),
+        "ShippingTotal": _money(order.shipping_total),
+        "TaxTotal": _money(order.tax_total),
+        "OrderTotal": _money(order.items_total + order.shipping_total + order.tax_total),
+        "RefundedTotal": _money(order.refunded_total),
+        "ExternalReference": order.external_reference,
+        "Address": {"Region": order.ship_region, "CountryCode": order.ship_country_code},
+        "Items": [
+            {
+                "OrderItemId": item.id,
+                "MarketplaceItemId": item.marketplace_item_id,
+                "Sku": item.sku,
+                "Title": item.title,
+                "Quantity": item.quantity,
+                "UnitPrice": _money(item.unit_price),
+                "LineTotal": _money(item.unit_price * item.quantity),
+                "Status": item.status,
+                "ShippedQuantity": item.shipped_quantity,
+                "CancelledQuantity": item.cancelled_quantity,
+                "RefundedQuantity": item.refunded_quantity,
+                "RefundedAmount": _money(item.refunded_amount),
+                "CancelReason": item.cancel_reason,
             }
-        result.append(body)
-    return result
+            for item in items
+        ],
+        "Shipments": [
+            {
+                "ShipmentId": shipment.id,
+                "OrderItemId": shipment.order_item_id,
+                "Quantity": shipment.quantity,
+                "ShipDate": iso(shipment.ship_date),
+                "CarrierCode": shipment.carrier_code,
+                "CarrierName": shipment.carrier_name,
+                "ServiceLevel": shipment.service_level,
+                "TrackingNumber": shipment.tracking_number,
+            }
+            for shipment in shipments
+        ],
+        "Refunds": _refunds_json(refund_lines),
+        "Customer": {
+            "Name": order.buyer_name,
+            "Email": order.buyer_email,
+            "Phone": order.buyer_phone,
+            "ShippingAddress": {
+                "Name": order.ship_name,
+                "Line1": order.ship_line1,
+                "Line2": order.ship_line2,
+                "City": order.ship_city,
+                "Region": order.ship_region,
+                "PostalCode": order.ship_postal_code,
+                "CountryCode": order.ship_country_code,
+                "Phone": order.ship_phone,
+            },
+        },
+    }
 
 
-def _refunds_json(lines: Sequence[Sequence[Any]], wire_time: Callable[[Any], str]) -> list[dict[str, Any]]:
-    """Refund lines (oldest first) grouped into refunds; amounts summed as stored integers, exactly."""
+def _refunds_json(lines: Sequence[OrderRefundLine]) -> list[dict[str, Any]]:
+    """Refund lines (oldest first) grouped into refunds; amounts summed exactly before they become numbers."""
     refunds: dict[str, dict[str, Any]] = {}
-    totals: dict[str, int] = {}
-    for refund_id, reason, currency, created_at, order_item_id, quantity, amount in lines:
-        refund = refunds.get(refund_id)
+    totals: dict[str, Decimal] = {}
+    for line in lines:
+        refund = refunds.get(line.refund_id)
         if refund is None:
-            refund = refunds[refund_id] = {
-                "RefundId": refund_id,
-                "Reason": reason,
-                "Currency": currency,
+            refund = refunds[line.refund_id] = {
+                "RefundId": line.refund_id,
+                "Reason": line.reason,
+                "Currency": line.currency,
                 "Amount": None,
-                "CreatedDate": wire_time(created_at),
+                "CreatedDate": iso(line.created_at),
                 "Items": [],
             }
-            totals[refund_id] = 0
-        totals[refund_id] += amount
-        refund["Items"].append({"OrderItemId": order_item_id, "Quantity": quantity, "Amount": amount / PRICE_SCALE})
+            totals[line.refund_id] = Decimal(0)
+        totals[line.refund_id] += line.amount
+        refund["Items"].append(
+            {"OrderItemId": line.order_item_id, "Quantity": line.quantity, "Amount": _money(line.amount)}
+        )
     for refund_id, refund in refunds.items():
-        refund["Amount"] = totals[refund_id] / PRICE_SCALE
+        refund["Amount"] = _money(totals[refund_id])
     return list(refunds.values())
 
 
 # ---------------------------------------------------------------- stored documents (decision 0066)
 
-# The renderer's version, stored with each document: raise it whenever `orders_json` changes what it writes,
+# The renderer's version, stored with each document: raise it whenever `order_json` changes what it writes,
 # and documents of older versions are rendered from their rows (and re-stored by the orders.documents schedule).
 DOCUMENT_VERSION = 1
 _CUSTOMER_KEY = b',"Customer":'
 
 
 def order_document(order: dict[str, Any]) -> tuple[bytes, bytes]:
-    """(document, customer_document) of one `orders_json(..., include_customer=True)` dict.
+    """(document, customer_document) of one `order_json` dict.
 
     The order without its customer block and the block alone, so a read without customer data never
     touches personal data, and a read with it splices the block back in (`with_customer`).
@@ -389,7 +339,7 @@ def order_document(order: dict[str, Any]) -> tuple[bytes, bytes]:
 
 
 def with_customer(document: bytes, customer_document: bytes) -> bytes:
-    """The document with its customer block as the last member: the bytes `orders_json` + orjson would give."""
+    """The document with its customer block as the last member: the bytes `order_json` + orjson would give."""
     return b"".join((document[:-1], _CUSTOMER_KEY, customer_document, b"}"))
 
 

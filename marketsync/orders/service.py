@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import DriverReader, session_reader
+from marketsync.db import DriverReader
 from marketsync.errors import NotFound, ValidationFailed
 from marketsync.jobs.service import enqueue
 from marketsync.jobs.types import OrderWriteBackPayload
@@ -300,43 +300,50 @@ async def list_orders(
     next_cursor = None
     if has_more:
         last = rows[-1]
-        last_updated_at = repository.key_time(last[repository.DOCUMENT_UPDATED_AT])
+        last_updated_at = repository.key_time(last.updated_at)
         next_cursor = rules.encode_cursor(
-            rules.Cursor(last_updated_at, last[repository.DOCUMENT_ID], high_water, fingerprint), rt.settings.hash_key
+            rules.Cursor(last_updated_at, last.id, high_water, fingerprint), rt.settings.hash_key
         )
-    documents = await _documents(reader, rows, include_customer=request.IncludeCustomerData)
+    documents = await _documents(rt, rows, include_customer=request.IncludeCustomerData)
     return OrderPage(documents, next_cursor, high_water - SETTLE)
 
 
-async def get_order(reader: DriverReader, account_id: str, order_id: str, *, include_customer: bool) -> bytes:
+async def get_order(
+    rt: Runtime, reader: DriverReader, account_id: str, order_id: str, *, include_customer: bool
+) -> bytes:
     """The order's JSON document (schemas.OrderOut), exactly as List shows it."""
     row = await repository.document_by_id(
         reader, account_id, order_id, include_customer=include_customer, version=schemas.DOCUMENT_VERSION
     )
     if row is None:
         raise NotFound("No order with this id.")
-    return (await _documents(reader, [row], include_customer=include_customer))[0]
+    return (await _documents(rt, [row], include_customer=include_customer))[0]
 
 
-async def _documents(reader: DriverReader, rows: Sequence[repository.Row], *, include_customer: bool) -> list[bytes]:
+async def _documents(rt: Runtime, rows: Sequence[repository.DocumentRow], *, include_customer: bool) -> list[bytes]:
     """The wire JSON of each document row; a row without a current document is rendered from its tables."""
-    stale = [row[repository.DOCUMENT_ID] for row in rows if not row[repository.DOCUMENT_CURRENT]]
-    rendered = await render_documents(reader, stale) if stale else {}
+    stale = [row.id for row in rows if not row.current]
+    rendered: dict[str, tuple[bytes, bytes]] = {}
+    if stale:  # rare: after an upgrade, or a change made by a process running older code
+        async with rt.db.read() as session:
+            rendered = await render_documents(session, stale)
     documents = []
-    for order_id, _updated_at, current, document, customer in rows:
-        if not current:
-            document, customer = rendered[order_id]
-        documents.append(schemas.with_customer(document, customer) if include_customer else document)
+    for row in rows:
+        document, customer = rendered[row.id] if not row.current else (row.document, row.customer_document)
+        assert document is not None  # a current row always has its document
+        if include_customer:
+            assert customer is not None  # selected (and stored with every document) when customer data is asked
+            document = schemas.with_customer(document, customer)
+        documents.append(document)
     return documents
 
 
-async def render_documents(reader: DriverReader, order_ids: Sequence[str]) -> dict[str, tuple[bytes, bytes]]:
+async def render_documents(session: AsyncSession, order_ids: Sequence[str]) -> dict[str, tuple[bytes, bytes]]:
     """(document, customer_document) of each order, from its rows."""
-    rows = await repository.orders_to_render(reader, order_ids)
-    orders = schemas.orders_json(
-        rows.orders, rows.shipments, rows.refund_lines, include_customer=True, wire_time=repository.wire_time
-    )
-    return {order["ServiceOrderID"]: schemas.order_document(order) for order in orders}
+    return {
+        order.id: schemas.order_document(schemas.order_json(order, items, shipments, refund_lines))
+        for order, items, shipments, refund_lines in await repository.orders_for_documents(session, order_ids)
+    }
 
 
 RENDER_BATCH = 500
@@ -345,9 +352,8 @@ RENDER_BATCH = 500
 async def store_documents(session: AsyncSession, order_ids: Collection[str]) -> None:
     """Store the current document of each order; every change calls this in its own transaction, after flushing."""
     ordered = sorted(order_ids)
-    reader = await session_reader(session)
     for start in range(0, len(ordered), RENDER_BATCH):
-        rendered = await render_documents(reader, ordered[start : start + RENDER_BATCH])
+        rendered = await render_documents(session, ordered[start : start + RENDER_BATCH])
         documents = [(order_id, document, customer) for order_id, (document, customer) in rendered.items()]
         await repository.store_documents(session, documents, schemas.DOCUMENT_VERSION)
 

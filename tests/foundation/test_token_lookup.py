@@ -93,13 +93,13 @@ async def test_a_driver_failure_falls_back_to_the_sqlalchemy_path(rt: Runtime, m
         def locked() -> sqlite3.Connection:
             raise sqlite3.OperationalError("database is locked")
 
-        monkeypatch.setattr(rt.db._sqlite_prepared, "connection", locked)
+        monkeypatch.setattr(rt.db.fast._sqlite_prepared, "connection", locked)
     else:
 
         async def dropped(sql: str, arguments: Any) -> Any:
             raise ConnectionResetError("connection was closed in the middle of operation")
 
-        monkeypatch.setattr(rt.db._postgres_prepared, "fetch_row", dropped)
+        monkeypatch.setattr(rt.db.fast._postgres_prepared, "fetch_row", dropped)
     assert await repository.find_live_token(rt.db, token_hash, now) == expected
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, get_args
 
 import httpx
+import orjson
 import sqlalchemy as sa
+from pydantic import BaseModel
 
-from marketsync.db import session_reader
 from marketsync.marketplaces.connector import MarketplaceOrder, MarketplaceOrderItem, PostalAddress
 from marketsync.models import MarketplaceConnection
 from marketsync.orders import schemas, service
@@ -123,13 +124,31 @@ async def rendered_documents(rt: Runtime, order_ids: list[str]) -> dict[str, tup
     if not order_ids:
         return {}
     async with rt.db.read() as session:
-        return await service.render_documents(await session_reader(session), order_ids)
+        return await service.render_documents(session, order_ids)
 
 
 async def assert_documents_current(rt: Runtime) -> None:
-    """Every order's stored document is current and byte-identical to a fresh render of its rows."""
+    """Every order's stored document is current, byte-identical to a fresh render of its rows, and exactly what
+    the OpenAPI document's Order model says (every field it names, no other, each of its type)."""
     stored = await stored_documents(rt)
     rendered = await rendered_documents(rt, list(stored))
     for order_id, (document, customer, version, stamped) in stored.items():
         assert version == schemas.DOCUMENT_VERSION and stamped, order_id
         assert (document, customer) == rendered[order_id], order_id
+        assert document is not None and customer is not None
+        whole = orjson.loads(schemas.with_customer(document, customer))
+        schemas.OrderOut.model_validate(whole)
+        assert_fields_match(schemas.OrderOut, whole, order_id)
+
+
+def assert_fields_match(model: type[BaseModel], value: dict[str, Any], where: str) -> None:
+    """The JSON object has exactly the model's fields, recursively through nested models and lists of them."""
+    assert set(value) == set(model.model_fields), f"{where}: {sorted(set(value) ^ set(model.model_fields))}"
+    for name, info in model.model_fields.items():
+        nested = [t for t in (info.annotation, *get_args(info.annotation)) if isinstance(t, type)]
+        nested += [a for t in get_args(info.annotation) for a in get_args(t) if isinstance(a, type)]
+        for candidate in nested:
+            if issubclass(candidate, BaseModel) and value[name] is not None:
+                children = value[name] if isinstance(value[name], list) else [value[name]]
+                for child in children:
+                    assert_fields_match(candidate, child, f"{where}.{name}")

@@ -1,0 +1,385 @@
+"""Fast reads on the raw driver, for the request path's bounded reads: the bearer-token lookup of every request
+(`first` with a `PreparedRead`) and the orders page and single-order document (`driver_read`). Everything else
+goes through SQLAlchemy sessions (db.py).
+
+SQLite: a plain sqlite3 connection per thread, read-only, in the event loop (WAL readers never wait for writers; a
+locked file falls back to the session path). PostgreSQL: a few asyncpg connections kept per process; a lost
+connection, a restarted server or another event loop falls back to the session path, which behaves as before.
+Nothing is cached: every call reads the database (a revoked token fails on the next request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy import Row
+from sqlalchemy.engine import Dialect, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.sql import Executable, Select
+
+T = TypeVar("T")
+# A read held up by a locked file falls back to the threaded session path instead of holding the event loop.
+_BUSY_TIMEOUT_MS = 50
+# asyncpg connections kept per process for prepared reads: each lookup holds one for a single round trip.
+_POSTGRES_PREPARED_CONNECTIONS = 2
+# ... and for driver reads (pages of orders), apart, so a page never makes a token lookup wait. With SQLAlchemy's
+# pool (10 + 10 overflow) an API process may hold up to 24 connections (README, How it is built).
+_POSTGRES_DRIVER_READ_CONNECTIONS = 2
+# What a dropped connection or a restarted server raises on a kept asyncpg connection (terminated backends answer
+# the next call with admin_shutdown, or leave the protocol mid-state). Not QueryCanceledError (a statement timeout,
+# also an OperatorInterventionError): the connection is fine, and running the query again would only double it.
+_POSTGRES_CONNECTION_LOST: tuple[type[BaseException], ...] = (
+    OSError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.CannotConnectNowError,
+)
+
+
+class _CannotOpen(Exception):
+    """A kept connection could not be opened (server down, too many connections): the caller falls back."""
+
+
+_POSTGRES_UNAVAILABLE: tuple[type[BaseException], ...] = (_CannotOpen, *_POSTGRES_CONNECTION_LOST)
+
+
+# Keys of SQLAlchemy's asyncpg connect arguments that its adapter consumes rather than asyncpg.
+_SQLALCHEMY_ONLY_CONNECT_ARGS = ("prepared_statement_cache_size", "prepared_statement_name_func", "async_creator_fn")
+
+
+@dataclass(frozen=True)
+class _CompiledRead:
+    sql: str
+    binds: tuple[tuple[str, Callable[[Any], Any] | None], ...]
+    columns: tuple[Callable[[Any], Any] | None, ...] | None  # None: no column needs converting
+    constants: Mapping[str, Any]  # values written into the statement (`status == "Pending"`)
+
+    def arguments(self, params: Mapping[str, Any]) -> tuple[Any, ...]:
+        if self.constants:
+            params = {**self.constants, **params}
+        return tuple(params[name] if convert is None else convert(params[name]) for name, convert in self.binds)
+
+    def row(self, values: Sequence[Any]) -> tuple[Any, ...]:
+        if self.columns is None:
+            return tuple(values)
+        return tuple(
+            value if convert is None else convert(value) for value, convert in zip(values, self.columns, strict=True)
+        )
+
+
+class PreparedRead:
+    """A small Core SELECT run on the raw driver by `FastReads.first` (the bearer-token lookup of every request).
+
+    Build it once at import time. It is compiled once per dialect, and its parameters and columns go through
+    SQLAlchemy's own type processors, so values compare exactly as through SQLAlchemy (a UTCDateTime binds as
+    naive UTC: text on SQLite, TIMESTAMP on PostgreSQL). Positional binds only (no IN-lists, no literal binds);
+    `bindparam`s take `params` at each call, values written into the statement are bound as they are.
+    """
+
+    def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
+        self.statement = statement
+        self._compiled: dict[str, _CompiledRead] = {}
+
+    def compiled_for(self, dialect: Dialect) -> _CompiledRead:
+        compiled = self._compiled.get(dialect.name)
+        if compiled is None:
+            compiled = self._compiled[dialect.name] = self._compile(dialect)
+        return compiled
+
+    def _compile(self, dialect: Dialect) -> _CompiledRead:
+        compiled: Any = self.statement.compile(dialect=dialect)
+        if not compiled.positional or compiled.literal_execute_params or compiled.post_compile_params:
+            raise ValueError("a prepared read needs plain positional bind parameters")
+        processors = compiled._bind_processors
+        readers = tuple(
+            column.type._cached_result_processor(dialect, None) for column in self.statement.selected_columns
+        )
+        return _CompiledRead(
+            sql=compiled.string,
+            binds=tuple((name, processors.get(name)) for name in compiled.positiontup),
+            columns=readers if any(readers) else None,
+            constants={name: bind.value for name, bind in compiled.binds.items() if not bind.required},
+        )
+
+
+class _SqliteReadConnections:
+    """One plain sqlite3 connection per thread (an event loop's): query_only, short busy_timeout, autocommit.
+
+    sqlite3 keeps the statements it prepared per connection, so a prepared read costs one step of the VM.
+    """
+
+    def __init__(self, database: str, dialect: Dialect) -> None:
+        self.database = database
+        self.dialect = dialect
+        self._local = threading.local()
+        self._opened: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    def connection(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            # check_same_thread=False only so that close() may run in another thread.
+            connection = sqlite3.connect(self.database, isolation_level=None, check_same_thread=False)
+            connection.execute("PRAGMA query_only=ON")
+            connection.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            with self._lock:
+                self._opened.append(connection)
+            self._local.connection = connection
+        return connection
+
+    def close(self) -> None:
+        with self._lock:
+            opened, self._opened = self._opened, []
+        self._local = threading.local()
+        for connection in opened:
+            connection.close()
+
+
+class _PostgresReadConnections:
+    """A few asyncpg connections kept open for prepared reads.
+
+    Checking a connection out of SQLAlchemy's pool and running Core on it cost ~0.5 ms of CPU per lookup;
+    asyncpg on a kept connection, with the statement prepared once (asyncpg's statement cache), ~0.08 ms.
+    Connections are opened with the arguments SQLAlchemy's asyncpg dialect would use.
+    """
+
+    def __init__(self, url: str, dialect: Dialect, size: int) -> None:
+        args, kwargs = dialect.create_connect_args(make_url(url))
+        for key in _SQLALCHEMY_ONLY_CONNECT_ARGS:
+            kwargs.pop(key, None)
+        self._connect_args = (args, kwargs)
+        self.dialect = dialect
+        # First come, first served (asyncio.Semaphore queues fairly; a queue of connections let newcomers overtake
+        # woken waiters: p99 500 ms under 32 connections).
+        self._gate = asyncio.Semaphore(size)
+        self._idle: list[Any] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+
+    def usable_here(self) -> bool:
+        """asyncpg connections belong to the loop that opened them (so does SQLAlchemy's pool)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        return loop is self._loop
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        """A kept connection for one short piece of work (`_CannotOpen` if none can be opened).
+
+        After the work it is kept again, also when the work raised an ordinary error (a 404, a refused cursor, an
+        SQL error: asyncpg leaves the connection ready); one that was lost, or interrupted mid-call (cancelled), is
+        discarded, since it may be mid-protocol.
+        """
+        async with self._gate:
+            connection = self._idle.pop() if self._idle else None
+            if connection is None:
+                args, kwargs = self._connect_args
+                try:
+                    connection = await asyncpg.connect(*args, **kwargs)
+                except Exception as exc:
+                    raise _CannotOpen(str(exc)) from exc
+            try:
+                yield connection
+            except Exception as exc:
+                if isinstance(exc, _POSTGRES_CONNECTION_LOST) or connection.is_closed():
+                    connection.terminate()
+                elif not self._closed:
+                    self._idle.append(connection)
+                raise
+            except BaseException:
+                connection.terminate()
+                raise
+            if self._closed:
+                connection.terminate()
+            else:
+                self._idle.append(connection)
+
+    async def fetch_row(self, sql: str, arguments: Sequence[Any]) -> Any:
+        async with self.connection() as connection:
+            return await connection.fetchrow(sql, *arguments)
+
+    async def close(self) -> None:
+        """Close the idle connections; one in use is terminated when its work ends. Never raises."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            try:
+                await connection.close(timeout=5)
+            except Exception:
+                connection.terminate()
+
+
+class FastReads:
+    """The raw-driver reads of one database (see the module docstring). `Database` owns one."""
+
+    def __init__(
+        self,
+        url: str,
+        dialect: Dialect,
+        *,
+        sqlite_file: str | None,
+        engine: AsyncEngine,
+        read_session: Callable[[], AbstractAsyncContextManager[AsyncSession]],
+    ) -> None:
+        postgres = dialect.name == "postgresql"
+        self._read_session = read_session
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        # An in-memory database is private to its connection: a second one would see no tables.
+        self._sqlite_prepared = _SqliteReadConnections(sqlite_file, dialect) if sqlite_file else None
+        # Driver reads have connections of their own: a token lookup never runs inside a page's snapshot.
+        self._sqlite_driver_reads = _SqliteReadConnections(sqlite_file, dialect) if sqlite_file else None
+        self._postgres_prepared = (
+            _PostgresReadConnections(url, dialect, _POSTGRES_PREPARED_CONNECTIONS) if postgres else None
+        )
+        self._postgres_driver_reads = (
+            _PostgresReadConnections(url, dialect, _POSTGRES_DRIVER_READ_CONNECTIONS) if postgres else None
+        )
+
+    async def _autocommit_first(self, statement: Executable, params: Mapping[str, Any] | None) -> Row[Any] | None:
+        """`first`'s fallback: one autocommit statement through SQLAlchemy (PostgreSQL: no BEGIN/COMMIT)."""
+        async with self._autocommit.connect() as connection:
+            return (await connection.execute(statement, params)).first()
+
+    async def first(self, prepared: PreparedRead, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        """The first row of a `PreparedRead`, on the raw driver, without SQLAlchemy's per-call work (the bearer-token
+        lookup of every request; the workers' idle checks).
+
+        SQLite: this thread's plain sqlite3 connection in the event loop (~0.01 ms against ~0.16 ms through a
+        SQLAlchemy connection; WAL readers never wait for writers); a locked file (OperationalError) falls back to
+        the autocommit path. PostgreSQL: asyncpg on a kept connection (~0.08 ms of CPU against ~0.5 ms); any driver
+        failure, or another event loop, falls back to the same path, which then behaves exactly as before.
+        Nothing is cached: every call reads the database (a revoked token fails on the next request).
+        """
+        if self._sqlite_prepared is not None:
+            compiled = prepared.compiled_for(self._sqlite_prepared.dialect)
+            try:
+                rows = self._sqlite_prepared.connection().execute(compiled.sql, compiled.arguments(params)).fetchall()
+            except sqlite3.OperationalError:
+                pass
+            else:  # fetchall() ran the statement to completion: no read transaction is left open
+                return compiled.row(rows[0]) if rows else None
+        elif self._postgres_prepared is not None and self._postgres_prepared.usable_here():
+            compiled = prepared.compiled_for(self._postgres_prepared.dialect)
+            try:
+                record = await self._postgres_prepared.fetch_row(compiled.sql, compiled.arguments(params))
+            except Exception:  # noqa: S110 - dropped connection, restarted server: the ordinary path reports it
+                pass
+            else:
+                return None if record is None else compiled.row(record)
+        row = await self._autocommit_first(prepared.statement, params)
+        return None if row is None else tuple(row)
+
+    async def driver_read(self, work: Callable[[DriverReader], Awaitable[T]]) -> T:
+        """`work(reader)`: hand-written SQL on the raw driver, for bounded hot-path reads (a page of orders).
+
+        Without SQLAlchemy's session and pool (~1.3 ms a page on SQLite against a 0.55 ms query;
+        docs/decisions/0066-order-documents.md). SQLite: a plain sqlite3 connection of this thread inside
+        BEGIN/COMMIT, one snapshot for all of `work`'s queries; a locked file makes `work` run again through
+        a read session, so `work` must only read. PostgreSQL: a kept asyncpg connection in autocommit (READ
+        COMMITTED); a driver failure (dropped connection, restarted server) or another event loop makes `work` run
+        through a read session.
+        """
+        if self._sqlite_driver_reads is not None:
+            connection = self._sqlite_driver_reads.connection()
+            # sqlite3 calls never suspend the coroutine, so reads on this thread cannot interleave inside the
+            # transaction; a read nested in another just joins it.
+            own_transaction = not connection.in_transaction
+            try:
+                if own_transaction:
+                    connection.execute("BEGIN")
+                try:
+                    return await work(_SqliteDriverReader(connection))
+                finally:
+                    if own_transaction:
+                        _end_read(connection)
+            except sqlite3.OperationalError:
+                pass  # locked: the session path waits for the file as every other read does (busy_timeout 30 s)
+        elif self._postgres_driver_reads is not None and self._postgres_driver_reads.usable_here():
+            try:
+                async with self._postgres_driver_reads.connection() as pg_connection:
+                    return await work(_AsyncpgDriverReader(pg_connection))
+            except _POSTGRES_UNAVAILABLE:
+                pass
+        async with self._read_session() as session:
+            return await work(await session_reader(session))
+
+    async def close(self) -> None:
+        if self._sqlite_prepared is not None:
+            self._sqlite_prepared.close()
+        if self._sqlite_driver_reads is not None:
+            self._sqlite_driver_reads.close()
+        if self._postgres_prepared is not None:
+            await self._postgres_prepared.close()
+        if self._postgres_driver_reads is not None:
+            await self._postgres_driver_reads.close()
+
+
+def _end_read(connection: sqlite3.Connection) -> None:
+    """COMMIT a read transaction; if that fails, ROLLBACK, so the connection never keeps an old snapshot."""
+    try:
+        connection.execute("COMMIT")
+    except sqlite3.Error:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
+
+
+class DriverReader(Protocol):
+    """Hand-written SQL on a raw driver connection (placeholders `?` on SQLite, `$n` on PostgreSQL)."""
+
+    postgres: bool
+
+    async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]: ...
+
+
+class _SqliteDriverReader:
+    postgres = False
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+
+    async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
+        return self._connection.execute(sql, arguments).fetchall()
+
+
+class _AsyncpgDriverReader:
+    postgres = True
+
+    def __init__(self, connection: Any) -> None:
+        self._connection = connection
+
+    async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
+        rows: list[Sequence[Any]] = await self._connection.fetch(sql, *arguments)
+        return rows
+
+
+class _SessionDriverReader:
+    """The driver connection (aiosqlite / asyncpg) under a session's transaction."""
+
+    def __init__(self, driver: Any, postgres: bool) -> None:
+        self._driver = driver
+        self.postgres = postgres
+
+    async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
+        if self.postgres:
+            rows: list[Sequence[Any]] = await self._driver.fetch(sql, *arguments)
+            return rows
+        return list(await self._driver.execute_fetchall(sql, arguments))
+
+
+async def session_reader(session: AsyncSession) -> DriverReader:
+    """A DriverReader inside `session`'s transaction (e.g. reading back what a write just flushed)."""
+    connection = await session.connection()
+    driver = (await connection.get_raw_connection()).driver_connection
+    return _SessionDriverReader(driver, session.get_bind().dialect.name == "postgresql")
