@@ -105,10 +105,6 @@ class RateLimited(ApiError):
     status, code, title = 429, "rate-limited", "Too many requests; retry after the time given in Retry-After."
 
 
-class ServiceUnavailable(ApiError):
-    status, code, title = 503, "unavailable", "The service is temporarily unavailable."
-
-
 def problem_response(
     status: int,
     code: str,

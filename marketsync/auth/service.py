@@ -8,7 +8,7 @@ from datetime import timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.auth import repository
-from marketsync.auth.scopes import ALL_SCOPES, parse_scopes
+from marketsync.auth.scopes import parse_scopes
 from marketsync.kit import crypto
 from marketsync.kit.ids import new_id
 from marketsync.models import AccessToken, Account, Credential
@@ -117,7 +117,3 @@ async def authenticate(rt: Runtime, token: str) -> Caller | None:
         return None
     account_id, credential_id, scopes = row
     return Caller(account_id, credential_id, frozenset(scopes.split()))
-
-
-def all_scopes() -> list[str]:
-    return list(ALL_SCOPES)

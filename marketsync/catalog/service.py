@@ -224,7 +224,7 @@ async def import_taxonomy(
 async def active_connection(session: AsyncSession, account_id: str, marketplace_id: str) -> MarketplaceConnection:
     """The caller's active connection; another account's, a paused or an unknown one is 404."""
     connection = await marketplaces.get(session, account_id, marketplace_id)
-    if connection.state != "Active":
+    if connection.state != ConnectionState.ACTIVE:
         raise NotFound("No active marketplace connection with this id.")
     return connection
 
@@ -480,7 +480,7 @@ async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: _Pla
             listing_url=None,
             category_id=plan.category_id,
             attributes=plan.attributes or {},
-            status="Pending",
+            status=ListingStatus.PENDING,
             marketplace_price=None,
             marketplace_quantity=None,
             created_at=now,
@@ -490,7 +490,7 @@ async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: _Pla
     elif plan.category_id is not None:
         listing.category_id = plan.category_id
         listing.attributes = plan.attributes or {}
-    listing.status = "Pending"
+    listing.status = ListingStatus.PENDING
     listing.journey_id = job_id
     listing.last_error = None
     listing.updated_at = now

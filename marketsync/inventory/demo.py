@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from marketsync.db import insert_for
 from marketsync.inventory import rules
+from marketsync.kinds import ListingStatus
 from marketsync.kit.ids import new_id
 from marketsync.models import Listing, Product
 from marketsync.runtime import Runtime
@@ -113,7 +114,7 @@ async def seed(rt: Runtime, tenant: DemoTenant) -> None:
                         f".sandbox.example/item/{listing_id}",
                         "category_id": None,
                         "attributes": {},
-                        "status": "Live",
+                        "status": ListingStatus.LIVE,
                         "marketplace_price": row.price,
                         "marketplace_quantity": row.quantity,
                         "created_at": base,

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import dialect_of, insert_for
 from marketsync.inventory.rules import DATA_KINDS, DATA_OWNERS, DataKind, DataOwner, StoredProduct
+from marketsync.kinds import ConnectionState
 from marketsync.models import Account, Listing, MarketplaceConnection, Product
 from marketsync.models.base import UTCDateTime, money_to_storage
 from marketsync.models.inventory import DataFlow
@@ -192,7 +193,7 @@ async def listed_connections(session: AsyncSession, account_id: str, product_ids
             _one_of(session, Listing.product_id, product_ids),
             Listing.listing_id.is_not(None),
             MarketplaceConnection.account_id == account_id,
-            MarketplaceConnection.state == "Active",
+            MarketplaceConnection.state == ConnectionState.ACTIVE,
         )
         .order_by(Listing.marketplace_id, Listing.product_id)
     )

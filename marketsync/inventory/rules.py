@@ -295,8 +295,6 @@ def normalise_choice(value: str, choices: Sequence[str]) -> str | None:
 
 # --- file import -----------------------------------------------------------------------------------
 
-IMPORT_COLUMNS = ("Sku", "Price", "Quantity")
-
 
 @dataclass(frozen=True)
 class ImportRowError:

@@ -133,14 +133,6 @@ async def _apply_locked(
     return outcome
 
 
-async def propagate_to_listings(
-    rt: Runtime, session: AsyncSession, account_id: str, product_ids: Sequence[str]
-) -> list[str]:
-    """One PriceStockPush job per active connection holding a listing of a changed product."""
-    listed = await repository.listed_connections(session, account_id, product_ids)
-    return _enqueue_pushes(rt, session, account_id, listed)
-
-
 def _enqueue_pushes(
     rt: Runtime, session: AsyncSession, account_id: str, listed: Sequence[repository.ListedOn]
 ) -> list[str]:

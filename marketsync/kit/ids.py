@@ -15,7 +15,3 @@ def new_id() -> str:
         chars.append(_ALPHABET[value & 31])
         value >>= 5
     return "".join(reversed(chars))
-
-
-def is_id(value: str) -> bool:
-    return len(value) == 26 and all(c in _ALPHABET for c in value)

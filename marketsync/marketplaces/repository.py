@@ -11,6 +11,7 @@ from typing import cast
 from sqlalchemy import Integer, Table, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from marketsync.kinds import ConnectionState, ListingStatus
 from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.base import Money, UTCDateTime
 
@@ -21,7 +22,7 @@ _CHUNK = 500
 async def list_active(session: AsyncSession, account_id: str) -> Sequence[MarketplaceConnection]:
     result = await session.execute(
         select(MarketplaceConnection)
-        .where(MarketplaceConnection.account_id == account_id, MarketplaceConnection.state == "Active")
+        .where(MarketplaceConnection.account_id == account_id, MarketplaceConnection.state == ConnectionState.ACTIVE)
         .order_by(MarketplaceConnection.created_at, MarketplaceConnection.id)
     )
     return result.scalars().all()
@@ -50,7 +51,9 @@ async def find(session: AsyncSession, account_id: str, platform: str, country: s
 async def list_all_active(session: AsyncSession) -> Sequence[MarketplaceConnection]:
     """Every active connection of every account (schedules fan out from this)."""
     result = await session.execute(
-        select(MarketplaceConnection).where(MarketplaceConnection.state == "Active").order_by(MarketplaceConnection.id)
+        select(MarketplaceConnection)
+        .where(MarketplaceConnection.state == ConnectionState.ACTIVE)
+        .order_by(MarketplaceConnection.id)
     )
     return result.scalars().all()
 
@@ -134,7 +137,7 @@ async def live_listings(session: AsyncSession, marketplace_id: str) -> list[tupl
     result = await session.execute(
         select(Listing, Product)
         .join(Product, Product.id == Listing.product_id)
-        .where(Listing.marketplace_id == marketplace_id, Listing.status == "Live")
+        .where(Listing.marketplace_id == marketplace_id, Listing.status == ListingStatus.LIVE)
         .order_by(Product.sku)
     )
     return [(row[0], row[1]) for row in result.all()]

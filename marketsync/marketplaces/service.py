@@ -45,7 +45,7 @@ async def connect(
         account_id=account_id,
         platform=platform,
         country=country,
-        state="Active",
+        state=ConnectionState.ACTIVE,
         health_status=None,
         health_status_message="",
         is_healthy=True,

@@ -7,6 +7,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+from marketsync.kinds import ConnectionState
 from marketsync.models.base import ID, Base
 
 
@@ -22,7 +23,7 @@ class MarketplaceConnection(Base):
     platform: Mapped[str] = mapped_column(String(8))
     country: Mapped[str] = mapped_column(String(8))
     # Active | Paused. A disconnected connection is deleted (its listings with it).
-    state: Mapped[str] = mapped_column(String(16), default="Active")
+    state: Mapped[str] = mapped_column(String(16), default=ConnectionState.ACTIVE)
     health_status: Mapped[str | None] = mapped_column(String(32))
     health_status_message: Mapped[str] = mapped_column(Text, default="")
     is_healthy: Mapped[bool] = mapped_column(default=True)

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Literal, get_args
+from typing import Literal, NamedTuple
 
 import orjson
 
@@ -43,7 +43,6 @@ CancelReason = Literal[
     "SuspectedFraud",
     "Other",
 ]
-CANCEL_REASONS: tuple[str, ...] = get_args(CancelReason)
 RefundReason = Literal[
     "CustomerReturn",
     "ItemNotReceived",
@@ -55,7 +54,6 @@ RefundReason = Literal[
     "Goodwill",
     "Other",
 ]
-REFUND_REASONS: tuple[str, ...] = get_args(RefundReason)
 
 # Marketplace statuses (case-insensitive) that the pull maps onto our model.
 _PENDING_MARKETPLACE = {"pending", "pendingpayment", "unpaid", "awaitingpayment"}
@@ -126,49 +124,63 @@ def order_status(item_statuses: Sequence[str], *, pending: bool) -> str:
 # ---------------------------------------------------------------- transitions (one message per refusal)
 
 
-def refuse_confirm(item: ItemFigures, *, order_pending: bool) -> str | None:
+class Refusal(NamedTuple):
+    """Why a change is refused, and which field of the item's request entry the message belongs to."""
+
+    field: str
+    message: str
+
+
+def refuse_confirm(item: ItemFigures, *, order_pending: bool) -> Refusal | None:
     """Why Confirm (ship every unshipped unit) is refused for this item, or None when allowed."""
     status = item_status(item, order_pending=order_pending)
     if status == CANCELLED:
-        return "The item is Cancelled; a cancelled item cannot be confirmed."
+        return Refusal("OrderItemId", "The item is Cancelled; a cancelled item cannot be confirmed.")
     if status == REFUNDED:
-        return "The item is fully Refunded; it cannot be confirmed."
+        return Refusal("OrderItemId", "The item is fully Refunded; it cannot be confirmed.")
     if order_pending:
-        return "The order is Pending at the marketplace (payment not complete); it cannot be shipped yet."
+        return Refusal(
+            "OrderItemId", "The order is Pending at the marketplace (payment not complete); it cannot be shipped yet."
+        )
     if item.unshipped == 0:
-        return "The item is already Shipped; nothing is left to confirm."
+        return Refusal("OrderItemId", "The item is already Shipped; nothing is left to confirm.")
     return None
 
 
-def refuse_cancel(item: ItemFigures, quantity: int | None, *, order_pending: bool) -> str | None:
+def refuse_cancel(item: ItemFigures, quantity: int | None, *, order_pending: bool) -> Refusal | None:
     """Why cancelling `quantity` units (None: every unshipped unit) is refused, or None when allowed."""
     status = item_status(item, order_pending=order_pending)
     if status == CANCELLED:
-        return "The item is already Cancelled."
+        return Refusal("OrderItemId", "The item is already Cancelled.")
     if item.unshipped == 0:
-        return "The item is Shipped; a shipped item cannot be cancelled (refund it instead)."
+        return Refusal("OrderItemId", "The item is Shipped; a shipped item cannot be cancelled (refund it instead).")
     if quantity is not None and quantity > item.unshipped:
-        return f"Only {item.unshipped} unshipped unit(s) can be cancelled; {quantity} requested."
+        return Refusal("Quantity", f"Only {item.unshipped} unshipped unit(s) can be cancelled; {quantity} requested.")
     return None
 
 
 REFUND_OF_PENDING = "The order is Pending at the marketplace; nothing has been paid, so nothing can be refunded."
 
 
-def refuse_refund(item: ItemFigures, quantity: int, amount: Decimal, *, order_pending: bool) -> str | None:
+def refuse_refund(item: ItemFigures, quantity: int, amount: Decimal, *, order_pending: bool) -> Refusal | None:
     """Why refunding `amount` (for `quantity` returned units, 0 for none) is refused, or None when allowed."""
     if order_pending:
-        return REFUND_OF_PENDING
+        return Refusal("Amount", REFUND_OF_PENDING)
     if amount > item.refundable_amount:
-        return (
-            f"Refund of {_money(amount)} exceeds the {_money(item.refundable_amount)} still refundable on this item "
-            f"(paid {_money(item.line_total)}, already refunded {_money(item.refunded_amount)})."
+        still = _money(item.refundable_amount)
+        return Refusal(
+            "Amount",
+            f"Refund of {_money(amount)} exceeds the {still} still refundable on this item "
+            f"(paid {_money(item.line_total)}, already refunded {_money(item.refunded_amount)}).",
         )
     if quantity > item.refundable_quantity:
-        return f"Only {item.refundable_quantity} unit(s) remain to refund; {quantity} requested."
+        return Refusal("Quantity", f"Only {item.refundable_quantity} unit(s) remain to refund; {quantity} requested.")
     if quantity > 0 and amount > item.unit_price * quantity:
         units_price = _money(item.unit_price * quantity)
-        return f"Refund of {_money(amount)} exceeds the price of the {quantity} unit(s) returned ({units_price})."
+        return Refusal(
+            "Amount",
+            f"Refund of {_money(amount)} exceeds the price of the {quantity} unit(s) returned ({units_price}).",
+        )
     return None
 
 
@@ -176,18 +188,20 @@ def refuse_refund(item: ItemFigures, quantity: int, amount: Decimal, *, order_pe
 SHIP_DATE_AHEAD = timedelta(days=1)
 
 
-def refuse_ship_date(ship_date: datetime, *, purchase_date: datetime, now: datetime) -> str | None:
+def refuse_ship_date(ship_date: datetime, *, purchase_date: datetime, now: datetime) -> Refusal | None:
     """Why a Confirm's ShipDate is refused: more than a day in the future, or before the purchase."""
     if ship_date > now + SHIP_DATE_AHEAD:
-        return "ShipDate is more than a day in the future; send the date the parcel was handed to the carrier."
+        return Refusal(
+            "ShipDate", "ShipDate is more than a day in the future; send the date the parcel was handed to the carrier."
+        )
     if ship_date < purchase_date:
-        return f"ShipDate is before the order's purchase date ({iso(purchase_date)})."
+        return Refusal("ShipDate", f"ShipDate is before the order's purchase date ({iso(purchase_date)}).")
     return None
 
 
 def refuse_shipment_details(
     *, write_back: bool, marketplace: str, carrier_code: str | None, tracking_number: str | None
-) -> str | None:
+) -> Refusal | None:
     """Why a shipment cannot be sent to a marketplace that receives order write-back, or None.
 
     Such a marketplace refuses a shipment with neither a carrier code nor a tracking number (a carrier name
@@ -195,7 +209,10 @@ def refuse_shipment_details(
     without write-back keeps the shipment locally and has nothing to refuse.
     """
     if write_back and not carrier_code and not tracking_number:
-        return f"{marketplace} needs a CarrierCode or a TrackingNumber to accept a shipment; send at least one."
+        return Refusal(
+            "TrackingNumber",
+            f"{marketplace} needs a CarrierCode or a TrackingNumber to accept a shipment; send at least one.",
+        )
     return None
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -24,7 +24,7 @@ from marketsync.db import DriverReader
 from marketsync.errors import NotFound, ValidationFailed
 from marketsync.jobs.service import enqueue
 from marketsync.jobs.types import OrderWriteBackPayload
-from marketsync.kinds import kind_of, marketplace_name
+from marketsync.kinds import ConnectionState, kind_of, marketplace_name
 from marketsync.kit.clock import iso
 from marketsync.kit.ids import new_id
 from marketsync.kit.requestid import current_request_id
@@ -380,14 +380,6 @@ class _Batch:
     resolved: list[OrderItem | None]
 
 
-@dataclass
-class _WriteBack:
-    """What a write hands to the marketplaces: lines per connection that sends, warnings for the rest."""
-
-    lines: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
-    warnings: list[str] = field(default_factory=list)
-
-
 Problems = dict[str, list[str]]
 _ITEM_KEY = re.compile(r"^OrderItems\[(\d+)\]")
 
@@ -466,7 +458,7 @@ async def _plan_write_back(
                 f"{order.platform}: {name} is no longer connected; the {action} is stored in this service only. "
                 f"Apply it in {order.platform}'s own tools."
             )
-        elif connection.state != "Active":
+        elif connection.state != ConnectionState.ACTIVE:
             warnings.append(
                 f"{order.platform}: {name} is paused; the {action} is stored in this service only and is not sent. "
                 f"Apply it in {order.platform}'s own tools."
@@ -564,13 +556,12 @@ async def confirm(
         if checked is None:
             continue
         order = batch.orders[checked.order_id]
-        refusal = rules.refuse_confirm(_figures(checked), order_pending=_pending(order))
-        if refusal:
-            _add(problems, f"OrderItems[{index}].OrderItemId", refusal)
+        if refusal := rules.refuse_confirm(_figures(checked), order_pending=_pending(order)):
+            _add(problems, f"OrderItems[{index}].{refusal.field}", refusal.message)
         if entry.get("ShipDate") is not None:
             refusal = rules.refuse_ship_date(entry["ShipDate"], purchase_date=order.purchase_date, now=now)
             if refusal:
-                _add(problems, f"OrderItems[{index}].ShipDate", refusal)
+                _add(problems, f"OrderItems[{index}].{refusal.field}", refusal.message)
         if "CarrierCode" in entry and "TrackingNumber" in entry:  # both well-formed (a bad one is named already)
             refusal = rules.refuse_shipment_details(
                 write_back=kind_of(order.platform).order_write_back,
@@ -579,7 +570,7 @@ async def confirm(
                 tracking_number=entry["TrackingNumber"],
             )
             if refusal:
-                _add(problems, f"OrderItems[{index}].TrackingNumber", refusal)
+                _add(problems, f"OrderItems[{index}].{refusal.field}", refusal.message)
     _refuse_if_any(body.errors, problems)
     request = body.valid()
     item_ids = [line.OrderItemId for line in request.OrderItems]
@@ -644,8 +635,7 @@ async def cancel(
             _figures(checked), quantity, order_pending=_pending(batch.orders[checked.order_id])
         )
         if refusal:
-            key = "Quantity" if quantity is not None and "unit(s)" in refusal else "OrderItemId"
-            _add(problems, f"OrderItems[{index}].{key}", refusal)
+            _add(problems, f"OrderItems[{index}].{refusal.field}", refusal.message)
     _refuse_if_any(body.errors, problems)
     request = body.valid()
     item_ids = [line.OrderItemId for line in request.OrderItems]
@@ -695,8 +685,7 @@ async def refund(
             continue
         refusal = rules.refuse_refund(_figures(checked), quantity, amount, order_pending=_pending(order))
         if refusal:
-            key = "Quantity" if "unit(s) remain" in refusal else "Amount"
-            _add(problems, f"OrderItems[{index}].{key}", refusal)
+            _add(problems, f"OrderItems[{index}].{refusal.field}", refusal.message)
     _refuse_if_any(body.errors, problems)
     request = body.valid()
     item_ids = [line.OrderItemId for line in request.OrderItems]

@@ -35,15 +35,6 @@ async def list_subscriptions(session: AsyncSession, account_id: str) -> Sequence
     return result.scalars().all()
 
 
-async def get_subscription(session: AsyncSession, account_id: str, subscription_id: str) -> WebhookSubscription | None:
-    result = await session.execute(
-        select(WebhookSubscription).where(
-            WebhookSubscription.id == subscription_id, WebhookSubscription.account_id == account_id
-        )
-    )
-    return result.scalar_one_or_none()
-
-
 async def delete_subscription(session: AsyncSession, account_id: str, subscription_id: str) -> bool:
     # Queued deliveries go with it (explicitly, so SQLite needs no cascade support at run time).
     await session.execute(

@@ -59,25 +59,27 @@ def test_order_status(statuses: list[str], pending: bool, expected: str) -> None
 
 def test_transition_refusals() -> None:
     assert rules.refuse_confirm(fig(), order_pending=False) is None
-    assert "Cancelled" in (rules.refuse_confirm(fig(cancelled=2), order_pending=False) or "")
-    assert "already Shipped" in (rules.refuse_confirm(fig(shipped=2), order_pending=False) or "")
-    assert "Pending" in (rules.refuse_confirm(fig(), order_pending=True) or "")
-    assert "Refunded" in (rules.refuse_confirm(fig(refunded_amount=D(20)), order_pending=False) or "")
+    assert "Cancelled" in _message(rules.refuse_confirm(fig(cancelled=2), order_pending=False))
+    assert "already Shipped" in _message(rules.refuse_confirm(fig(shipped=2), order_pending=False))
+    assert "Pending" in _message(rules.refuse_confirm(fig(), order_pending=True))
+    assert "Refunded" in _message(rules.refuse_confirm(fig(refunded_amount=D(20)), order_pending=False))
 
     assert rules.refuse_cancel(fig(), None, order_pending=True) is None  # a pending order may be cancelled
     assert rules.refuse_cancel(fig(shipped=1), 1, order_pending=False) is None
-    assert "Only 1 unshipped" in (rules.refuse_cancel(fig(shipped=1), 2, order_pending=False) or "")
-    assert "shipped item cannot be cancelled" in (rules.refuse_cancel(fig(shipped=2), None, order_pending=False) or "")
-    assert "already Cancelled" in (rules.refuse_cancel(fig(cancelled=2), None, order_pending=False) or "")
+    assert "Only 1 unshipped" in _message(rules.refuse_cancel(fig(shipped=1), 2, order_pending=False))
+    assert "shipped item cannot be cancelled" in _message(
+        rules.refuse_cancel(fig(shipped=2), None, order_pending=False)
+    )
+    assert "already Cancelled" in _message(rules.refuse_cancel(fig(cancelled=2), None, order_pending=False))
 
 
 def test_refund_math() -> None:
     item = fig(quantity=2, price="10.00", refunded_amount=D("15.00"), refunded_quantity=1)
     assert rules.refuse_refund(item, 0, D("5.00"), order_pending=False) is None
-    assert "exceeds the 5.00 still refundable" in (rules.refuse_refund(item, 0, D("5.01"), order_pending=False) or "")
-    assert "Only 1 unit(s)" in (rules.refuse_refund(item, 2, D("1"), order_pending=False) or "")
-    assert "price of the 1 unit(s)" in (rules.refuse_refund(fig(), 1, D("10.01"), order_pending=False) or "")
-    assert "nothing has been paid" in (rules.refuse_refund(fig(), 0, D("1"), order_pending=True) or "")
+    assert "exceeds the 5.00 still refundable" in _message(rules.refuse_refund(item, 0, D("5.01"), order_pending=False))
+    assert "Only 1 unit(s)" in _message(rules.refuse_refund(item, 2, D("1"), order_pending=False))
+    assert "price of the 1 unit(s)" in _message(rules.refuse_refund(fig(), 1, D("10.01"), order_pending=False))
+    assert "nothing has been paid" in _message(rules.refuse_refund(fig(), 0, D("1"), order_pending=True))
 
 
 @given(st.lists(st.integers(min_value=1, max_value=5000), min_size=1, max_size=30))
@@ -99,6 +101,27 @@ def test_pulled_counters_only_move_forward() -> None:
     # An order reported Shipped does not ship an item the marketplace reports Refunded.
     assert rules.pulled_counters(fig(), "Refunded", "Shipped") == (0, 0)
     assert rules.is_pending_at_marketplace("PendingPayment") and not rules.is_pending_at_marketplace("Unshipped")
+
+
+def _message(refusal: rules.Refusal | None) -> str:
+    return refusal.message if refusal is not None else ""
+
+
+def test_refusals_name_the_field_they_are_about() -> None:
+    assert rules.refuse_cancel(fig(shipped=1), 2, order_pending=False) == (
+        "Quantity",
+        "Only 1 unshipped unit(s) can be cancelled; 2 requested.",
+    )
+    assert _field(rules.refuse_cancel(fig(cancelled=2), None, order_pending=False)) == "OrderItemId"
+    item = fig(quantity=2, price="10.00", refunded_amount=D("15.00"), refunded_quantity=1)
+    assert _field(rules.refuse_refund(item, 2, D("1"), order_pending=False)) == "Quantity"
+    assert _field(rules.refuse_refund(item, 0, D("5.01"), order_pending=False)) == "Amount"
+    assert _field(rules.refuse_refund(fig(), 1, D("10.01"), order_pending=False)) == "Amount"
+
+
+def _field(refusal: rules.Refusal | None) -> str:
+    assert refusal is not None
+    return refusal.field
 
 
 def test_cursor_round_trip_is_exact_and_rejects_garbage() -> None:
@@ -144,18 +167,18 @@ def test_ship_date_may_not_run_ahead_more_than_a_day_nor_precede_the_purchase() 
     assert rules.refuse_ship_date(now + timedelta(days=1), purchase_date=purchased, now=now) is None
     assert rules.refuse_ship_date(purchased, purchase_date=purchased, now=now) is None
     ahead = rules.refuse_ship_date(now + timedelta(days=1, seconds=1), purchase_date=purchased, now=now)
-    assert "more than a day in the future" in (ahead or "")
+    assert "more than a day in the future" in _message(ahead) and _field(ahead) == "ShipDate"
     early = rules.refuse_ship_date(purchased - timedelta(seconds=1), purchase_date=purchased, now=now)
-    assert "before the order's purchase date (2026-05-30T09:00:00.000Z)" in (early or "")
+    assert "before the order's purchase date (2026-05-30T09:00:00.000Z)" in _message(early)
 
 
 def test_a_write_back_marketplace_needs_a_carrier_code_or_tracking_number() -> None:
-    def refusal(write_back: bool, code: str | None, tracking: str | None) -> str | None:
+    def refusal(write_back: bool, code: str | None, tracking: str | None) -> rules.Refusal | None:
         return rules.refuse_shipment_details(
             write_back=write_back, marketplace="P1 UK", carrier_code=code, tracking_number=tracking
         )
 
-    assert "P1 UK needs a CarrierCode or a TrackingNumber" in (refusal(True, None, None) or "")
+    assert "P1 UK needs a CarrierCode or a TrackingNumber" in _message(refusal(True, None, None))
     assert refusal(True, "RM", None) is None and refusal(True, None, "T1") is None
     assert refusal(False, None, None) is None  # stored locally only: nothing to refuse
 

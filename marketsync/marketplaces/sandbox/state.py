@@ -503,15 +503,6 @@ async def _apply_order_updates(
     return _LineOutcome(errors, processed)
 
 
-async def feed_by_client_id(session: AsyncSession, connection_id: str, client_feed_id: str) -> SandboxFeed | None:
-    result = await session.execute(
-        select(SandboxFeed).where(
-            SandboxFeed.connection_id == connection_id, SandboxFeed.client_feed_id == client_feed_id
-        )
-    )
-    return result.scalar_one_or_none()
-
-
 @dataclass(frozen=True)
 class KnownListing:
     """A listing the seller already has (the demo seeds the marketplace from the listings map)."""
