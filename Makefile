@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck bench bench-tools clean
+.PHONY: install run test test-fast lint typecheck bench bench-tools clean
 
 install: $(STAMP)
 
@@ -28,6 +28,10 @@ typecheck: install
 
 test: install lint typecheck
 	$(BIN)/python -m pytest
+
+# The inner loop: pure rules, the auth/jobs/kit cores, and every other test on SQLite only (no lint, no mypy).
+test-fast: install
+	$(BIN)/python -m pytest -q -x -p no:randomly -k "not postgresql" tests/unit tests/kit tests/auth tests/jobs tests/orders tests/inventory
 
 bench-tools:
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)

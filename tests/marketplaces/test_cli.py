@@ -21,7 +21,7 @@ from marketsync.logging import configure_logging
 from marketsync.marketplaces import tasks
 from marketsync.runtime import Runtime
 from tests.conftest import TEST_ENCRYPTION_KEYS, TEST_HASH_KEY
-from tests.marketplaces import helpers
+from tests.marketplaces import support
 from tests.support.factories import make_tenant
 
 
@@ -67,7 +67,7 @@ async def test_sandbox_commands_drive_the_marketplace(
 
     pulled = await cli(database_url, tmp_path, "admin", "pull-orders", *ids)
     assert pulled["Status"] == "Completed" and pulled["NewOrderCount"] == 3
-    assert [e["payload"]["NewOrderCount"] for e in await helpers.events(rt, tenant.account_id)] == [3]
+    assert [e["payload"]["NewOrderCount"] for e in await support.events(rt, tenant.account_id)] == [3]
 
     assert (await cli(database_url, tmp_path, "sandbox", "revoke-auth", *ids))["AuthRevoked"] is True
     await tasks.health_checks(rt)  # the running service's next cycle
@@ -75,7 +75,7 @@ async def test_sandbox_commands_drive_the_marketplace(
     assert entry["HealthStatus"] == "UnAuthorized" and entry["RequiresReauthorization"] is True
     restored = await cli(database_url, tmp_path, "sandbox", "restore-auth", *ids)
     assert restored["HealthEvent"] == "MarketplaceRestored"
-    assert [e["type"] for e in await helpers.events(rt, tenant.account_id)][-2:] == [
+    assert [e["type"] for e in await support.events(rt, tenant.account_id)][-2:] == [
         "MarketplaceUnhealthy",
         "MarketplaceRestored",
     ]
@@ -87,7 +87,7 @@ async def test_sandbox_commands_drive_the_marketplace(
 
     fault = await cli(database_url, tmp_path, "sandbox", "feed-fault", *ids, "--mode", "reject")
     assert fault["FeedFault"] == "reject"
-    assert (await helpers.seller(rt, p1)).feed_fault == "reject"
+    assert (await support.seller(rt, p1)).feed_fault == "reject"
     refused = await cli(database_url, tmp_path, "sandbox", "feed-fault", *ids, "--mode", "sometimes", expect_rc=1)
     assert refused["error"] == "validation-failed" and "Mode" in refused["errors"]
 
@@ -105,5 +105,5 @@ async def test_pause_resume_disconnect_commands(
     assert resumed["State"] == "Active" and len(resumed["JobIds"]) == 2
     gone = await cli(database_url, tmp_path, "admin", "marketplace", "disconnect", *ids)
     assert gone["Disconnected"] is True and gone["CancelledJobs"] == 2
-    assert {(await helpers.job(rt, j)).status for j in resumed["JobIds"]} == {"Cancelled"}
+    assert {(await support.job(rt, j)).status for j in resumed["JobIds"]} == {"Cancelled"}
     assert (await api.get("/api/marketplaces", headers=tenant.headers)).json()["Marketplaces"] == []

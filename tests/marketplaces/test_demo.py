@@ -7,7 +7,7 @@ import httpx
 from marketsync.demo import DemoTenant
 from marketsync.marketplaces import demo
 from marketsync.runtime import Runtime
-from tests.marketplaces import helpers
+from tests.marketplaces import support
 from tests.support.factories import make_tenant
 
 
@@ -17,14 +17,14 @@ async def test_demo_seed_is_idempotent(rt: Runtime, api: httpx.AsyncClient) -> N
     products = {}
     for connection in connections:
         # Live in the listings map but unknown to a fresh sandbox.
-        products[connection.id] = await helpers.listed_product(
+        products[connection.id] = await support.listed_product(
             rt, connection, f"DEMO-{connection.platform}", at_marketplace=False, status="Live"
         )
 
     for _ in range(2):
         await demo.seed(rt, DemoTenant(tenant.account_id, connections))
 
-    downloaded = await helpers.events(rt, tenant.account_id, "OrdersDownloaded")
+    downloaded = await support.events(rt, tenant.account_id, "OrdersDownloaded")
     assert sorted((e["payload"]["Platform"], e["payload"]["NewOrderCount"]) for e in downloaded) == [
         ("P1", 4),
         ("P2", 3),
@@ -32,14 +32,14 @@ async def test_demo_seed_is_idempotent(rt: Runtime, api: httpx.AsyncClient) -> N
     marketplaces = (await api.get("/api/marketplaces", headers=tenant.headers)).json()["Marketplaces"]
     assert {m["HealthStatus"] for m in marketplaces} == {"Healthy"}
     for connection in connections:
-        remote = await helpers.sandbox_listings(rt, connection)
+        remote = await support.sandbox_listings(rt, connection)
         sku = f"DEMO-{connection.platform}"
         assert list(remote) == [sku]
-        ours = await helpers.our_listing(rt, connection, products[connection.id].id)
+        ours = await support.our_listing(rt, connection, products[connection.id].id)
         assert ours is not None
         assert (ours.listing_id, ours.external_sku, ours.listing_url) == (
             remote[sku].listing_id,
             sku,
             remote[sku].listing_url,
         )
-    assert await helpers.events(rt, tenant.account_id, "MarketplaceUnhealthy") == []
+    assert await support.events(rt, tenant.account_id, "MarketplaceUnhealthy") == []

@@ -14,7 +14,7 @@ from marketsync.marketplaces import feeds, service
 from marketsync.marketplaces.connector import AuthorizationRevoked, Throttled, Unavailable
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
-from tests.marketplaces import helpers
+from tests.marketplaces import support
 from tests.support.connectors import FakeConnector
 from tests.support.factories import make_tenant
 
@@ -22,8 +22,8 @@ from tests.support.factories import make_tenant
 async def _queued_push(rt: Runtime, api: httpx.AsyncClient) -> tuple[str, str, str]:
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
     connection = tenant.marketplace("P1")
-    product = await helpers.listed_product(rt, connection, "PIPE-1", price="10.00", quantity=5)
-    await helpers.set_product_values(rt, product.id, Decimal("11.00"), 6)
+    product = await support.listed_product(rt, connection, "PIPE-1", price="10.00", quantity=5)
+    await support.set_product_values(rt, product.id, Decimal("11.00"), 6)
     async with rt.db.transaction() as session:
         payload = PriceStockPushPayload(MarketplaceId=connection.id, ProductIds=[product.id])
         job = jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, payload)
@@ -38,7 +38,7 @@ async def test_a_throttled_poll_retries_without_submitting_twice(rt: Runtime, ap
 
     await Worker(rt).drain()
 
-    assert (await helpers.job(rt, job_id)).status == "Completed"
+    assert (await support.job(rt, job_id)).status == "Completed"
     assert fake.calls["submit_price_stock"] == 1  # the retry polled the feed it remembered
     assert fake.calls["feed_result"] == 2
     [(feed_id, lines)] = fake.submitted
@@ -57,7 +57,7 @@ async def test_a_feed_still_processing_goes_back_to_the_queue_and_is_polled_agai
 
     await Worker(rt).drain()
 
-    job = await helpers.job(rt, job_id)
+    job = await support.job(rt, job_id)
     assert job.status == "Completed" and job.recovery_count == 0
     assert fake.calls["submit_price_stock"] == 1 and fake.calls["feed_result"] == 4
 
@@ -69,7 +69,7 @@ async def test_an_outage_at_submission_retries_later(rt: Runtime, api: httpx.Asy
 
     await Worker(rt).drain(timeout_s=5)
 
-    job = await helpers.job(rt, job_id)
+    job = await support.job(rt, job_id)
     assert job.status == "Published"  # back in the queue, run_after = now + UNAVAILABLE_RETRY_S
     assert job.run_after > rt.clock.now()
     assert fake.calls["submit_price_stock"] == 1 and fake.submitted == []
@@ -84,7 +84,7 @@ async def test_a_revoked_authorisation_is_recorded_on_the_connection_and_fails_t
 
     await Worker(rt).drain()
 
-    job = await helpers.job(rt, job_id)
+    job = await support.job(rt, job_id)
     assert job.status == "Failed" and "AuthorizationRevoked" in (job.failure_reason or "")
     async with rt.db.read() as session:
         connection = await service.get(session, account_id, marketplace_id)

@@ -16,7 +16,7 @@ from marketsync.marketplaces import feeds, service, tasks
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
-from tests.marketplaces import helpers
+from tests.marketplaces import support
 from tests.support.factories import Tenant, make_tenant
 
 
@@ -29,14 +29,14 @@ async def _three_listed(rt: Runtime, connection: MarketplaceConnection) -> list[
     """Three listed products whose catalogue values moved since the marketplace last heard of them."""
     ids = []
     for index, sku in enumerate(("FEED-A", "FEED-B", "FEED-C")):
-        product = await helpers.listed_product(rt, connection, sku, price="10.00", quantity=5)
-        await helpers.set_product_values(rt, product.id, Decimal("12.50") + index, 7 + index)
+        product = await support.listed_product(rt, connection, sku, price="10.00", quantity=5)
+        await support.set_product_values(rt, product.id, Decimal("12.50") + index, 7 + index)
         ids.append(product.id)
     return ids
 
 
 async def _push(rt: Runtime, tenant: Tenant, connection: MarketplaceConnection, ids: list[str]) -> str:
-    return await helpers.enqueue(
+    return await support.enqueue(
         rt, tenant.account_id, "PriceStockPush", {"MarketplaceId": connection.id, "ProductIds": ids}
     )
 
@@ -60,22 +60,22 @@ async def test_clean_feed_is_silent_and_reaches_the_marketplace(rt: Runtime, api
     assert job["Status"] == "Completed" and job["IsSuccessful"] is True and job["IsComplete"] is True
     assert (job["ProgressDone"], job["ProgressTotal"]) == (3, 3)
     assert job["RecoveryCount"] == 0
-    remote = await helpers.sandbox_listings(rt, p1)
+    remote = await support.sandbox_listings(rt, p1)
     assert [(remote[s].price, remote[s].quantity) for s in ("FEED-A", "FEED-B", "FEED-C")] == [
         (Decimal("12.50"), 7),
         (Decimal("13.50"), 8),
         (Decimal("14.50"), 9),
     ]
-    ours = await helpers.our_listing(rt, p1, ids[0])
+    ours = await support.our_listing(rt, p1, ids[0])
     assert ours is not None and (ours.marketplace_price, ours.marketplace_quantity) == (Decimal("12.50"), 7)
-    assert await helpers.events(rt, tenant.account_id) == []
+    assert await support.events(rt, tenant.account_id) == []
 
 
 async def test_rejected_feed_raises_feed_outcome_and_fails_the_job(rt: Runtime, api: httpx.AsyncClient) -> None:
     tenant = await make_tenant(rt, api, marketplaces=(("P2", "DE"),))
     p2 = tenant.marketplace("P2")
     ids = await _three_listed(rt, p2)
-    await helpers.update_seller(rt, p2, feed_fault="reject")
+    await support.update_seller(rt, p2, feed_fault="reject")
     job_id = await _push(rt, tenant, p2, ids)
 
     await Worker(rt).drain()
@@ -84,7 +84,7 @@ async def test_rejected_feed_raises_feed_outcome_and_fails_the_job(rt: Runtime, 
     assert job["Status"] == "Failed" and job["IsComplete"] is True and job["IsSuccessful"] is False
     assert (job["ProgressDone"], job["ProgressTotal"]) == (0, 3)
     assert "failure" not in str(job).lower()
-    fired = await helpers.events(rt, tenant.account_id)
+    fired = await support.events(rt, tenant.account_id)
     assert fired == [
         {
             "type": "FeedOutcome",
@@ -98,7 +98,7 @@ async def test_rejected_feed_raises_feed_outcome_and_fails_the_job(rt: Runtime, 
             },
         }
     ]
-    remote = await helpers.sandbox_listings(rt, p2)
+    remote = await support.sandbox_listings(rt, p2)
     assert all(row.price == Decimal("10.00") and row.feed_updates == 0 for row in remote.values())
 
 
@@ -106,7 +106,7 @@ async def test_item_errors_raise_feed_outcome_and_complete_the_job(rt: Runtime, 
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
     p1 = tenant.marketplace("P1")
     ids = await _three_listed(rt, p1)
-    await helpers.update_seller(rt, p1, feed_fault="item-errors")
+    await support.update_seller(rt, p1, feed_fault="item-errors")
     job_id = await _push(rt, tenant, p1, ids)
 
     await Worker(rt).drain()
@@ -115,7 +115,7 @@ async def test_item_errors_raise_feed_outcome_and_complete_the_job(rt: Runtime, 
     assert job["Status"] == "Completed"
     # Lines 1 and 3 fail in item-errors mode; line 2 is applied.
     assert (job["ProgressDone"], job["ProgressTotal"]) == (1, 3)
-    fired = await helpers.events(rt, tenant.account_id)
+    fired = await support.events(rt, tenant.account_id)
     assert [e["payload"] for e in fired] == [
         {
             "Marketplace": "P1 UK",
@@ -126,20 +126,20 @@ async def test_item_errors_raise_feed_outcome_and_complete_the_job(rt: Runtime, 
             "FailedCount": 2,
         }
     ]
-    remote = await helpers.sandbox_listings(rt, p1)
+    remote = await support.sandbox_listings(rt, p1)
     assert remote["FEED-B"].price == Decimal("13.50")
     assert remote["FEED-A"].price == Decimal("10.00")
     # Our record of what the marketplace holds follows only the applied line.
-    assert (await helpers.our_listing(rt, p1, ids[0])).marketplace_price == Decimal("10.00")  # type: ignore[union-attr]
-    assert (await helpers.our_listing(rt, p1, ids[1])).marketplace_price == Decimal("13.50")  # type: ignore[union-attr]
+    assert (await support.our_listing(rt, p1, ids[0])).marketplace_price == Decimal("10.00")  # type: ignore[union-attr]
+    assert (await support.our_listing(rt, p1, ids[1])).marketplace_price == Decimal("13.50")  # type: ignore[union-attr]
 
 
 async def test_a_feed_whose_every_line_is_refused_fails_the_job(rt: Runtime, api: httpx.AsyncClient) -> None:
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
     p1 = tenant.marketplace("P1")
-    product = await helpers.listed_product(rt, p1, "FEED-ONE", price="10.00", quantity=5)
-    await helpers.set_product_values(rt, product.id, Decimal("11.00"), 6)
-    await helpers.update_seller(rt, p1, feed_fault="item-errors")  # the first (only) line is refused
+    product = await support.listed_product(rt, p1, "FEED-ONE", price="10.00", quantity=5)
+    await support.set_product_values(rt, product.id, Decimal("11.00"), 6)
+    await support.update_seller(rt, p1, feed_fault="item-errors")  # the first (only) line is refused
     job_id = await _push(rt, tenant, p1, [product.id])
 
     await Worker(rt).drain()
@@ -147,9 +147,9 @@ async def test_a_feed_whose_every_line_is_refused_fails_the_job(rt: Runtime, api
     job = await _job_json(api, tenant, job_id)
     assert (job["Status"], job["IsComplete"], job["IsSuccessful"]) == ("Failed", True, False)
     assert (job["ProgressDone"], job["ProgressTotal"]) == (0, 1)
-    fired = await helpers.events(rt, tenant.account_id)
+    fired = await support.events(rt, tenant.account_id)
     assert [(e["payload"]["Outcome"], e["payload"]["FailedCount"]) for e in fired] == [("ProcessedWithErrors", 1)]
-    ours = await helpers.our_listing(rt, p1, product.id)
+    ours = await support.our_listing(rt, p1, product.id)
     assert ours is not None and ours.marketplace_price == Decimal("10.00")
 
 
@@ -160,34 +160,34 @@ async def test_throttling_is_honoured_not_counted_as_failure(rt: Runtime, api: h
     p1 = tenant.marketplace("P1")
     ids = await _three_listed(rt, p1)
     # One request every two seconds, none available now.
-    await helpers.update_seller(
+    await support.update_seller(
         rt, p1, bucket_capacity=1.0, bucket_refill_per_s=0.5, bucket_tokens=0.0, bucket_at=clock.now()
     )
     job_id = await _push(rt, tenant, p1, ids)
 
     await Worker(rt).drain()
 
-    waiting = await helpers.job(rt, job_id)
+    waiting = await support.job(rt, job_id)
     assert waiting.status == "Published"  # back in the queue, not failed
     assert (waiting.run_after - clock.now()).total_seconds() == 2.0  # Retry-After honoured
     assert waiting.failure_reason is None and waiting.recovery_count == 0
-    assert await helpers.sandbox_feeds(rt, p1) == []
+    assert await support.sandbox_feeds(rt, p1) == []
 
     statuses = []
     for _ in range(12):
         clock.advance(seconds=2)
         await Worker(rt).drain()
-        statuses.append((await helpers.job(rt, job_id)).status)
+        statuses.append((await support.job(rt, job_id)).status)
         if statuses[-1] != "Published":
             break
     assert statuses[-1] == "Completed"
     assert "Failed" not in statuses
     assert len(statuses) > 1  # it needed several windows of the budget
-    feeds = await helpers.sandbox_feeds(rt, p1)
+    feeds = await support.sandbox_feeds(rt, p1)
     assert len(feeds) == 1 and feeds[0].client_feed_id == job_id
-    remote = await helpers.sandbox_listings(rt, p1)
+    remote = await support.sandbox_listings(rt, p1)
     assert {row.feed_updates for row in remote.values()} == {1}
-    assert await helpers.events(rt, tenant.account_id) == []
+    assert await support.events(rt, tenant.account_id) == []
 
 
 class Killed(BaseException):
@@ -237,7 +237,7 @@ async def test_worker_killed_mid_feed_is_recovered_without_a_row_twice(
         )
     with pytest.raises(Killed):
         await tasks.push_price_stock(rt, run)
-    assert (await helpers.job(rt, job_id)).status == "InProcess"
+    assert (await support.job(rt, job_id)).status == "InProcess"
 
     clock.advance(seconds=rt.settings.job_lease_s + 1)  # its lease runs out
     await Worker(rt).drain()
@@ -246,12 +246,12 @@ async def test_worker_killed_mid_feed_is_recovered_without_a_row_twice(
     assert job["Status"] == "Completed"
     assert job["RecoveryCount"] == 1
     assert (job["ProgressDone"], job["ProgressTotal"]) == (3, 3)
-    sent = await helpers.sandbox_feeds(rt, p1)
+    sent = await support.sandbox_feeds(rt, p1)
     assert len(sent) == 1 and len(sent[0].lines) == 3
-    remote = await helpers.sandbox_listings(rt, p1)
+    remote = await support.sandbox_listings(rt, p1)
     assert {sku: row.feed_updates for sku, row in remote.items()} == {"FEED-A": 1, "FEED-B": 1, "FEED-C": 1}
     assert remote["FEED-C"].price == Decimal("14.50") and remote["FEED-C"].quantity == 9
-    assert await helpers.events(rt, tenant.account_id) == []
+    assert await support.events(rt, tenant.account_id) == []
 
 
 async def test_paused_connection_is_never_pushed(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -265,15 +265,15 @@ async def test_paused_connection_is_never_pushed(rt: Runtime, api: httpx.AsyncCl
     await Worker(rt).drain()
 
     assert (await _job_json(api, tenant, job_id))["Status"] == "Cancelled"
-    assert await helpers.sandbox_feeds(rt, p1) == []
-    assert {row.price for row in (await helpers.sandbox_listings(rt, p1)).values()} == {Decimal("10.00")}
+    assert await support.sandbox_feeds(rt, p1) == []
+    assert {row.price for row in (await support.sandbox_listings(rt, p1)).values()} == {Decimal("10.00")}
 
     async with rt.db.transaction() as session:
         resync = await service.resume(rt, session, tenant.account_id, p1.id)
     await Worker(rt).drain()
     # Resuming sends everything the pause held back, once.
-    assert [(await helpers.job(rt, j)).status for j in resync] == ["Completed", "Completed"]
-    remote = await helpers.sandbox_listings(rt, p1)
+    assert [(await support.job(rt, j)).status for j in resync] == ["Completed", "Completed"]
+    remote = await support.sandbox_listings(rt, p1)
     assert remote["FEED-A"].price == Decimal("12.50") and remote["FEED-A"].feed_updates == 1
 
 
@@ -282,19 +282,19 @@ async def test_disconnect_cancels_queued_jobs_and_removes_listings(rt: Runtime, 
     p1, p2 = tenant.marketplace("P1"), tenant.marketplace("P2")
     ids = await _three_listed(rt, p1)
     queued = await _push(rt, tenant, p1, ids)
-    other = await helpers.enqueue(rt, tenant.account_id, "OrderPull", {"MarketplaceId": p2.id})
+    other = await support.enqueue(rt, tenant.account_id, "OrderPull", {"MarketplaceId": p2.id})
 
     async with rt.db.transaction() as session:
         cancelled = await service.disconnect(rt, session, tenant.account_id, p1.id)
 
     assert cancelled == 1
-    assert (await helpers.job(rt, queued)).status == "Cancelled"
-    assert (await helpers.job(rt, other)).status == "Published"
-    assert await helpers.our_listing(rt, p1, ids[0]) is None
+    assert (await support.job(rt, queued)).status == "Cancelled"
+    assert (await support.job(rt, other)).status == "Published"
+    assert await support.our_listing(rt, p1, ids[0]) is None
     response = await api.get("/api/marketplaces", headers=tenant.headers)
     assert [m["MarketplaceId"] for m in response.json()["Marketplaces"]] == [p2.id]
     await Worker(rt).drain()
-    assert await helpers.sandbox_feeds(rt, p1) == []
+    assert await support.sandbox_feeds(rt, p1) == []
 
 
 async def _api_push(api: httpx.AsyncClient, tenant: Tenant, items: list[dict[str, object]]) -> dict[str, object]:
@@ -309,12 +309,12 @@ async def test_a_feed_line_carries_only_what_differs_and_a_zero_price_never_bloc
 ) -> None:
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
     p1 = tenant.marketplace("P1")
-    product = await helpers.listed_product(rt, p1, "ZERO-1", price="10.00", quantity=5)
+    product = await support.listed_product(rt, p1, "ZERO-1", price="10.00", quantity=5)
 
     # Only the quantity moved: the line carries no price.
     await _api_push(api, tenant, [{"Sku": "ZERO-1", "Quantity": 6}])
     await Worker(rt).drain()
-    [feed] = await helpers.sandbox_feeds(rt, p1)
+    [feed] = await support.sandbox_feeds(rt, p1)
     assert [(line["Price"], line["Quantity"]) for line in feed.lines] == [(None, 6)]
 
     # Price 0 is saved, the push warns that P1 refuses it, and the stock still reaches the marketplace.
@@ -326,17 +326,17 @@ async def test_a_feed_line_carries_only_what_differs_and_a_zero_price_never_bloc
     [job_id] = body["JobIds"]  # type: ignore[misc]
     job = await _job_json(api, tenant, str(job_id))
     assert (job["Status"], job["ProgressDone"], job["ProgressTotal"]) == ("Completed", 1, 1)
-    remote = (await helpers.sandbox_listings(rt, p1))["ZERO-1"]
+    remote = (await support.sandbox_listings(rt, p1))["ZERO-1"]
     assert (remote.price, remote.quantity) == (Decimal("10.00"), 7)
 
     # Later stock pushes keep flowing while the stored price stays 0.
     body = await _api_push(api, tenant, [{"Sku": "ZERO-1", "Quantity": 8}])
     await Worker(rt).drain()
-    assert (await helpers.sandbox_listings(rt, p1))["ZERO-1"].quantity == 8
+    assert (await support.sandbox_listings(rt, p1))["ZERO-1"].quantity == 8
     assert not [w for w in body["Warnings"] if "Price 0" in str(w)]  # type: ignore[union-attr]
-    ours = await helpers.our_listing(rt, p1, product.id)
+    ours = await support.our_listing(rt, p1, product.id)
     assert ours is not None and (ours.marketplace_price, ours.marketplace_quantity) == (Decimal("10.00"), 8)
-    assert await helpers.events(rt, tenant.account_id, "FeedOutcome") == []
+    assert await support.events(rt, tenant.account_id, "FeedOutcome") == []
 
 
 async def test_a_push_to_a_connection_needing_reauthorisation_warns_and_catches_up_once_restored(
@@ -344,9 +344,9 @@ async def test_a_push_to_a_connection_needing_reauthorisation_warns_and_catches_
 ) -> None:
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P2", "DE")))
     p1, p2 = tenant.marketplace("P1"), tenant.marketplace("P2")
-    await helpers.listed_product(rt, p1, "AUTH-1", price="10.00", quantity=5)
+    await support.listed_product(rt, p1, "AUTH-1", price="10.00", quantity=5)
     await tasks.health_checks(rt)
-    await helpers.update_seller(rt, p1, auth_revoked=True)
+    await support.update_seller(rt, p1, auth_revoked=True)
     await tasks.health_checks(rt)  # P1 UK is now UnAuthorized, RequiresReauthorization true
 
     body = await _api_push(api, tenant, [{"Sku": "AUTH-1", "Quantity": 9}])
@@ -357,12 +357,12 @@ async def test_a_push_to_a_connection_needing_reauthorisation_warns_and_catches_
     assert (await _job_json(api, tenant, str(job_id)))["Status"] == "Failed"
 
     # A push that reaches only healthy connections carries no such warning.
-    await helpers.listed_product(rt, p2, "AUTH-2", price="10.00", quantity=5)
+    await support.listed_product(rt, p2, "AUTH-2", price="10.00", quantity=5)
     other = await _api_push(api, tenant, [{"Sku": "AUTH-2", "Quantity": 3}])
     assert not [w for w in other["Warnings"] if "reconnected" in str(w)]  # type: ignore[union-attr]
 
     # The merchant reconnects: the restore sends what P1 UK missed.
-    await helpers.update_seller(rt, p1, auth_revoked=False)
+    await support.update_seller(rt, p1, auth_revoked=False)
     await tasks.health_checks(rt)
     await Worker(rt).drain()
-    assert (await helpers.sandbox_listings(rt, p1))["AUTH-1"].quantity == 9
+    assert (await support.sandbox_listings(rt, p1))["AUTH-1"].quantity == 9

@@ -7,7 +7,7 @@ import httpx
 from marketsync.marketplaces import service, tasks
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
-from tests.marketplaces import helpers
+from tests.marketplaces import support
 from tests.support.factories import make_tenant
 
 
@@ -33,14 +33,14 @@ async def test_health_is_null_until_known_then_healthy_silently(rt: Runtime, api
         assert entry["RequiresReauthorization"] is False
         assert entry["HealthStatusMessage"]
     # Nothing was broken, so nothing was restored.
-    assert await helpers.events(rt, tenant.account_id) == []
+    assert await support.events(rt, tenant.account_id) == []
 
 
 async def test_revoked_authorisation_fires_once_and_only_restore_clears_it(rt: Runtime, api: httpx.AsyncClient) -> None:
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
     p1 = tenant.marketplace("P1")
     await tasks.health_checks(rt)
-    await helpers.update_seller(rt, p1, auth_revoked=True)
+    await support.update_seller(rt, p1, auth_revoked=True)
 
     for _ in range(3):  # repeated checks while broken never repeat the event
         await tasks.health_checks(rt)
@@ -49,7 +49,7 @@ async def test_revoked_authorisation_fires_once_and_only_restore_clears_it(rt: R
     assert entry["HealthStatus"] == "UnAuthorized"
     assert entry["RequiresReauthorization"] is True
     assert entry["IsHealthy"] is False
-    fired = await helpers.events(rt, tenant.account_id)
+    fired = await support.events(rt, tenant.account_id)
     assert [e["type"] for e in fired] == ["MarketplaceUnhealthy"]
     assert fired[0]["payload"] == {
         "Marketplace": "P1 UK",
@@ -59,7 +59,7 @@ async def test_revoked_authorisation_fires_once_and_only_restore_clears_it(rt: R
         "Detail": entry["HealthStatusMessage"],
     }
 
-    await helpers.update_seller(rt, p1, auth_revoked=False)  # the merchant reconnects in the app
+    await support.update_seller(rt, p1, auth_revoked=False)  # the merchant reconnects in the app
     await tasks.health_checks(rt)
     await tasks.health_checks(rt)
 
@@ -67,7 +67,7 @@ async def test_revoked_authorisation_fires_once_and_only_restore_clears_it(rt: R
     assert entry["HealthStatus"] == "Healthy"
     assert entry["RequiresReauthorization"] is False
     assert entry["IsHealthy"] is True
-    fired = await helpers.events(rt, tenant.account_id)
+    fired = await support.events(rt, tenant.account_id)
     assert [e["type"] for e in fired] == ["MarketplaceUnhealthy", "MarketplaceRestored"]
     assert set(fired[1]["payload"]) == {"Marketplace", "Platform", "UserPlatformId", "Reason", "Detail"}
     assert fired[1]["payload"]["Reason"] == "Healthy"
@@ -77,9 +77,9 @@ async def test_flapping_fires_each_change_exactly_once(rt: Runtime, api: httpx.A
     tenant = await make_tenant(rt, api, marketplaces=(("P2", "DE"),))
     p2 = tenant.marketplace("P2")
     for revoked in (True, True, False, False, True, False, True):
-        await helpers.update_seller(rt, p2, auth_revoked=revoked)
+        await support.update_seller(rt, p2, auth_revoked=revoked)
         await tasks.health_checks(rt)
-    assert [e["type"] for e in await helpers.events(rt, tenant.account_id)] == [
+    assert [e["type"] for e in await support.events(rt, tenant.account_id)] == [
         "MarketplaceUnhealthy",
         "MarketplaceRestored",
         "MarketplaceUnhealthy",
@@ -91,26 +91,26 @@ async def test_flapping_fires_each_change_exactly_once(rt: Runtime, api: httpx.A
 async def test_a_push_meeting_revocation_flips_health_without_repeats(rt: Runtime, api: httpx.AsyncClient) -> None:
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
     p1 = tenant.marketplace("P1")
-    product = await helpers.listed_product(rt, p1, "REV-1")
+    product = await support.listed_product(rt, p1, "REV-1")
     # The catalogue moved since the marketplace heard of it, so the pushes have a line to send (0047).
-    await helpers.set_product_values(rt, product.id, None, 6)
-    await helpers.update_seller(rt, p1, auth_revoked=True)
-    first = await helpers.enqueue(
+    await support.set_product_values(rt, product.id, None, 6)
+    await support.update_seller(rt, p1, auth_revoked=True)
+    first = await support.enqueue(
         rt, tenant.account_id, "PriceStockPush", {"MarketplaceId": p1.id, "ProductIds": [product.id]}
     )
-    second = await helpers.enqueue(
+    second = await support.enqueue(
         rt, tenant.account_id, "PriceStockPush", {"MarketplaceId": p1.id, "ProductIds": [product.id]}
     )
 
     await Worker(rt).drain()
     await tasks.health_checks(rt)
 
-    assert (await helpers.job(rt, first)).status == "Failed"
-    assert (await helpers.job(rt, second)).status == "Failed"
+    assert (await support.job(rt, first)).status == "Failed"
+    assert (await support.job(rt, second)).status == "Failed"
     entry = (await _marketplaces(api, tenant.headers))[p1.id]
     assert entry["HealthStatus"] == "UnAuthorized"
     assert entry["RequiresReauthorization"] is True
-    assert [e["type"] for e in await helpers.events(rt, tenant.account_id)] == ["MarketplaceUnhealthy"]
+    assert [e["type"] for e in await support.events(rt, tenant.account_id)] == ["MarketplaceUnhealthy"]
 
 
 async def test_paused_connection_is_omitted_and_not_checked(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -118,13 +118,13 @@ async def test_paused_connection_is_omitted_and_not_checked(rt: Runtime, api: ht
     p1, p4 = tenant.marketplace("P1"), tenant.marketplace("P4")
     async with rt.db.transaction() as session:
         await service.pause(rt, session, tenant.account_id, p4.id)
-    await helpers.update_seller(rt, p4, auth_revoked=True)
+    await support.update_seller(rt, p4, auth_revoked=True)
 
     await tasks.health_checks(rt)
 
     listed = await _marketplaces(api, tenant.headers)
     assert list(listed) == [p1.id]
-    assert await helpers.events(rt, tenant.account_id) == []
+    assert await support.events(rt, tenant.account_id) == []
     async with rt.db.transaction() as session:
         await service.resume(rt, session, tenant.account_id, p4.id)
     assert set(await _marketplaces(api, tenant.headers)) == {p1.id, p4.id}

@@ -13,7 +13,7 @@ from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
-from tests.marketplaces import helpers
+from tests.marketplaces import support
 from tests.support.factories import make_tenant
 
 
@@ -36,7 +36,7 @@ async def _set_owner(rt: Runtime, account_id: str, kind: str, owner: str) -> Non
 
 
 async def _mirror_now(rt: Runtime, connection: MarketplaceConnection) -> str:
-    job_id = await helpers.enqueue(rt, connection.account_id, "ListingMirror", {"MarketplaceId": connection.id})
+    job_id = await support.enqueue(rt, connection.account_id, "ListingMirror", {"MarketplaceId": connection.id})
     status, _ = await jobs_service.run_now(rt, job_id)
     assert status == "Completed"
     return job_id
@@ -45,7 +45,7 @@ async def _mirror_now(rt: Runtime, connection: MarketplaceConnection) -> str:
 async def test_drift_pushed_value_is_overwritten_by_the_owning_marketplace(rt: Runtime, api: httpx.AsyncClient) -> None:
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
     p1 = tenant.marketplace("P1")
-    product = await helpers.listed_product(rt, p1, "DRIFT-1", price="10.00", quantity=5)
+    product = await support.listed_product(rt, p1, "DRIFT-1", price="10.00", quantity=5)
     await _set_owner(rt, tenant.account_id, "Price", "Marketplace")
     await _set_owner(rt, tenant.account_id, "Stock", "Merchant")
 
@@ -62,10 +62,10 @@ async def test_drift_pushed_value_is_overwritten_by_the_owning_marketplace(rt: R
     await _sandbox_set(rt, p1, "DRIFT-1", price="11.00", quantity=2)
     await _mirror_now(rt, p1)
 
-    stored = await helpers.product(rt, product.id)
+    stored = await support.product(rt, product.id)
     assert stored.price == Decimal("11.00")  # the marketplace owns Price: its value wins
     assert stored.quantity == 6  # the merchant owns Stock: the marketplace's 2 is not mirrored
-    changed = await helpers.events(rt, tenant.account_id, "InventoryChanged")
+    changed = await support.events(rt, tenant.account_id, "InventoryChanged")
     assert [e["payload"]["source"] for e in changed] == [
         {"writer": "MerchantPush", "channel": "Api", "userPlatformId": None},
         {"writer": "MasterMirror", "channel": "Marketplace", "userPlatformId": p1.id},
@@ -78,8 +78,8 @@ async def test_drift_pushed_value_is_overwritten_by_the_owning_marketplace(rt: R
 
     # Mirroring again changes nothing and is silent.
     await _mirror_now(rt, p1)
-    assert len(await helpers.events(rt, tenant.account_id, "InventoryChanged")) == 2
-    ours = await helpers.our_listing(rt, p1, product.id)
+    assert len(await support.events(rt, tenant.account_id, "InventoryChanged")) == 2
+    ours = await support.our_listing(rt, p1, product.id)
     assert ours is not None and (ours.marketplace_price, ours.marketplace_quantity) == (Decimal("11.00"), 2)
 
 
@@ -89,7 +89,7 @@ async def test_mirror_fills_the_listings_map_and_reports_last_pull(rt: Runtime, 
     await _set_owner(rt, tenant.account_id, "Price", "Merchant")
     await _set_owner(rt, tenant.account_id, "Stock", "Merchant")
     # Listed here but not yet known at the marketplace; and a listing made in the marketplace's tools.
-    await helpers.listed_product(rt, p2, "MAP-1", at_marketplace=False)
+    await support.listed_product(rt, p2, "MAP-1", at_marketplace=False)
     await _sandbox_set(rt, p2, "map-1", price="9.50", quantity=3)  # case differs: still that product
     await _sandbox_set(rt, p2, "NOT-IN-CATALOGUE", price="1.00", quantity=1)
 
@@ -103,7 +103,7 @@ async def test_mirror_fills_the_listings_map_and_reports_last_pull(rt: Runtime, 
     assert listing["ListingUrl"].startswith("https://p2.sandbox.invalid/de/item/")
     marketplaces = (await api.get("/api/marketplaces", headers=tenant.headers)).json()["Marketplaces"]
     assert marketplaces[0]["LastPull"] == {"Status": "Completed", "TotalSkus": 2, "CurrentSku": 2}
-    assert await helpers.events(rt, tenant.account_id, "InventoryChanged") == []
+    assert await support.events(rt, tenant.account_id, "InventoryChanged") == []
 
 
 async def test_mirror_reports_progress_page_by_page(rt: Runtime, api: httpx.AsyncClient) -> None:

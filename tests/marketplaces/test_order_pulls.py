@@ -11,7 +11,7 @@ from marketsync.models import Job, MarketplaceConnection
 from marketsync.orders import tasks
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
-from tests.marketplaces import helpers
+from tests.marketplaces import support
 from tests.support.factories import make_tenant
 
 
@@ -47,13 +47,13 @@ async def test_pull_stores_orders_and_fires_one_event_per_pull_with_new_orders(
 ) -> None:
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P2", "DE")))
     p1 = tenant.marketplace("P1")
-    await helpers.listed_product(rt, p1, "ORD-SKU", price="19.99", quantity=40)
+    await support.listed_product(rt, p1, "ORD-SKU", price="19.99", quantity=40)
     arrived = await _orders_arrive(rt, p1, 3)
 
     await tasks.schedule_order_pulls(rt)
     await Worker(rt).drain()
 
-    fired = await helpers.events(rt, tenant.account_id, "OrdersDownloaded")
+    fired = await support.events(rt, tenant.account_id, "OrdersDownloaded")
     assert [e["payload"] for e in fired] == [
         {"Marketplace": "P1 UK", "Platform": "P1", "Country": "UK", "NewOrderCount": 3, "UserPlatformId": p1.id}
     ]
@@ -64,13 +64,13 @@ async def test_pull_stores_orders_and_fires_one_event_per_pull_with_new_orders(
     # A pull with nothing new is silent; the cursor means nothing is fetched again.
     await tasks.schedule_order_pulls(rt)
     await Worker(rt).drain()
-    assert len(await helpers.events(rt, tenant.account_id, "OrdersDownloaded")) == 1
+    assert len(await support.events(rt, tenant.account_id, "OrdersDownloaded")) == 1
     assert {job.status for job in await _pull_jobs(rt, tenant.account_id)} == {"Completed"}
 
     await _orders_arrive(rt, p1, 2)
     await tasks.schedule_order_pulls(rt)
     await Worker(rt).drain()
-    fired = await helpers.events(rt, tenant.account_id, "OrdersDownloaded")
+    fired = await support.events(rt, tenant.account_id, "OrdersDownloaded")
     assert [e["payload"]["NewOrderCount"] for e in fired] == [3, 2]
     async with rt.db.read() as session:
         stored = await session.get(MarketplaceConnection, p1.id)
@@ -109,7 +109,7 @@ async def test_changed_orders_are_pulled_again_without_an_event(rt: Runtime, api
     await tasks.schedule_order_pulls(rt)
     await Worker(rt).drain()
 
-    assert [e["payload"]["NewOrderCount"] for e in await helpers.events(rt, tenant.account_id, "OrdersDownloaded")] == [
+    assert [e["payload"]["NewOrderCount"] for e in await support.events(rt, tenant.account_id, "OrdersDownloaded")] == [
         1
     ]
     async with rt.db.read() as session:
@@ -124,13 +124,13 @@ async def test_paused_and_p3_p4_connections_are_never_pulled(rt: Runtime, api: h
     await _orders_arrive(rt, p3, 2)
     async with rt.db.transaction() as session:
         await service.pause(rt, session, tenant.account_id, p1.id)
-    queued_before_pause = await helpers.enqueue(rt, tenant.account_id, "OrderPull", {"MarketplaceId": p1.id})
-    p3_job = await helpers.enqueue(rt, tenant.account_id, "OrderPull", {"MarketplaceId": p3.id})
+    queued_before_pause = await support.enqueue(rt, tenant.account_id, "OrderPull", {"MarketplaceId": p1.id})
+    p3_job = await support.enqueue(rt, tenant.account_id, "OrderPull", {"MarketplaceId": p3.id})
 
     await tasks.schedule_order_pulls(rt)
     await Worker(rt).drain()
 
-    assert (await helpers.job(rt, queued_before_pause)).status == "Cancelled"
-    assert (await helpers.job(rt, p3_job)).status == "Cancelled"
+    assert (await support.job(rt, queued_before_pause)).status == "Cancelled"
+    assert (await support.job(rt, p3_job)).status == "Cancelled"
     assert len(await _pull_jobs(rt, tenant.account_id)) == 2
-    assert await helpers.events(rt, tenant.account_id) == []
+    assert await support.events(rt, tenant.account_id) == []

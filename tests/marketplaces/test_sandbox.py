@@ -19,7 +19,7 @@ from marketsync.marketplaces.connector import (
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.marketplaces.sandbox.app import create_sandbox_app
 from marketsync.runtime import Runtime
-from tests.marketplaces import helpers
+from tests.marketplaces import support
 from tests.support.factories import make_tenant
 from tests.support.server import serve
 
@@ -38,7 +38,7 @@ async def test_sandbox_served_apart_over_http(
 ) -> None:
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
     p1 = tenant.marketplace("P1")
-    await helpers.listed_product(rt, p1, "HTTP-1", price="3.00", quantity=4)
+    await support.listed_product(rt, p1, "HTTP-1", price="3.00", quantity=4)
     async with serve(create_sandbox_app(rt)) as sandbox_url:  # type: ignore[arg-type]
         other = make_runtime(sandbox_url=sandbox_url, sandbox_latency_ms=5)
         try:
@@ -47,12 +47,12 @@ async def test_sandbox_served_apart_over_http(
             page = await connector.pull_listings(None)
             assert [(item.sku, item.price, item.quantity) for item in page.listings] == [("HTTP-1", Decimal("3"), 4)]
 
-            await helpers.update_seller(rt, p1, bucket_tokens=0.0, bucket_refill_per_s=0.25, bucket_at=rt.clock.now())
+            await support.update_seller(rt, p1, bucket_tokens=0.0, bucket_refill_per_s=0.25, bucket_at=rt.clock.now())
             with pytest.raises(Throttled) as throttled:
                 await connector.pull_orders(None)
             assert throttled.value.retry_after_s == 4.0
 
-            await helpers.update_seller(rt, p1, bucket_tokens=100.0, bucket_refill_per_s=100.0, auth_revoked=True)
+            await support.update_seller(rt, p1, bucket_tokens=100.0, bucket_refill_per_s=100.0, auth_revoked=True)
             with pytest.raises(AuthorizationRevoked):
                 await connector.pull_orders(None)
             assert (await connector.check_authorization()).health_status == "UnAuthorized"
@@ -63,7 +63,7 @@ async def test_sandbox_served_apart_over_http(
 async def test_feed_submission_is_idempotent_by_our_feed_id(rt: Runtime, api: httpx.AsyncClient) -> None:
     tenant = await make_tenant(rt, api, marketplaces=(("P4", "FR"),))
     p4 = tenant.marketplace("P4")
-    await helpers.listed_product(rt, p4, "IDEM-1", price="5.00", quantity=1)
+    await support.listed_product(rt, p4, "IDEM-1", price="5.00", quantity=1)
     connector = connector_for(rt, p4)
     line = PriceStockLine("IDEM-1", Decimal("6.00"), 2)
 
@@ -74,7 +74,7 @@ async def test_feed_submission_is_idempotent_by_our_feed_id(rt: Runtime, api: ht
 
     assert again == first
     assert (await _result(rt, p4, again)).processed == 1  # type: ignore[attr-defined]
-    remote = (await helpers.sandbox_listings(rt, p4))["IDEM-1"]
+    remote = (await support.sandbox_listings(rt, p4))["IDEM-1"]
     assert (remote.price, remote.quantity, remote.feed_updates) == (Decimal("6.00"), 2, 1)
 
 

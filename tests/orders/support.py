@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -11,11 +12,15 @@ import httpx
 import orjson
 import sqlalchemy as sa
 from pydantic import BaseModel
+from sqlalchemy import select
 
-from marketsync.marketplaces.connector import MarketplaceOrder, MarketplaceOrderItem, PostalAddress
-from marketsync.models import MarketplaceConnection
+from marketsync.marketplaces.connector import MarketplaceOrder, MarketplaceOrderItem, PostalAddress, connector_for
+from marketsync.marketplaces.sandbox import state as sandbox
+from marketsync.models import Event, Job, MarketplaceConnection
 from marketsync.orders import schemas, service
 from marketsync.runtime import Runtime
+from marketsync.worker import Worker
+from tests.support.factories import Tenant, make_tenant
 
 _sequence = itertools.count(1)
 BUYER_NAME = "Ada Lovelace-Byron"
@@ -152,3 +157,92 @@ def assert_fields_match(model: type[BaseModel], value: dict[str, Any], where: st
                 children = value[name] if isinstance(value[name], list) else [value[name]]
                 for child in children:
                     assert_fields_match(candidate, child, f"{where}.{name}")
+
+
+COUNTRY = {"P1": "UK", "P2": "DE", "P3": "US", "P4": "FR"}
+
+
+async def tenant_with(rt: Runtime, api: httpx.AsyncClient, *platforms: str) -> Tenant:
+    return await make_tenant(rt, api, marketplaces=tuple((p, COUNTRY[p]) for p in platforms))
+
+
+async def jobs_of(rt: Runtime, account_id: str) -> list[Job]:
+    async with rt.db.read() as session:
+        return list((await session.execute(select(Job).where(Job.account_id == account_id))).scalars())
+
+
+async def post(
+    api: httpx.AsyncClient, tenant: Tenant, path: str, body: dict[str, Any], **headers: str
+) -> httpx.Response:
+    return await api.post(f"/api/orders/{path}", json=body, headers={**tenant.headers, **headers})
+
+
+def item_ids(order: dict[str, Any]) -> list[str]:
+    return [item["OrderItemId"] for item in order["Items"]]
+
+
+async def sandbox_orders_arrive(rt: Runtime, connection: MarketplaceConnection, count: int) -> None:
+    async with rt.db.transaction() as session:
+        seller = await sandbox.ensure_seller(
+            session, connection.id, connection.platform, connection.country, rt.clock.now()
+        )
+        await sandbox.orders_arrive(session, seller, rt.clock.now(), count)
+
+
+async def set_feed_fault(rt: Runtime, connection: MarketplaceConnection, mode: str) -> None:
+    async with rt.db.transaction() as session:
+        seller = await sandbox.ensure_seller(
+            session, connection.id, connection.platform, connection.country, rt.clock.now()
+        )
+        sandbox.set_feed_fault(seller, mode)
+
+
+async def pull_everything(rt: Runtime, connection: MarketplaceConnection) -> int:
+    """What the OrderPull job does, done inline: page through the sandbox and ingest."""
+    connector = connector_for(rt, connection)
+    cursor, new = None, 0
+    while True:
+        page = await connector.pull_orders(cursor)
+        async with rt.db.transaction() as session:
+            new += await service.ingest_pulled_orders(rt, session, connection, page.orders)
+        if page.next_cursor is None or not page.orders:
+            return new
+        cursor = page.next_cursor
+
+
+async def run_job(rt: Runtime, job_id: str) -> Job:
+    for _ in range(60):
+        await Worker(rt).drain()
+        async with rt.db.read() as session:
+            job = await session.get(Job, job_id)
+        assert job is not None
+        if job.status in ("Completed", "Failed", "Cancelled"):
+            return job
+        await asyncio.sleep(0.25)  # requeued with RetryLater: wait for its run_after
+    raise AssertionError("the write-back job did not finish")
+
+
+async def feed_outcomes(rt: Runtime, account_id: str) -> list[dict[str, Any]]:
+    async with rt.db.read() as session:
+        rows = await session.execute(
+            select(Event).where(Event.account_id == account_id, Event.type == "FeedOutcome").order_by(Event.id)
+        )
+        return [orjson.loads(event.body) for event in rows.scalars()]
+
+
+async def listed(api: httpx.AsyncClient, tenant: Tenant) -> list[dict[str, Any]]:
+    response = await api.post("/api/orders/List", json={"Limit": 200}, headers=tenant.headers)
+    assert response.status_code == 200, response.text
+    orders: list[dict[str, Any]] = response.json()["Orders"]
+    return orders
+
+
+async def confirm(api: httpx.AsyncClient, tenant: Tenant, item_id: str) -> str:
+    response = await api.post(
+        "/api/orders/Confirm",
+        json={"OrderItems": [{"OrderItemId": item_id, "CarrierCode": "RM", "TrackingNumber": f"T-{item_id[-6:]}"}]},
+        headers=tenant.headers,
+    )
+    assert response.status_code == 200, response.text
+    [job_id] = response.json()["JobIds"]
+    return str(job_id)

@@ -10,8 +10,7 @@ import httpx
 
 from marketsync.kit.clock import iso
 from marketsync.runtime import Runtime
-from tests.orders.support import ingest_one, order_by_marketplace_id
-from tests.orders.test_writes import item_ids, jobs_of, post, tenant_with
+from tests.orders.support import ingest_one, item_ids, jobs_of, order_by_marketplace_id, post, tenant_with
 from tests.support.factories import Tenant, problem
 
 

@@ -9,8 +9,7 @@ import httpx
 import pytest
 
 from marketsync.runtime import Runtime
-from tests.orders.support import ingest_one
-from tests.orders.test_writes import tenant_with
+from tests.orders.support import ingest_one, tenant_with
 from tests.support.factories import problem
 
 

@@ -13,7 +13,7 @@ from marketsync.marketplaces.sandbox import state as sandbox
 from marketsync.models import Job, MarketplaceConnection
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
-from tests.orders.test_write_back import listed, pull_everything, sandbox_orders_arrive
+from tests.orders.support import listed, pull_everything, sandbox_orders_arrive
 from tests.support.factories import make_tenant
 
 

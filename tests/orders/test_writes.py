@@ -7,33 +7,18 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import select
 
-from marketsync.models import Job
 from marketsync.runtime import Runtime
-from tests.orders.support import ingest_one, order_by_marketplace_id, pulled_item
-from tests.support.factories import Tenant, make_tenant, problem
-
-COUNTRY = {"P1": "UK", "P2": "DE", "P3": "US", "P4": "FR"}
-
-
-async def tenant_with(rt: Runtime, api: httpx.AsyncClient, *platforms: str) -> Tenant:
-    return await make_tenant(rt, api, marketplaces=tuple((p, COUNTRY[p]) for p in platforms))
-
-
-async def jobs_of(rt: Runtime, account_id: str) -> list[Job]:
-    async with rt.db.read() as session:
-        return list((await session.execute(select(Job).where(Job.account_id == account_id))).scalars())
-
-
-async def post(
-    api: httpx.AsyncClient, tenant: Tenant, path: str, body: dict[str, Any], **headers: str
-) -> httpx.Response:
-    return await api.post(f"/api/orders/{path}", json=body, headers={**tenant.headers, **headers})
-
-
-def item_ids(order: dict[str, Any]) -> list[str]:
-    return [item["OrderItemId"] for item in order["Items"]]
+from tests.orders.support import (
+    ingest_one,
+    item_ids,
+    jobs_of,
+    order_by_marketplace_id,
+    post,
+    pulled_item,
+    tenant_with,
+)
+from tests.support.factories import problem
 
 
 async def test_confirm_ships_records_the_shipment_and_queues_write_back(rt: Runtime, api: httpx.AsyncClient) -> None:

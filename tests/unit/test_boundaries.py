@@ -84,3 +84,14 @@ def test_the_connector_interface_knows_no_implementation() -> None:
     assert "sandbox" not in "".join(
         line for line in source.splitlines() if line.lstrip().startswith(("import ", "from "))
     )
+
+
+def test_no_test_module_imports_another_test_module() -> None:
+    tests_root = PACKAGE.parent / "tests"
+    offenders = []
+    for path in sorted(tests_root.rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tests."):
+                if node.module.rsplit(".", 1)[-1].startswith("test_"):
+                    offenders.append(f"{path.relative_to(tests_root)}: {node.module}")
+    assert offenders == [], "shared test code belongs in tests/support/ or the domain's support.py"

@@ -11,8 +11,8 @@ import httpx
 from marketsync.runtime import Runtime
 from marketsync.webhooks import verify
 from tests.support.factories import make_tenant
-from tests.webhooks.helpers import attempts, fire, pump, subscribe, subscription_row
 from tests.webhooks.receiver import HOSTNAME, Receiver
+from tests.webhooks.support import attempts, fire, pump, subscribe, subscription_row
 
 
 async def test_delivery_is_signed_pinned_and_verifiable(

@@ -20,8 +20,8 @@ from marketsync.runtime import Runtime
 from marketsync.webhooks import engine
 from tests.support.factories import make_tenant
 from tests.webhooks.conftest import Tls
-from tests.webhooks.helpers import attempts, fire, pump, subscribe
 from tests.webhooks.receiver import HOSTNAME
+from tests.webhooks.support import attempts, fire, pump, subscribe
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "webhook_receiver.py"
 

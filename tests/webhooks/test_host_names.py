@@ -13,8 +13,8 @@ from marketsync.webhooks import delivery
 from marketsync.webhooks.rules import IPAddress, url_problems
 from marketsync.webhooks.ssrf import RESOLVER_KEY
 from tests.support.factories import make_tenant, problem
-from tests.webhooks.helpers import attempts, fire, pump, subscribe
 from tests.webhooks.receiver import IDN_ASCII, IDN_HOST, Receiver
+from tests.webhooks.support import attempts, fire, pump, subscribe
 
 
 async def test_an_internationalised_host_is_delivered_with_its_a_labels(

@@ -20,8 +20,8 @@ from marketsync.runtime import Runtime
 from marketsync.webhooks import repository
 from marketsync.webhooks.tasks import sweep_attempt_log
 from tests.support.factories import make_tenant
-from tests.webhooks.helpers import attempts, deliveries, fire, pump, subscribe
 from tests.webhooks.receiver import Receiver
+from tests.webhooks.support import attempts, deliveries, fire, pump, subscribe
 
 
 @pytest.fixture(autouse=True)

@@ -11,8 +11,8 @@ from marketsync.runtime import Runtime
 from marketsync.webhooks import verify
 from marketsync.webhooks.outbox import EVENT_TYPES
 from tests.support.factories import make_tenant
-from tests.webhooks.helpers import INVENTORY_PAYLOAD, fire, pump, subscribe
 from tests.webhooks.receiver import Receiver
+from tests.webhooks.support import INVENTORY_PAYLOAD, fire, pump, subscribe
 
 FIELDS = {
     "OrdersDownloaded": {"Marketplace", "Platform", "Country", "NewOrderCount", "UserPlatformId"},

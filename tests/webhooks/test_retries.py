@@ -11,8 +11,8 @@ from marketsync.runtime import Runtime
 from marketsync.webhooks import verify
 from marketsync.webhooks.ssrf import StaticResolver
 from tests.support.factories import make_tenant
-from tests.webhooks.helpers import attempts, deliveries, fire, pump, subscribe, subscription_row
 from tests.webhooks.receiver import HOSTNAME, Received, Receiver
+from tests.webhooks.support import attempts, deliveries, fire, pump, subscribe, subscription_row
 
 
 def closed_port() -> int:

@@ -14,8 +14,8 @@ from marketsync.webhooks import engine, verify
 from marketsync.webhooks.rules import BACKOFF_STEPS_S
 from tests.support.factories import make_tenant
 from tests.webhooks.conftest import Tls
-from tests.webhooks.helpers import attempts, deliveries, fire, subscribe, subscription_row
 from tests.webhooks.receiver import Receiver
+from tests.webhooks.support import attempts, deliveries, fire, subscribe, subscription_row
 
 
 @pytest.fixture

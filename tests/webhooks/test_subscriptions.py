@@ -14,8 +14,8 @@ from marketsync.models import Base
 from marketsync.runtime import Runtime
 from marketsync.webhooks import service
 from tests.support.factories import make_tenant, problem
-from tests.webhooks.helpers import subscribe, subscription_row
 from tests.webhooks.receiver import Receiver
+from tests.webhooks.support import subscribe, subscription_row
 
 SUBSCRIPTION_FIELDS = {
     "SubscriptionId",

@@ -16,8 +16,8 @@ from marketsync.webhooks import verify
 from marketsync.worker import Worker
 from tests.support.factories import make_tenant
 from tests.webhooks.conftest import Tls
-from tests.webhooks.helpers import attempts, deliveries, fire, pump, subscribe
 from tests.webhooks.receiver import Received, Receiver, serve_https
+from tests.webhooks.support import attempts, deliveries, fire, pump, subscribe
 
 
 async def test_a_running_worker_fans_out_and_delivers(rt: Runtime, api: httpx.AsyncClient, receiver: Receiver) -> None:
