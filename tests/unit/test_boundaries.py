@@ -91,7 +91,7 @@ def test_no_test_module_imports_another_test_module() -> None:
     offenders = []
     for path in sorted(tests_root.rglob("test_*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tests."):
-                if node.module.rsplit(".", 1)[-1].startswith("test_"):
-                    offenders.append(f"{path.relative_to(tests_root)}: {node.module}")
+            imported = node.module if isinstance(node, ast.ImportFrom) and node.module else ""
+            if imported.startswith("tests.") and imported.rsplit(".", 1)[-1].startswith("test_"):
+                offenders.append(f"{path.relative_to(tests_root)}: {imported}")
     assert offenders == [], "shared test code belongs in tests/support/ or the domain's support.py"
