@@ -14,6 +14,18 @@ from marketsync.kit.ids import new_id
 from marketsync.models import AccessToken, Account, Credential
 from marketsync.runtime import Runtime
 
+__all__ = [
+    "Caller",
+    "IssuedToken",
+    "NewCredential",
+    "TokenError",
+    "authenticate",
+    "create_account",
+    "create_credential",
+    "issue_token",
+]
+
+
 TOKEN_PREFIX = "mst_"
 CLIENT_ID_PREFIX = "msc_"
 

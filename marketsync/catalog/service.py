@@ -36,6 +36,19 @@ from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.catalog import ProductTypeView, TaxonomyCategory, TaxonomyImport
 from marketsync.runtime import Runtime
 
+__all__ = [
+    "SEARCH_DEFAULT_LIMIT",
+    "CreateOutcome",
+    "ImportSummary",
+    "Schema",
+    "create_product",
+    "get_schema",
+    "import_taxonomy",
+    "publish_journey",
+    "search",
+]
+
+
 SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT = 50, 200
 
 # --------------------------------------------------------------------------------------------------

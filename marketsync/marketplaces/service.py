@@ -23,6 +23,24 @@ from marketsync.marketplaces.rules import UNAUTHORIZED, Health, HealthEvent, hea
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 
+__all__ = [
+    "ACTIVE",
+    "PAUSED",
+    "check_health",
+    "connect",
+    "disconnect",
+    "enqueue_for_active_connections",
+    "get",
+    "list_active",
+    "note_authorization_revoked",
+    "pause",
+    "require_orders_pulled",
+    "resume",
+    "set_state",
+    "usable_connection",
+]
+
+
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
 ACTIVE, PAUSED = ConnectionState.ACTIVE, ConnectionState.PAUSED
 

@@ -34,6 +34,22 @@ from marketsync.models.orders import Order, OrderItem, OrderRefundLine, OrderShi
 from marketsync.orders import repository, rules, schemas
 from marketsync.runtime import Runtime
 
+__all__ = [
+    "RENDER_BATCH",
+    "OrderPage",
+    "cancel",
+    "confirm",
+    "get_order",
+    "ingest_pulled_orders",
+    "list_orders",
+    "refresh_stale_documents",
+    "refund",
+    "render_documents",
+    "store_documents",
+    "update",
+]
+
+
 log = structlog.get_logger("marketsync.orders")
 
 # NextUpdatedSince overlaps the walk by this much: a change stamped just before the walk began but

@@ -15,6 +15,18 @@ from marketsync.models.webhooks import WebhookAttempt, WebhookSubscription
 from marketsync.runtime import Runtime
 from marketsync.webhooks import repository, rules, ssrf
 
+__all__ = [
+    "NewSubscription",
+    "attempt_log",
+    "create_subscription",
+    "delete_subscription",
+    "list_subscriptions",
+    "reveal_secret",
+    "rotate_keys",
+    "validate_subscription",
+]
+
+
 SECRET_BYTES = 32  # 256-bit signing secrets
 RESOLVE_TIMEOUT_S = 5.0
 REFUSED_HOST = "The host resolves to a private or reserved address; webhooks need a publicly reachable host."
