@@ -18,6 +18,7 @@ from marketsync import __version__, connectors
 from marketsync.auth import endpoints as auth_endpoints
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import endpoints as catalog_endpoints
+from marketsync.console import pages as console_pages
 from marketsync.errors import install_error_handlers
 from marketsync.inventory import endpoints as inventory_endpoints
 from marketsync.jobs import endpoints as jobs_endpoints
@@ -91,6 +92,7 @@ def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
     )
     app.state.runtime = rt
     install_error_handlers(app)
+    console_pages.install(app)
     for router in ROUTERS:
         # The routes themselves, not include_router(): an included router is matched, then matched again inside
         # (~70 µs a request; docs/decisions/0013). The routes already carry their full paths and tags.

@@ -29,6 +29,7 @@ from marketsync.kit.cli import (
 from marketsync.logging import configure_logging
 from marketsync.marketplaces import commands as _marketplace_commands  # noqa: F401
 from marketsync.orders import commands as _orders_commands  # noqa: F401
+from marketsync.people import commands as _people_commands  # noqa: F401
 from marketsync.runtime import Runtime
 from marketsync.webhooks import commands as _webhooks_commands  # noqa: F401
 
@@ -125,6 +126,8 @@ def demo(as_json: bool = JsonOption) -> None:
         f"  base_url:      {settings.base_url}\n"
         f"  auth_url:      {settings.base_url}/connect/token\n"
         f"  OpenAPI:       {settings.base_url}/docs\n"
+        f"  app:           {settings.base_url}/app  (sign in as {result['AppUser']['Email']} / "
+        f"{result['AppUser']['Password']}, shown once)\n"
         + "".join(
             f"  marketplace:   {m['Platform']} {m['Country']}  {m['MarketplaceId']}\n" for m in result["Marketplaces"]
         )

@@ -16,6 +16,7 @@ from marketsync.marketplaces import repository as marketplace_repository
 from marketsync.marketplaces import service as marketplace_service
 from marketsync.models import MarketplaceConnection
 from marketsync.orders import demo as orders_demo
+from marketsync.people import service as people_service
 from marketsync.runtime import Runtime
 from marketsync.webhooks import demo as webhooks_demo
 
@@ -23,6 +24,8 @@ DEMO_ACCOUNT = "demo"
 DEMO_MARKETPLACES = (("P1", "UK"), ("P2", "DE"), ("P3", "US"), ("P4", "FR"))
 # Order matters: taxonomies before the catalogue, the catalogue before listings and orders.
 # Each domain's part of the demo, in order: taxonomies before the catalogue, listings before orders.
+DEMO_APP_USER = "owner@demo.example"
+
 DEMO_SEEDERS: tuple[Callable[[Runtime, DemoTenant], Awaitable[None]], ...] = (
     catalog_demo.seed,
     inventory_demo.seed,
@@ -50,6 +53,7 @@ async def run_demo(rt: Runtime) -> dict[str, Any]:
             if connection is None:
                 connection = await marketplace_service.connect(rt, session, account.id, platform, country)
             connections.append(connection)
+        app_user = await people_service.ensure_user(rt, session, account.id, DEMO_APP_USER, people_service.Role.OWNER)
     tenant = DemoTenant(account.id, connections)
     for seed in DEMO_SEEDERS:
         await seed(rt, tenant)
@@ -59,4 +63,5 @@ async def run_demo(rt: Runtime) -> dict[str, Any]:
         "client_secret": credential.client_secret,
         "Scopes": credential.scopes,
         "Marketplaces": [{"MarketplaceId": c.id, "Platform": c.platform, "Country": c.country} for c in connections],
+        "AppUser": {"Email": app_user.email, "Password": app_user.password, "Role": app_user.role},
     }

@@ -56,3 +56,8 @@ async def find_live_token(db: Database, token_hash: str, now: datetime) -> tuple
 async def delete_expired_tokens(session: AsyncSession, now: datetime) -> int:
     result = await session.execute(delete(AccessToken).where(AccessToken.expires_at <= now))
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def credentials_of(session: AsyncSession, account_id: str) -> list[Credential]:
+    query = select(Credential).where(Credential.account_id == account_id).order_by(Credential.created_at)
+    return list((await session.execute(query)).scalars())

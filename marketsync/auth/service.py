@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.auth import repository
 from marketsync.auth.scopes import parse_scopes
+from marketsync.errors import NotFound
 from marketsync.kit import crypto
 from marketsync.kit.ids import new_id
 from marketsync.models import AccessToken, Account, Credential
@@ -22,7 +23,9 @@ __all__ = [
     "authenticate",
     "create_account",
     "create_credential",
+    "delete_credential",
     "issue_token",
+    "list_credentials",
 ]
 
 
@@ -129,3 +132,15 @@ async def authenticate(rt: Runtime, token: str) -> Caller | None:
         return None
     account_id, credential_id, scopes = row
     return Caller(account_id, credential_id, frozenset(scopes.split()))
+
+
+async def list_credentials(session: AsyncSession, account_id: str) -> list[Credential]:
+    return await repository.credentials_of(session, account_id)
+
+
+async def delete_credential(session: AsyncSession, account_id: str, credential_id: str) -> None:
+    """Delete the credential; its tokens stop working at once (they go in the same transaction)."""
+    credential = await repository.get_credential(session, account_id, credential_id)
+    if credential is None:
+        raise NotFound("No credential with this id.")
+    await repository.delete_credential(session, credential)

@@ -21,6 +21,11 @@ async def get_job(session: AsyncSession, account_id: str, job_id: str) -> Job | 
     return result.scalar_one_or_none()
 
 
+async def recent(session: AsyncSession, account_id: str, limit: int) -> list[Job]:
+    query = select(Job).where(Job.account_id == account_id).order_by(Job.created_at.desc(), Job.id.desc())
+    return list((await session.execute(query.limit(limit))).scalars())
+
+
 async def get_any(session: AsyncSession, job_id: str) -> Job | None:
     """A job of any account (the worker's own bookkeeping; never an API read)."""
     return await session.get(Job, job_id, populate_existing=True)

@@ -24,6 +24,7 @@ __all__ = [
     "get_job",
     "has_open_job",
     "job_status",
+    "recent_jobs",
     "run_now",
 ]
 
@@ -102,3 +103,8 @@ async def run_now(rt: Runtime, job_id: str, *, wait_s: float = 60.0) -> tuple[Jo
         if status is None or status in TERMINAL or loop.time() > deadline:
             return status, run.outcome if run is not None else None
         await asyncio.sleep(0.2)
+
+
+async def recent_jobs(session: AsyncSession, account_id: str, limit: int = 50) -> list[Job]:
+    """An account's latest jobs, newest first, with their failure reasons (the app shows them; the API never)."""
+    return await repository.recent(session, account_id, limit)

@@ -33,6 +33,7 @@ marketplace_app = typer.Typer(no_args_is_help=True, help="Marketplace connection
 dataflow_app = typer.Typer(no_args_is_help=True, help="Data Flow: who owns Price and Stock.")
 taxonomy_app = typer.Typer(no_args_is_help=True, help="Marketplace taxonomies.")
 webhooks_app = typer.Typer(no_args_is_help=True, help="Webhook subscriptions and delivery log.")
+user_app = typer.Typer(no_args_is_help=True, help="People who sign in to the app (/app).")
 sandbox = typer.Typer(no_args_is_help=True, help="Drive the built-in sandbox marketplaces.")
 
 app.add_typer(db_app, name="db")
@@ -44,6 +45,7 @@ admin.add_typer(marketplace_app, name="marketplace")
 admin.add_typer(dataflow_app, name="dataflow")
 admin.add_typer(taxonomy_app, name="taxonomy")
 admin.add_typer(webhooks_app, name="webhooks")
+admin.add_typer(user_app, name="user")
 
 JsonOption = typer.Option(False, "--json", help="Print exactly one JSON object on stdout.")
 

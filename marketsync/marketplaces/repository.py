@@ -28,6 +28,13 @@ async def list_active(session: AsyncSession, account_id: str) -> Sequence[Market
     return result.scalars().all()
 
 
+async def list_of(session: AsyncSession, account_id: str) -> Sequence[MarketplaceConnection]:
+    """Every connection of the account, paused ones included (the app lists them all)."""
+    query = select(MarketplaceConnection).where(MarketplaceConnection.account_id == account_id)
+    result = await session.execute(query.order_by(MarketplaceConnection.platform, MarketplaceConnection.country))
+    return result.scalars().all()
+
+
 async def get(session: AsyncSession, account_id: str, marketplace_id: str) -> MarketplaceConnection | None:
     result = await session.execute(
         select(MarketplaceConnection).where(

@@ -20,6 +20,7 @@ from marketsync.kit.ids import new_id
 from marketsync.marketplaces import events, repository
 from marketsync.marketplaces.connector import Throttled, connector_for
 from marketsync.marketplaces.rules import UNAUTHORIZED, Health, HealthEvent, health_transition, observed_health
+from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 
@@ -32,8 +33,10 @@ __all__ = [
     "enqueue_for_active_connections",
     "get",
     "list_active",
+    "list_all",
     "note_authorization_revoked",
     "pause",
+    "reauthorize",
     "require_orders_pulled",
     "resume",
     "set_state",
@@ -223,3 +226,22 @@ async def enqueue_for_active_connections(
                 continue
             created.append(jobs_service.enqueue(session, now, connection.account_id, payload).id)
     return created
+
+
+async def reauthorize(rt: Runtime, account_id: str, marketplace_id: str) -> HealthEvent | None:
+    """The merchant allowed access on the marketplace's consent page: the marketplace takes the authorisation
+    again (the sandbox's own grant), and the connection's health is checked at once."""
+    async with rt.db.transaction() as session:
+        connection = await get(session, account_id, marketplace_id)
+        seller = await sandbox_state.ensure_seller(
+            session, connection.id, connection.platform, connection.country, rt.clock.now()
+        )
+        seller.auth_revoked = False
+    if connection.state != ACTIVE:
+        return None
+    return await check_health(rt, connection)
+
+
+async def list_all(session: AsyncSession, account_id: str) -> Sequence[MarketplaceConnection]:
+    """Every connection of the account, paused ones included."""
+    return await repository.list_of(session, account_id)

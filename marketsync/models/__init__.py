@@ -3,6 +3,7 @@
 # Domain table modules: importing them registers their tables on Base.metadata.
 from marketsync.models import catalog as _catalog  # noqa: F401
 from marketsync.models import orders as _orders  # noqa: F401
+from marketsync.models import people as _people  # noqa: F401
 from marketsync.models import sandbox as _sandbox  # noqa: F401
 from marketsync.models import webhooks as _webhooks  # noqa: F401
 from marketsync.models.accounts import AccessToken, Account, Credential

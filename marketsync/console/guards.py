@@ -1,0 +1,62 @@
+"""Who may see a page: a signed-in person of the account (SignedIn), an Owner (OwnerOnly), and the CSRF check
+every state-changing request passes (docs/decisions/0120-app-sign-in.md)."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated
+
+from fastapi import Depends, Request
+from starlette.datastructures import FormData
+
+from marketsync.auth.dependencies import runtime_of
+from marketsync.people import service as people
+from marketsync.people.service import Person
+
+SESSION_COOKIE = "msc_session"
+
+
+class SignInRequired(Exception):
+    """No live session: the browser is sent to the sign-in page."""
+
+
+class Forbidden(Exception):
+    """Signed in, but this person may not do this (Staff on an Owner page, a failed CSRF check)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class FormRefused(Exception):
+    """A form field no database column can hold (a NUL character)."""
+
+
+async def _person(request: Request) -> Person:
+    token = request.cookies.get(SESSION_COOKIE, "")
+    person = await people.person_for(runtime_of(request), token) if token else None
+    if person is None:
+        raise SignInRequired
+    return person
+
+
+async def _owner(person: Annotated[Person, Depends(_person)]) -> Person:
+    if not person.is_owner:
+        raise Forbidden("Only an Owner of the account can manage API credentials.")
+    return person
+
+
+SignedIn = Annotated[Person, Depends(_person)]
+OwnerOnly = Annotated[Person, Depends(_owner)]
+
+
+async def checked_form(request: Request, person: Person) -> FormData:
+    """The posted form, after the CSRF check: its `csrf` field must equal the session's token."""
+    form = await request.form()
+    sent = form.get("csrf")
+    if not isinstance(sent, str) or not hmac.compare_digest(sent, person.csrf_token):
+        raise Forbidden("The form expired or did not come from this app; reload the page and try again.")
+    for value in form.values():
+        if isinstance(value, str) and "\x00" in value:
+            raise FormRefused
+    return form

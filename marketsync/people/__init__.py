@@ -1,0 +1,1 @@
+"""The merchant's people: app users (argon2id passwords, Owner or Staff) and their server-side sessions."""

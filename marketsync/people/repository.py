@@ -1,0 +1,36 @@
+"""All queries on app users and app sessions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from marketsync.models.people import AppSession, AppUser
+
+
+async def user_by_email(session: AsyncSession, email: str) -> AppUser | None:
+    return (await session.execute(select(AppUser).where(AppUser.email == email))).scalar_one_or_none()
+
+
+async def user_by_id(session: AsyncSession, user_id: str) -> AppUser | None:
+    return await session.get(AppUser, user_id)
+
+
+async def users_of(session: AsyncSession, account_id: str) -> list[AppUser]:
+    query = select(AppUser).where(AppUser.account_id == account_id).order_by(AppUser.email)
+    return list((await session.execute(query)).scalars())
+
+
+async def session_with_user(session: AsyncSession, token_hash: str) -> tuple[AppSession, AppUser] | None:
+    query = select(AppSession, AppUser).join(AppUser, AppUser.id == AppSession.user_id)
+    row = (await session.execute(query.where(AppSession.token_hash == token_hash))).first()
+    return (row[0], row[1]) if row is not None else None
+
+
+async def revoke_sessions(session: AsyncSession, user_id: str, now: datetime) -> int:
+    result = await session.execute(
+        update(AppSession).where(AppSession.user_id == user_id, AppSession.revoked_at.is_(None)).values(revoked_at=now)
+    )
+    return int(getattr(result, "rowcount", 0) or 0)

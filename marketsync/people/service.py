@@ -1,0 +1,215 @@
+"""Use cases of the merchant's people: create a user, sign in and out, find who a browser session belongs to.
+
+Passwords are argon2id (argon2-cffi's defaults), verified off the event loop. A session is a random token in an
+HttpOnly cookie; the database keeps its keyed hash, an idle expiry (30 min) and an absolute one (12 h), and a
+revocation time ("sign out everywhere" revokes every session of the person). A new token is issued at every
+sign-in, whatever cookie the browser sent, so a planted session id is worthless (no fixation).
+Decisions: docs/decisions/0120-app-sign-in.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import StrEnum
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from marketsync.errors import ValidationFailed
+from marketsync.kit import crypto
+from marketsync.kit.ids import new_id
+from marketsync.models.people import AppSession, AppUser
+from marketsync.people import repository
+from marketsync.runtime import Runtime
+
+__all__ = [
+    "ABSOLUTE_EXPIRY",
+    "IDLE_EXPIRY",
+    "NewUser",
+    "Person",
+    "Role",
+    "SignInRefused",
+    "create_user",
+    "ensure_user",
+    "person_for",
+    "sign_in",
+    "sign_out",
+    "sign_out_everywhere",
+]
+
+IDLE_EXPIRY = timedelta(minutes=30)
+ABSOLUTE_EXPIRY = timedelta(hours=12)
+# last_seen_at is written at most this often: a page view is not a database write.
+_SEEN_EVERY = timedelta(minutes=1)
+SIGN_IN_LIMIT = "10/minute"  # failed sign-ins per email and source
+_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{2,63}$")
+_hasher = PasswordHasher()
+# Verified against when the email is unknown, so the answer takes as long as for a known one.
+_UNKNOWN_USER_HASH = _hasher.hash(crypto.random_secret(16))
+
+
+class Role(StrEnum):
+    OWNER = "Owner"  # everything, credentials and people included
+    STAFF = "Staff"  # everything but credentials and people
+
+
+class SignInRefused(Exception):
+    """Wrong email or password (one message for both), or too many attempts."""
+
+    def __init__(self, message: str, *, retry_after_s: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+@dataclass(frozen=True)
+class NewUser:
+    user_id: str
+    email: str
+    password: str  # shown once
+    role: Role
+
+
+@dataclass(frozen=True)
+class Person:
+    """Who a signed-in browser belongs to."""
+
+    user_id: str
+    account_id: str
+    email: str
+    role: Role
+    csrf_token: str
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == Role.OWNER
+
+
+def _normal_email(email: str) -> str:
+    return email.strip().lower()
+
+
+async def create_user(rt: Runtime, session: AsyncSession, account_id: str, email: str, role: str) -> NewUser:
+    """A person of the account with a generated password (returned once)."""
+    address = _normal_email(email)
+    problems: dict[str, list[str]] = {}
+    if not _EMAIL.match(address):
+        problems["Email"] = ["An email address, e.g. ops@example.com."]
+    if role not in tuple(Role):
+        problems["Role"] = ["Owner or Staff."]
+    if problems:
+        raise ValidationFailed(errors=problems)
+    if await repository.user_by_email(session, address) is not None:
+        raise ValidationFailed(errors={"Email": ["A person with this email already exists."]})
+    password = crypto.random_secret(18)
+    user = AppUser(
+        id=new_id(),
+        account_id=account_id,
+        email=address,
+        password_hash=await asyncio.to_thread(_hasher.hash, password),
+        role=role,
+        created_at=rt.clock.now(),
+    )
+    session.add(user)
+    try:
+        await session.flush()
+    except IntegrityError:
+        raise ValidationFailed(errors={"Email": ["A person with this email already exists."]}) from None
+    return NewUser(user.id, address, password, Role(role))
+
+
+async def ensure_user(rt: Runtime, session: AsyncSession, account_id: str, email: str, role: str) -> NewUser:
+    """The demo's person: created on first run; later runs give it a new password (shown once, like the
+    demo's client secret) and sign its browsers out."""
+    user = await repository.user_by_email(session, _normal_email(email))
+    if user is None:
+        return await create_user(rt, session, account_id, email, role)
+    password = crypto.random_secret(18)
+    user.password_hash = await asyncio.to_thread(_hasher.hash, password)
+    await repository.revoke_sessions(session, user.id, rt.clock.now())
+    return NewUser(user.id, user.email, password, Role(user.role))
+
+
+def _verify(password_hash: str, password: str) -> bool:
+    try:
+        return _hasher.verify(password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+async def sign_in(rt: Runtime, email: str, password: str, source: str) -> str:
+    """A new session token for the person, or SignInRefused. Failures are throttled per email and source."""
+    address = _normal_email(email)
+    key = ("app-sign-in", hashlib.sha256(address.encode()).hexdigest()[:32], source)
+    limiter = rt.limiter
+    if limiter is not None and not await limiter.peek(SIGN_IN_LIMIT, *key):
+        decision = await limiter.hit(SIGN_IN_LIMIT, *key)
+        raise SignInRefused("Too many attempts; wait a minute.", retry_after_s=max(1, decision.reset_in))
+    async with rt.db.read() as session:
+        user = await repository.user_by_email(session, address)
+    known_hash = user.password_hash if user is not None else _UNKNOWN_USER_HASH
+    if not await asyncio.to_thread(_verify, known_hash, password) or user is None:
+        if limiter is not None:
+            decision = await limiter.hit(SIGN_IN_LIMIT, *key)
+            if not decision.allowed:
+                raise SignInRefused("Too many attempts; wait a minute.", retry_after_s=max(1, decision.reset_in))
+        raise SignInRefused("Wrong email or password.")
+    token = crypto.random_secret(32)
+    now = rt.clock.now()
+    async with rt.db.transaction() as session:
+        session.add(
+            AppSession(
+                token_hash=crypto.keyed_hash(rt.settings.hash_key, token),
+                user_id=user.id,
+                account_id=user.account_id,
+                csrf_token=crypto.random_secret(24),
+                created_at=now,
+                last_seen_at=now,
+                expires_at=now + ABSOLUTE_EXPIRY,
+                revoked_at=None,
+            )
+        )
+    return token
+
+
+async def person_for(rt: Runtime, token: str) -> Person | None:
+    """The person a session token belongs to, if the session is live (not revoked, idle or past its end)."""
+    if not token or len(token) > 100:
+        return None
+    now = rt.clock.now()
+    token_hash = crypto.keyed_hash(rt.settings.hash_key, token)
+    async with rt.db.read() as session:
+        found = await repository.session_with_user(session, token_hash)
+    if found is None:
+        return None
+    app_session, user = found
+    if (
+        app_session.revoked_at is not None
+        or now >= app_session.expires_at
+        or now - app_session.last_seen_at > IDLE_EXPIRY
+    ):
+        return None
+    if now - app_session.last_seen_at > _SEEN_EVERY:
+        async with rt.db.transaction() as session:
+            live = await repository.session_with_user(session, token_hash)
+            if live is not None:
+                live[0].last_seen_at = now
+    return Person(user.id, user.account_id, user.email, Role(user.role), app_session.csrf_token)
+
+
+async def sign_out(rt: Runtime, token: str) -> None:
+    async with rt.db.transaction() as session:
+        found = await repository.session_with_user(session, crypto.keyed_hash(rt.settings.hash_key, token))
+        if found is not None and found[0].revoked_at is None:
+            found[0].revoked_at = rt.clock.now()
+
+
+async def sign_out_everywhere(rt: Runtime, user_id: str) -> int:
+    """Revoke every session of the person (every browser signs in again). Returns how many were live."""
+    async with rt.db.transaction() as session:
+        return await repository.revoke_sessions(session, user_id, rt.clock.now())

@@ -1,0 +1,115 @@
+"""Sign-in to the app: argon2id passwords, server-side sessions, CSRF on every change, no fixation, throttling."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from marketsync.kit.clock import FrozenClock
+from marketsync.runtime import Runtime
+from tests.console.support import Browser, make_person, signed_in
+from tests.support.factories import make_account
+
+
+@pytest.fixture
+async def owner(rt: Runtime, api: httpx.AsyncClient) -> AsyncIterator[Browser]:
+    browser = await signed_in(api, await make_person(rt, await make_account(rt)))
+    yield browser
+    await browser.client.aclose()
+
+
+async def test_pages_need_a_sign_in(rt: Runtime, api: httpx.AsyncClient) -> None:
+    for path in ("/app", "/app/marketplaces", "/app/jobs", "/app/credentials", "/app/dataflow"):
+        response = await api.get(path)
+        assert response.status_code == 303 and response.headers["location"] == "/app/sign-in", path
+
+
+async def test_a_person_signs_in_with_a_secure_session_cookie(rt: Runtime, api: httpx.AsyncClient) -> None:
+    user = await make_person(rt, await make_account(rt))
+    response = await api.post("/app/sign-in", data={"email": user.email.upper(), "password": user.password})
+    assert response.status_code == 303 and response.headers["location"] == "/app/marketplaces"
+    cookie = response.headers["set-cookie"]
+    assert "msc_session=" in cookie and "HttpOnly" in cookie and "SameSite=lax" in cookie and "Path=/app" in cookie
+    page = await api.get("/app/marketplaces")
+    assert page.status_code == 200 and user.email in page.text
+    assert page.headers["cache-control"] == "no-store"
+    assert "<title>Marketplaces · marketsync</title>" in page.text and '<main id="main">' in page.text
+
+
+async def test_wrong_password_and_unknown_email_get_the_same_answer(rt: Runtime, api: httpx.AsyncClient) -> None:
+    user = await make_person(rt, await make_account(rt))
+    wrong = await api.post("/app/sign-in", data={"email": user.email, "password": "nope"})
+    unknown = await api.post("/app/sign-in", data={"email": "nobody@example.com", "password": "nope"})
+    assert wrong.status_code == unknown.status_code == 401
+    assert "Wrong email or password." in wrong.text and "Wrong email or password." in unknown.text
+    assert "msc_session" not in wrong.headers.get("set-cookie", "")
+
+
+async def test_sign_in_attempts_are_throttled(rt: Runtime, api: httpx.AsyncClient) -> None:
+    user = await make_person(rt, await make_account(rt))
+    statuses = [
+        (await api.post("/app/sign-in", data={"email": user.email, "password": "nope"})).status_code for _ in range(11)
+    ]
+    assert statuses[:10] == [401] * 10 and statuses[10] == 429
+    right = await api.post("/app/sign-in", data={"email": user.email, "password": user.password})
+    assert right.status_code == 429 and int(right.headers["retry-after"]) >= 1
+
+
+async def test_a_planted_session_id_is_worthless(rt: Runtime, api: httpx.AsyncClient) -> None:
+    user = await make_person(rt, await make_account(rt))
+    async with httpx.AsyncClient(base_url=api.base_url, cookies={"msc_session": "planted-by-attacker"}) as victim:
+        response = await victim.post("/app/sign-in", data={"email": user.email, "password": user.password})
+        issued = response.cookies.get("msc_session")
+        assert issued and issued != "planted-by-attacker"
+    async with httpx.AsyncClient(base_url=api.base_url, cookies={"msc_session": "planted-by-attacker"}) as attacker:
+        assert (await attacker.get("/app/marketplaces")).status_code == 303
+
+
+async def test_a_change_without_the_csrf_token_is_refused(rt: Runtime, owner: Browser) -> None:
+    response = await owner.client.post("/app/credentials", data={"name": "forged", "scope_OrdersRead": "1"})
+    assert response.status_code == 403
+    forged = await owner.client.post(
+        "/app/credentials", data={"name": "forged", "scope_OrdersRead": "1", "csrf": "guessed"}
+    )
+    assert forged.status_code == 403
+    assert "forged" not in (await owner.page("/app/credentials")).text
+
+
+async def test_sign_out_and_sign_out_everywhere(rt: Runtime, api: httpx.AsyncClient) -> None:
+    user = await make_person(rt, await make_account(rt))
+    laptop, phone = await signed_in(api, user), await signed_in(api, user)
+    out = await laptop.post("/app/sign-out")
+    assert out.status_code == 303
+    assert (await laptop.page("/app/jobs")).status_code == 303
+    assert (await phone.page("/app/jobs")).status_code == 200
+    tablet = await signed_in(api, user)
+    await tablet.post("/app/sign-out", {"everywhere": "1"})
+    assert (await phone.page("/app/jobs")).status_code == 303
+    for browser in (laptop, phone, tablet):
+        await browser.client.aclose()
+
+
+@pytest.mark.parametrize("clock", [FrozenClock()])
+async def test_sessions_expire_when_idle(rt: Runtime, api: httpx.AsyncClient, clock: FrozenClock) -> None:
+    user = await make_person(rt, await make_account(rt))
+    browser = await signed_in(api, user)
+    clock.advance(minutes=29)
+    assert (await browser.page("/app/jobs")).status_code == 200
+    clock.advance(minutes=31)
+    assert (await browser.page("/app/jobs")).status_code == 303
+    await browser.client.aclose()
+
+
+@pytest.mark.parametrize("clock", [FrozenClock()])
+async def test_sessions_end_after_twelve_hours_whatever_the_activity(
+    rt: Runtime, api: httpx.AsyncClient, clock: FrozenClock
+) -> None:
+    browser = await signed_in(api, await make_person(rt, await make_account(rt)))
+    for _ in range(24):  # active all along: 11 h 36 min
+        clock.advance(minutes=29)
+        assert (await browser.page("/app/jobs")).status_code == 200
+    clock.advance(minutes=25)  # not idle, but past twelve hours
+    assert (await browser.page("/app/jobs")).status_code == 303
+    await browser.client.aclose()
