@@ -92,12 +92,13 @@ def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
     )
     app.state.runtime = rt
     install_error_handlers(app)
-    console_pages.install(app)
     for router in ROUTERS:
         # The routes themselves, not include_router(): an included router is matched, then matched again inside
         # (~70 µs a request; docs/decisions/0013). The routes already carry their full paths and tags.
         app.router.routes.extend(router.routes)
     _add_operational_routes(app, rt)
+    # After the API's routes: an API request never walks the app's routes first.
+    console_pages.install(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=rt.settings.max_body_bytes)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -77,7 +77,9 @@ class _Sql:
 
 
 async def _fetch(reader: DriverReader, sql: _Sql, text: str) -> list[DocumentRow]:
-    return [DocumentRow(*row) for row in await reader.fetch(text, sql.params)]
+    # The driver's rows have DocumentRow's columns in its order; not rebuilt one by one (200 per page), they are
+    # read by unpacking or, for one row, through DocumentRow._make.
+    return cast(list[DocumentRow], await reader.fetch(text, sql.params))
 
 
 # A page reads each order's stored document (docs/decisions/0066-order-documents.md): the keyset query returns

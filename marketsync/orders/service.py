@@ -315,7 +315,7 @@ async def list_orders(
     del rows[request.Limit :]
     next_cursor = None
     if has_more:
-        last = rows[-1]
+        last = repository.DocumentRow._make(rows[-1])
         last_updated_at = repository.key_time(last.updated_at)
         next_cursor = rules.encode_cursor(
             rules.Cursor(last_updated_at, last.id, high_water, fingerprint), rt.settings.hash_key
@@ -338,14 +338,14 @@ async def get_order(
 
 async def _documents(rt: Runtime, rows: Sequence[repository.DocumentRow], *, include_customer: bool) -> list[bytes]:
     """The wire JSON of each document row; a row without a current document is rendered from its tables."""
-    stale = [row.id for row in rows if not row.current]
+    stale = [row[0] for row in rows if not row[2]]
     rendered: dict[str, tuple[bytes, bytes]] = {}
     if stale:  # rare: after an upgrade, or a change made by a process running older code
         async with rt.db.read() as session:
             rendered = await render_documents(session, stale)
     documents = []
-    for row in rows:
-        document, customer = rendered[row.id] if not row.current else (row.document, row.customer_document)
+    for order_id, _updated_at, current, stored, stored_customer in rows:
+        document, customer = (stored, stored_customer) if current else rendered[order_id]
         assert document is not None  # a current row always has its document
         if include_customer:
             assert customer is not None  # selected (and stored with every document) when customer data is asked
