@@ -36,7 +36,6 @@ from marketsync.inventory.rules import (
     StoredProduct,
 )
 from marketsync.jobs import service as jobs
-from marketsync.jobs.types import PriceStockPushPayload
 from marketsync.models import Product
 from marketsync.runtime import Runtime
 from marketsync.webhooks.outbox import record_event
@@ -133,25 +132,20 @@ async def _apply_locked(
     return outcome
 
 
-def _enqueue_pushes(
+async def _enqueue_pushes(
     rt: Runtime, session: AsyncSession, account_id: str, listed: Sequence[repository.ListedOn]
 ) -> list[str]:
+    """One PriceStockPush per connection holding a moved product, coalesced into a queued one if there is one."""
     per_connection: dict[str, set[str]] = defaultdict(set)
     for row in listed:
         per_connection[row.marketplace_id].add(row.product_id)
     now = rt.clock.now()
-    job_ids = []
-    for marketplace_id in sorted(per_connection):
-        ids = sorted(per_connection[marketplace_id])
-        job = jobs.enqueue(
-            session,
-            now,
-            account_id,
-            PriceStockPushPayload(MarketplaceId=marketplace_id, ProductIds=ids),
-            progress_total=len(ids),
+    return [
+        await jobs.enqueue_price_stock_push(
+            session, now, account_id, marketplace_id, sorted(per_connection[marketplace_id])
         )
-        job_ids.append(job.id)
-    return job_ids
+        for marketplace_id in sorted(per_connection)
+    ]
 
 
 # --- POST /api/inventory/price-quantity -----------------------------------------------------------
@@ -243,7 +237,7 @@ async def push_price_quantity(
     job_ids: list[str] = []
     if propagate and outcome.applied:
         to_push = [row for row in listed if row.product_id in applied_ids]
-        job_ids = _enqueue_pushes(rt, session, account_id, to_push)
+        job_ids = await _enqueue_pushes(rt, session, account_id, to_push)
         # A connection only a person can repair (spec: RequiresReauthorization): the job will fail (0027).
         warnings.extend(
             rules.reauthorization_warning(name)

@@ -53,6 +53,34 @@ async def cancel_queued_for_marketplace(
     return int(getattr(result, "rowcount", 0) or 0)
 
 
+async def queued_for_marketplace(
+    session: AsyncSession, account_id: str, marketplace_id: str, job_type: str
+) -> Job | None:
+    """The oldest job of this type still queued (Published, runnable) for the connection."""
+    query = (
+        select(Job)
+        .where(
+            Job.account_id == account_id,
+            Job.marketplace_id == marketplace_id,
+            Job.type == job_type,
+            Job.status == JobStatus.PUBLISHED,
+        )
+        .order_by(Job.run_after, Job.id)
+        .limit(1)
+    )
+    return (await session.execute(query)).scalar_one_or_none()
+
+
+async def extend_queued(session: AsyncSession, job_id: str, payload: dict[str, Any], total: int, now: datetime) -> bool:
+    """Replace a queued job's payload, only if it is still queued (a worker claims with a status check too)."""
+    result = await session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == JobStatus.PUBLISHED)
+        .values(payload=payload, progress_total=total, progress_done=0, updated_at=now)
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
 async def claim_by_id(session: AsyncSession, job_id: str, worker_id: str, now: datetime, lease_s: float) -> Job | None:
     """Take one queued job, whatever its run_after (`run_now`); None when a worker has it already."""
     result = await session.execute(

@@ -6,6 +6,7 @@ Only `marketsync/jobs/` touches the jobs table (tests/unit/test_boundaries.py ho
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -13,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from marketsync.errors import NotFound
 from marketsync.jobs import registry, repository
 from marketsync.jobs.run import JobRun, execute
-from marketsync.jobs.types import OPEN, QUEUED, TERMINAL, JobPayload, JobStatus, JobType
+from marketsync.jobs.types import OPEN, QUEUED, TERMINAL, JobPayload, JobStatus, JobType, PriceStockPushPayload
 from marketsync.kit.ids import new_id
 from marketsync.models import Job
 from marketsync.runtime import Runtime
@@ -21,6 +22,7 @@ from marketsync.runtime import Runtime
 __all__ = [
     "cancel_queued_for",
     "enqueue",
+    "enqueue_price_stock_push",
     "get_job",
     "has_open_job",
     "job_status",
@@ -60,6 +62,28 @@ def enqueue(
     )
     session.add(job)
     return job
+
+
+async def enqueue_price_stock_push(
+    session: AsyncSession, now: datetime, account_id: str, marketplace_id: str, product_ids: Sequence[str]
+) -> str:
+    """A PriceStockPush for these products, coalesced: when one for the connection is still queued (no worker has
+    it yet), its products are added to it instead of a new job being queued (a loop of pushes makes one job per
+    connection, not one per push). The job reads the catalogue when it runs, so it sends the latest values.
+    Returns the job's id."""
+    for _ in range(3):  # a worker may claim the queued job between the read and the update: look again
+        queued = await repository.queued_for_marketplace(session, account_id, marketplace_id, JobType.PRICE_STOCK_PUSH)
+        if queued is None:
+            break
+        current = PriceStockPushPayload.of(queued.payload)
+        if current.AllListings:
+            return queued.id  # a full resync is queued: it carries these products too
+        merged = sorted(set(current.ProductIds) | set(product_ids))
+        payload = PriceStockPushPayload(MarketplaceId=marketplace_id, ProductIds=merged)
+        if await repository.extend_queued(session, queued.id, {**queued.payload, **payload.stored()}, len(merged), now):
+            return queued.id
+    payload = PriceStockPushPayload(MarketplaceId=marketplace_id, ProductIds=sorted(set(product_ids)))
+    return enqueue(session, now, account_id, payload, progress_total=len(payload.ProductIds)).id
 
 
 async def has_open_job(session: AsyncSession, account_id: str, marketplace_id: str, job_type: JobType) -> bool:

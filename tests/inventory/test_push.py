@@ -355,3 +355,34 @@ async def test_push_needs_inventory_write_and_sees_only_its_account(rt: Runtime,
     body = await push_ok(api, other, [{"Sku": "MINE", "Quantity": 50}])
     assert body["Results"] == [{"Sku": "MINE", "Result": "NotFound"}]
     assert (await stored(rt, owner.account_id))["MINE"][1] == 1
+
+
+async def test_a_loop_of_pushes_queues_one_job_per_connection_not_one_per_push(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Backpressure (issue 14's probe: a 60-second push loop queued 1,516 jobs): pushes coalesce into the job still
+    queued for the connection, which sends the latest values when it runs."""
+    from marketsync.worker import Worker
+    from tests.marketplaces.support import listed_product, sandbox_listings
+
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    connection = tenant.marketplace("P1")
+    products = [await listed_product(rt, connection, sku) for sku in ("LOOP-A", "LOOP-B")]
+    job_ids = set()
+    for quantity in range(6, 36):
+        sku = "LOOP-A" if quantity % 2 else "LOOP-B"
+        job_ids |= set((await push_ok(api, tenant, [{"Sku": sku, "Quantity": quantity}]))["JobIds"])
+    [job] = await jobs_of(rt, tenant.account_id)
+    assert job_ids == {job.id}
+    assert job.payload == {"MarketplaceId": connection.id, "ProductIds": sorted(p.id for p in products)}
+    assert job.progress_total == 2
+
+    await Worker(rt).drain()
+    [done] = await jobs_of(rt, tenant.account_id)
+    assert done.status == "Completed"
+    remote = await sandbox_listings(rt, connection)
+    assert (remote["LOOP-A"].quantity, remote["LOOP-B"].quantity) == (35, 34)  # the latest values, sent once
+    assert remote["LOOP-A"].feed_updates == remote["LOOP-B"].feed_updates == 1
+    # A job that already ran is never extended: the next push queues a new one.
+    again = await push_ok(api, tenant, [{"Sku": "LOOP-A", "Quantity": 99}])
+    assert again["JobIds"] and again["JobIds"][0] != job.id
