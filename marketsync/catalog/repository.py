@@ -147,3 +147,17 @@ async def listings_with_products(
         .order_by(Listing.id)
     )
     return [(row[0], row[1]) for row in result]
+
+
+async def listing_with_product(
+    session: AsyncSession, account_id: str, listing_id: str, *, for_update: bool = False
+) -> tuple[Listing, Product] | None:
+    query = (
+        select(Listing, Product)
+        .join(Product, Product.id == Listing.product_id)
+        .where(Listing.account_id == account_id, Listing.id == listing_id)
+    )
+    if for_update:
+        query = query.with_for_update(of=Listing)
+    row = (await session.execute(query)).first()
+    return (row[0], row[1]) if row is not None else None

@@ -40,12 +40,15 @@ __all__ = [
     "SEARCH_DEFAULT_LIMIT",
     "CreateOutcome",
     "ImportSummary",
+    "ListingDetails",
     "Schema",
     "create_product",
     "get_schema",
     "import_taxonomy",
+    "listing_details",
     "publish_journey",
     "search",
+    "set_listing_app_fields",
 ]
 
 
@@ -542,10 +545,12 @@ async def publish_journey(rt: Runtime, job: JobRun) -> None:
             external_sku=listing.external_sku,
             listing_id=listing.listing_id,
             category_id=listing.category_id,
-            attributes=dict(listing.attributes or {}),
+            # App-managed attributes (ApiSettable false) exist only in the app's fields.
+            attributes={**(listing.attributes or {}), **((listing.app_fields or {}).get("Attributes") or {})},
             title=product.title,
             price=product.price,
             quantity=product.quantity,
+            app_fields=dict(listing.app_fields or {}),
         )
         for listing, product in rows
     ]
@@ -611,3 +616,107 @@ async def _record_outcome(
         status = JobStatus(marketplace_rules.feed_job_status(published + failed, published))
         reason = None if status == JobStatus.COMPLETED else f"no listing published: {result.message or 'all rejected'}"
         await job.finish(session, status, reason, progress=(published, published + failed))
+
+
+# --------------------------------------------------------------------------------------------------
+# A listing's off-API fields, filled in the app (docs/decisions/0121-listing-fields-in-the-app.md)
+
+MAX_IMAGES = 12
+POLICY_KINDS = ("Payment", "Return", "Shipping")
+
+
+@dataclass(frozen=True)
+class ListingDetails:
+    """A listing as the app shows it: what the marketplace requires beyond the API, and what is filled in."""
+
+    listing: Listing
+    product: Product
+    connection: MarketplaceConnection
+    requirements: list[str]  # e.g. ["Images", "BusinessPolicy"]
+    app_managed: list[AttributeSpec]  # attributes only the app may set (ApiSettable false)
+
+    @property
+    def app_fields(self) -> dict[str, Any]:
+        return dict(self.listing.app_fields or {})
+
+    @property
+    def missing(self) -> list[str]:
+        fields = self.app_fields
+        return [r for r in self.requirements if not fields.get(r)]
+
+
+async def listing_details(session: AsyncSession, account_id: str, listing_id: str) -> ListingDetails:
+    found = await repository.listing_with_product(session, account_id, listing_id)
+    if found is None:
+        raise NotFound("No listing with this id.")
+    listing, product = found
+    connection = await marketplaces.get(session, account_id, listing.marketplace_id)
+    requirements: list[str] = []
+    app_managed: list[AttributeSpec] = []
+    if listing.product_type_view_id is not None:
+        view = await repository.get_view(session, listing.product_type_view_id)
+        if view is not None:
+            requirements = list(view.off_api_requirements)
+            app_managed = [a for a in schema_of(view) if not a.api_settable]
+    return ListingDetails(listing, product, connection, requirements, app_managed)
+
+
+def _app_field_problems(
+    images: list[str], policy: dict[str, str], attributes: dict[str, str], app_managed: list[AttributeSpec]
+) -> dict[str, list[str]]:
+    problems: dict[str, list[str]] = {}
+    if len(images) > MAX_IMAGES:
+        problems["Images"] = [f"At most {MAX_IMAGES} images."]
+    for index, url in enumerate(images):
+        if not url.startswith("https://") or len(url) > 2048 or any(c.isspace() for c in url):
+            problems.setdefault(f"Images[{index}]", []).append("An https URL of the image (up to 2,048 characters).")
+    for kind, value in policy.items():
+        if kind not in POLICY_KINDS:
+            problems.setdefault("BusinessPolicy", []).append(
+                f"Unknown policy {kind!r}; one of {', '.join(POLICY_KINDS)}."
+            )
+        elif not 1 <= len(value) <= 100:
+            problems[f"BusinessPolicy.{kind}"] = ["The marketplace's policy id, 1 to 100 characters."]
+    allowed = {a.code: a for a in app_managed}
+    for code, value in attributes.items():
+        spec = allowed.get(code)
+        if spec is None:
+            problems[f"Attributes.{code}"] = ["Not an app-managed attribute of this listing's category."]
+        elif len(value) > 500:
+            problems[f"Attributes.{code}"] = ["At most 500 characters."]
+    return problems
+
+
+async def set_listing_app_fields(
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    listing_id: str,
+    *,
+    images: list[str],
+    policy: dict[str, str],
+    attributes: dict[str, str],
+) -> str:
+    """Store what the API cannot carry and republish the listing (a ListingPublish job; its id is returned)."""
+    details = await listing_details(session, account_id, listing_id)
+    images = [url.strip() for url in images if url.strip()]
+    policy = {kind: value.strip() for kind, value in policy.items() if value.strip()}
+    attributes = {code: value.strip() for code, value in attributes.items() if value.strip()}
+    problems = _app_field_problems(images, policy, attributes, details.app_managed)
+    if problems:
+        raise ValidationFailed(errors=problems)
+    found = await repository.listing_with_product(session, account_id, listing_id, for_update=True)
+    assert found is not None
+    listing = found[0]
+    listing.app_fields = {"Images": images, "BusinessPolicy": policy, "Attributes": attributes}
+    now = rt.clock.now()
+    job_id = new_id()
+    listing.status, listing.journey_id, listing.last_error, listing.updated_at = (
+        ListingStatus.PENDING,
+        job_id,
+        None,
+        now,
+    )
+    payload = ListingPublishPayload(MarketplaceId=listing.marketplace_id, ListingIds=[listing.id], JourneyId=job_id)
+    jobs.enqueue(session, now, account_id, payload, job_id=job_id, progress_total=1)
+    return job_id

@@ -15,6 +15,7 @@ from fastapi.templating import Jinja2Templates
 from marketsync.auth import service as auth
 from marketsync.auth.dependencies import runtime_of
 from marketsync.auth.scopes import ALL_SCOPES
+from marketsync.catalog import service as catalog
 from marketsync.console.guards import (
     SESSION_COOKIE,
     Forbidden,
@@ -252,6 +253,42 @@ async def set_dataflow(request: Request, person: SignedIn) -> Response:
     except ValidationFailed as exc:
         return await _dataflow_page(request, person, 400, errors=_errors(exc))
     return await _dataflow_page(request, person, saved=True)
+
+
+# -- a listing's off-API fields --------------------------------------------------------------------------------
+
+
+async def _listing_page(
+    request: Request, person: Person, listing_id: str, status: int = 200, **context: Any
+) -> Response:
+    async with runtime_of(request).db.read() as session:
+        details = await catalog.listing_details(session, person.account_id, listing_id)
+    title = f"Listing {details.product.sku} on {details.connection.platform} {details.connection.country}"
+    return _page(request, "listing.html", person, status, title=title, details=details, **context)
+
+
+@router.get("/listings/{listing_id}", response_class=HTMLResponse)
+async def listing_page(request: Request, listing_id: str, person: SignedIn) -> Response:
+    return await _listing_page(request, person, listing_id)
+
+
+@router.post("/listings/{listing_id}", response_class=HTMLResponse)
+async def republish_listing(request: Request, listing_id: str, person: SignedIn) -> Response:
+    form = await checked_form(request, person)
+    images = [line for line in str(form.get("images") or "").splitlines() if line.strip()]
+    policy = {kind: str(form.get(f"policy_{kind}") or "") for kind in catalog.POLICY_KINDS}
+    attributes = {
+        key.removeprefix("attribute_"): str(value) for key, value in form.items() if key.startswith("attribute_")
+    }
+    rt = runtime_of(request)
+    try:
+        async with rt.db.transaction() as session:
+            job_id = await catalog.set_listing_app_fields(
+                rt, session, person.account_id, listing_id, images=images, policy=policy, attributes=attributes
+            )
+    except ValidationFailed as exc:
+        return await _listing_page(request, person, listing_id, 400, errors=_errors(exc))
+    return await _listing_page(request, person, listing_id, republished=job_id)
 
 
 # -- jobs -------------------------------------------------------------------------------------------------------

@@ -125,6 +125,8 @@ class ListingDraft:
     title: str | None
     price: Decimal | None
     quantity: int | None
+    # What the API cannot carry, filled in the app: images, business policies (see Listing.app_fields).
+    app_fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,9 @@ class Listing(Base):
     product_type_view_id: Mapped[str | None] = mapped_column(String(26))
     journey_id: Mapped[str | None] = mapped_column(String(26))
     last_error: Mapped[str | None] = mapped_column(Text)
+    # What the API cannot carry, filled in the app (migration 0012): {"Images": [url, ...], "BusinessPolicy":
+    # {"Payment": id, "Return": id, "Shipping": id}, "Attributes": {code: value}} (app-managed attributes).
+    app_fields: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class DataFlow(Base):

@@ -216,6 +216,8 @@ class SandboxConnector:
                     "Title": draft.title,
                     "Price": None if draft.price is None else str(draft.price),
                     "Quantity": draft.quantity,
+                    "Images": draft.app_fields.get("Images") or [],
+                    "BusinessPolicy": draft.app_fields.get("BusinessPolicy") or {},
                 }
                 for draft in drafts
             ],

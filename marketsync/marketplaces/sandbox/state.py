@@ -434,7 +434,8 @@ async def _apply_listings(
     for index, line in enumerate(feed.lines):
         reference = _reference(line, "Sku")
         category_id = line.get("CategoryId")
-        missing = taxonomies.off_api_requirements(seller.platform, category_id)
+        provided = {"Images": bool(line.get("Images")), "BusinessPolicy": bool(line.get("BusinessPolicy"))}
+        missing = [r for r in taxonomies.off_api_requirements(seller.platform, category_id) if not provided.get(r)]
         error = None
         if not line.get("Sku"):
             error = "A listing needs a SKU."
