@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import delete, func, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.models import Listing, Product
+from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.catalog import ProductTypeView, TaxonomyCategory, TaxonomyImport
 
 BATCH = 1000
@@ -161,3 +161,15 @@ async def listing_with_product(
         query = query.with_for_update(of=Listing)
     row = (await session.execute(query)).first()
     return (row[0], row[1]) if row is not None else None
+
+
+async def listings_of_product(
+    session: AsyncSession, account_id: str, product_id: str
+) -> Sequence[tuple[Listing, MarketplaceConnection]]:
+    result = await session.execute(
+        select(Listing, MarketplaceConnection)
+        .join(MarketplaceConnection, MarketplaceConnection.id == Listing.marketplace_id)
+        .where(Listing.account_id == account_id, Listing.product_id == product_id)
+        .order_by(MarketplaceConnection.platform, MarketplaceConnection.country, Listing.id)
+    )
+    return [(listing, connection) for listing, connection in result.all()]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +46,7 @@ __all__ = [
     "get_schema",
     "import_taxonomy",
     "listing_details",
+    "product_listings",
     "publish_journey",
     "search",
     "set_listing_app_fields",
@@ -720,3 +721,10 @@ async def set_listing_app_fields(
     payload = ListingPublishPayload(MarketplaceId=listing.marketplace_id, ListingIds=[listing.id], JourneyId=job_id)
     jobs.enqueue(session, now, account_id, payload, job_id=job_id, progress_total=1)
     return job_id
+
+
+async def product_listings(
+    session: AsyncSession, account_id: str, product_id: str
+) -> Sequence[tuple[Listing, MarketplaceConnection]]:
+    """A product's listings with their connection, for its page in the app (state, last error, a link each)."""
+    return await repository.listings_of_product(session, account_id, product_id)

@@ -55,8 +55,10 @@ async def checked_form(request: Request, person: Person) -> FormData:
     form = await request.form()
     sent = form.get("csrf")
     if not isinstance(sent, str) or not hmac.compare_digest(sent, person.csrf_token):
+        await form.close()
         raise Forbidden("The form expired or did not come from this app; reload the page and try again.")
     for value in form.values():
         if isinstance(value, str) and "\x00" in value:
+            await form.close()
             raise FormRefused
     return form

@@ -4,18 +4,17 @@ per-field messages). Recipe: README.md in this folder."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
-from fastapi.templating import Jinja2Templates
 
 from marketsync.auth import service as auth
 from marketsync.auth.dependencies import runtime_of
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import service as catalog
+from marketsync.console import catalogue, orders, webhooks
 from marketsync.console.guards import (
     SESSION_COOKIE,
     Forbidden,
@@ -25,6 +24,7 @@ from marketsync.console.guards import (
     SignInRequired,
     checked_form,
 )
+from marketsync.console.render import HERE, errors_of, is_partial, page, page_router, see_other
 from marketsync.errors import ApiError, ValidationFailed, problem_response
 from marketsync.inventory import service as inventory
 from marketsync.jobs import service as jobs
@@ -33,25 +33,7 @@ from marketsync.marketplaces import service as marketplaces
 from marketsync.people import service as people
 from marketsync.people.service import Person
 
-HERE = Path(__file__).parent
-templates = Jinja2Templates(directory=HERE / "templates")
-router = APIRouter(prefix="/app", include_in_schema=False)
-# Every page is per person: never stored by a shared or browser cache.
-NO_STORE = {"Cache-Control": "no-store"}
-
-
-def _page(request: Request, template: str, person: Person | None, status: int = 200, **context: Any) -> Response:
-    return templates.TemplateResponse(
-        request, template, {"person": person, **context}, status_code=status, headers=NO_STORE
-    )
-
-
-def _see_other(path: str) -> RedirectResponse:
-    return RedirectResponse(path, status_code=303, headers=NO_STORE)
-
-
-def _errors(exc: ApiError) -> dict[str, list[str]]:
-    return exc.errors or {"": [exc.title]}
+router = page_router()
 
 
 # -- sign-in ---------------------------------------------------------------------------------------------------
@@ -59,7 +41,7 @@ def _errors(exc: ApiError) -> dict[str, list[str]]:
 
 @router.get("/sign-in", response_class=HTMLResponse)
 async def sign_in_page(request: Request) -> Response:
-    return _page(request, "sign_in.html", None, title="Sign in")
+    return page(request, "sign_in.html", None, title="Sign in")
 
 
 @router.post("/sign-in", response_class=HTMLResponse)
@@ -68,17 +50,17 @@ async def sign_in(request: Request) -> Response:
     form = await request.form()
     email, password = str(form.get("email") or ""), str(form.get("password") or "")
     if "\x00" in email + password:
-        return _page(request, "sign_in.html", None, 400, title="Sign in", error="Wrong email or password.")
+        return page(request, "sign_in.html", None, 400, title="Sign in", error="Wrong email or password.")
     source = request.client.host if request.client else "unknown"
     try:
         token = await people.sign_in(rt, email, password, source)
     except people.SignInRefused as exc:
         status = 429 if exc.retry_after_s else 401
-        response = _page(request, "sign_in.html", None, status, title="Sign in", error=str(exc), email=email)
+        response = page(request, "sign_in.html", None, status, title="Sign in", error=str(exc), email=email)
         if exc.retry_after_s:
             response.headers["Retry-After"] = str(exc.retry_after_s)
         return response
-    response = _see_other("/app/marketplaces")
+    response = see_other("/app/marketplaces")
     # A new token at every sign-in (whatever the browser sent): a planted session id is worthless.
     response.set_cookie(
         SESSION_COOKIE,
@@ -100,7 +82,7 @@ async def sign_out(request: Request, person: SignedIn) -> Response:
         await people.sign_out_everywhere(rt, person.user_id)
     else:
         await people.sign_out(rt, request.cookies.get(SESSION_COOKIE, ""))
-    response = _see_other("/app/sign-in")
+    response = see_other("/app/sign-in")
     response.delete_cookie(SESSION_COOKIE, path="/app")
     return response
 
@@ -108,7 +90,7 @@ async def sign_out(request: Request, person: SignedIn) -> Response:
 @router.get("")
 @router.get("/")
 async def home(person: SignedIn) -> Response:
-    return _see_other("/app/marketplaces")
+    return see_other("/app/marketplaces")
 
 
 # -- credentials (Owner) ----------------------------------------------------------------------------------------
@@ -117,7 +99,7 @@ async def home(person: SignedIn) -> Response:
 async def _credentials_page(request: Request, person: Person, status: int = 200, **context: Any) -> Response:
     async with runtime_of(request).db.read() as session:
         credentials = await auth.list_credentials(session, person.account_id)
-    return _page(
+    return page(
         request, "credentials.html", person, status, title="API credentials", credentials=credentials,
         scopes=ALL_SCOPES, **context,
     )  # fmt: skip
@@ -152,7 +134,7 @@ async def delete_credential(request: Request, credential_id: str, person: OwnerO
     await checked_form(request, person)
     async with runtime_of(request).db.transaction() as session:
         await auth.delete_credential(session, person.account_id, credential_id)
-    return _see_other("/app/credentials")
+    return see_other("/app/credentials")
 
 
 # -- marketplaces ---------------------------------------------------------------------------------------------
@@ -161,7 +143,7 @@ async def delete_credential(request: Request, credential_id: str, person: OwnerO
 async def _marketplaces_page(request: Request, person: Person, status: int = 200, **context: Any) -> Response:
     async with runtime_of(request).db.read() as session:
         connections = await marketplaces.list_all(session, person.account_id)
-    return _page(
+    return page(
         request, "marketplaces.html", person, status, title="Marketplaces", connections=connections,
         platforms=list(KINDS), **context,
     )  # fmt: skip
@@ -169,10 +151,10 @@ async def _marketplaces_page(request: Request, person: Person, status: int = 200
 
 @router.get("/marketplaces", response_class=HTMLResponse)
 async def marketplaces_page(request: Request, person: SignedIn) -> Response:
-    if request.headers.get("hx-request"):  # the live part: health and LastPull, refreshed every few seconds
+    if is_partial(request):  # the live part: health and LastPull, refreshed every few seconds
         async with runtime_of(request).db.read() as session:
             connections = await marketplaces.list_all(session, person.account_id)
-        return _page(request, "_connections.html", person, connections=connections)
+        return page(request, "_connections.html", person, connections=connections)
     return await _marketplaces_page(request, person)
 
 
@@ -186,17 +168,17 @@ async def connect_marketplace(request: Request, person: SignedIn) -> Response:
             connection = await marketplaces.connect(rt, session, person.account_id, platform, country)
     except ApiError as exc:
         return await _marketplaces_page(
-            request, person, exc.status, errors=_errors(exc), platform=platform, country=country
+            request, person, exc.status, errors=errors_of(exc), platform=platform, country=country
         )
     # Connecting ends with the marketplace's consent, as a real marketplace's authorisation does.
-    return _see_other(f"/app/marketplaces/{connection.id}/consent")
+    return see_other(f"/app/marketplaces/{connection.id}/consent")
 
 
 @router.get("/marketplaces/{marketplace_id}/consent", response_class=HTMLResponse)
 async def consent_page(request: Request, marketplace_id: str, person: SignedIn) -> Response:
     async with runtime_of(request).db.read() as session:
         connection = await marketplaces.get(session, person.account_id, marketplace_id)
-    return _page(request, "consent.html", person, title="Allow access", connection=connection)
+    return page(request, "consent.html", person, title="Allow access", connection=connection)
 
 
 @router.post("/marketplaces/{marketplace_id}/consent")
@@ -204,7 +186,7 @@ async def give_consent(request: Request, marketplace_id: str, person: SignedIn) 
     form = await checked_form(request, person)
     if form.get("decision") == "allow":
         await marketplaces.reauthorize(runtime_of(request), person.account_id, marketplace_id)
-    return _see_other("/app/marketplaces")
+    return see_other("/app/marketplaces")
 
 
 # Declared after the consent routes: a path parameter would otherwise take `consent` as an action.
@@ -215,7 +197,7 @@ async def change_marketplace(request: Request, marketplace_id: str, action: str,
     if action == "reauthorize":
         async with rt.db.read() as session:
             await marketplaces.get(session, person.account_id, marketplace_id)  # 404 for another account's id
-        return _see_other(f"/app/marketplaces/{marketplace_id}/consent")
+        return see_other(f"/app/marketplaces/{marketplace_id}/consent")
     async with rt.db.transaction() as session:
         if action == "pause":
             await marketplaces.pause(rt, session, person.account_id, marketplace_id)
@@ -224,8 +206,8 @@ async def change_marketplace(request: Request, marketplace_id: str, action: str,
         elif action == "disconnect":
             await marketplaces.disconnect(rt, session, person.account_id, marketplace_id)
         else:
-            return _page(request, "error.html", person, 404, title="Not found", message="No such page.")
-    return _see_other("/app/marketplaces")
+            return page(request, "error.html", person, 404, title="Not found", message="No such page.")
+    return see_other("/app/marketplaces")
 
 
 # -- Data Flow --------------------------------------------------------------------------------------------------
@@ -234,7 +216,7 @@ async def change_marketplace(request: Request, marketplace_id: str, action: str,
 async def _dataflow_page(request: Request, person: Person, status: int = 200, **context: Any) -> Response:
     async with runtime_of(request).db.read() as session:
         owners = await inventory.data_owners(session, person.account_id)
-    return _page(request, "dataflow.html", person, status, title="Data Flow", owners=owners, **context)
+    return page(request, "dataflow.html", person, status, title="Data Flow", owners=owners, **context)
 
 
 @router.get("/dataflow", response_class=HTMLResponse)
@@ -251,7 +233,7 @@ async def set_dataflow(request: Request, person: SignedIn) -> Response:
             for kind in ("Price", "Stock"):
                 await inventory.set_data_owner(rt, session, person.account_id, kind, str(form.get(kind) or ""))
     except ValidationFailed as exc:
-        return await _dataflow_page(request, person, 400, errors=_errors(exc))
+        return await _dataflow_page(request, person, 400, errors=errors_of(exc))
     return await _dataflow_page(request, person, saved=True)
 
 
@@ -264,7 +246,7 @@ async def _listing_page(
     async with runtime_of(request).db.read() as session:
         details = await catalog.listing_details(session, person.account_id, listing_id)
     title = f"Listing {details.product.sku} on {details.connection.platform} {details.connection.country}"
-    return _page(request, "listing.html", person, status, title=title, details=details, **context)
+    return page(request, "listing.html", person, status, title=title, details=details, **context)
 
 
 @router.get("/listings/{listing_id}", response_class=HTMLResponse)
@@ -287,7 +269,7 @@ async def republish_listing(request: Request, listing_id: str, person: SignedIn)
                 rt, session, person.account_id, listing_id, images=images, policy=policy, attributes=attributes
             )
     except ValidationFailed as exc:
-        return await _listing_page(request, person, listing_id, 400, errors=_errors(exc))
+        return await _listing_page(request, person, listing_id, 400, errors=errors_of(exc))
     return await _listing_page(request, person, listing_id, republished=job_id)
 
 
@@ -298,7 +280,7 @@ async def republish_listing(request: Request, listing_id: str, person: SignedIn)
 async def jobs_page(request: Request, person: SignedIn) -> Response:
     async with runtime_of(request).db.read() as session:
         recent = await jobs.recent_jobs(session, person.account_id)
-    return _page(request, "jobs.html", person, title="Jobs", jobs=recent)
+    return page(request, "jobs.html", person, title="Jobs", jobs=recent)
 
 
 # -- the app's edges --------------------------------------------------------------------------------------------
@@ -306,25 +288,26 @@ async def jobs_page(request: Request, person: SignedIn) -> Response:
 
 def install(app: FastAPI) -> None:
     """Mount the app's pages, assets and error pages on the service."""
-    app.include_router(router)
+    for pages in (router, catalogue.router, orders.router, webhooks.router):
+        app.include_router(pages)
     app.mount("/app/static", StaticFiles(directory=HERE / "static"), name="app-static")
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> Response:
         # The API answers problem details; a page answers a page (a 404 for another account's id, as the API).
         if request.url.path.startswith("/app"):
-            return _page(request, "error.html", None, exc.status, title=exc.title, message=exc.title)
+            return page(request, "error.html", None, exc.status, title=exc.title, message=exc.title)
         return problem_response(exc.status, exc.code, exc.title, exc.errors, exc.headers)
 
     @app.exception_handler(SignInRequired)
     async def _sign_in(request: Request, _exc: SignInRequired) -> Response:
-        return _see_other("/app/sign-in")
+        return see_other("/app/sign-in")
 
     @app.exception_handler(Forbidden)
     async def _forbidden(request: Request, exc: Forbidden) -> Response:
-        return _page(request, "error.html", None, 403, title="Not allowed", message=exc.message)
+        return page(request, "error.html", None, 403, title="Not allowed", message=exc.message)
 
     @app.exception_handler(FormRefused)
     async def _form_refused(request: Request, _exc: FormRefused) -> Response:
         message = "A field holds a character that cannot be stored (NUL); remove it and try again."
-        return _page(request, "error.html", None, 400, title="Not saved", message=message)
+        return page(request, "error.html", None, 400, title="Not saved", message=message)

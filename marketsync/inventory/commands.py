@@ -65,17 +65,7 @@ def import_inventory(
             )
 
     report = run_command(body, as_json=as_json)
-    result = {
-        "AccountId": account,
-        "File": str(file),
-        "Rows": report.rows,
-        **report.counts,
-        "Invalid": report.invalid,
-        "Events": report.events,
-        "JobIds": report.job_ids,
-        "Warnings": report.warnings,
-        "Errors": [{"Line": e.line, "Sku": e.sku, "Error": e.message} for e in report.errors],
-    }
+    result = {"AccountId": account, "File": str(file), **report.view()}
     if as_json:
         emit(result, True)
         return

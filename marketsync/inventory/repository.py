@@ -16,13 +16,14 @@ from sqlalchemy import BigInteger, String, Table, any_, bindparam, func, select,
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import defer
 
 from marketsync.db import dialect_of, insert_for
 from marketsync.inventory.rules import DATA_KINDS, DATA_OWNERS, DataKind, DataOwner, StoredProduct
 from marketsync.kinds import ConnectionState
 from marketsync.models import Account, Listing, MarketplaceConnection, Product
 from marketsync.models.base import UTCDateTime, money_to_storage
-from marketsync.models.inventory import DataFlow
+from marketsync.models.inventory import DataFlow, InventoryImport
 
 _PRODUCTS = Product.__table__
 assert isinstance(_PRODUCTS, Table)
@@ -359,3 +360,31 @@ async def connection_for_update(session: AsyncSession, marketplace_id: str) -> M
     """The connection row, locked: the mirror's LastPull progress is written with each page."""
     query = select(MarketplaceConnection).where(MarketplaceConnection.id == marketplace_id).with_for_update()
     return (await session.execute(query)).scalar_one_or_none()
+
+
+# -- imports uploaded in the app ---------------------------------------------------------------------------
+
+
+async def import_by_id(session: AsyncSession, import_id: str, account_id: str | None = None) -> InventoryImport | None:
+    query = select(InventoryImport).where(InventoryImport.id == import_id)
+    if account_id is not None:
+        query = query.where(InventoryImport.account_id == account_id)
+    return (await session.execute(query)).scalar_one_or_none()
+
+
+async def recent_imports(session: AsyncSession, account_id: str, limit: int) -> Sequence[InventoryImport]:
+    # The file itself stays in the database: a list of imports does not load it.
+    result = await session.execute(
+        select(InventoryImport)
+        .options(defer(InventoryImport.content))
+        .where(InventoryImport.account_id == account_id)
+        .order_by(InventoryImport.created_at.desc(), InventoryImport.id.desc())
+        .limit(limit)
+    )
+    return result.scalars().all()
+
+
+async def save_import_progress(session: AsyncSession, import_id: str, last_line: int, report: dict[str, Any]) -> None:
+    await session.execute(
+        update(InventoryImport).where(InventoryImport.id == import_id).values(last_line=last_line, report=report)
+    )

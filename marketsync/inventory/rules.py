@@ -314,6 +314,30 @@ def import_header_problem(fieldnames: Sequence[str] | None) -> str | None:
     return None
 
 
+def parse_values(raw_price: str, raw_quantity: str) -> tuple[Decimal | None, int | None, dict[str, str]]:
+    """Price and quantity typed by a person (an import cell, the app's form): empty means not provided (never
+    zero). Returns the values and a problem per field."""
+    problems: dict[str, str] = {}
+    price: Decimal | None = None
+    if raw_price:
+        try:
+            price = Decimal(raw_price)
+        except InvalidOperation:
+            problems["Price"] = "Not a decimal number (use a dot, e.g. 12.50)."
+        else:
+            if problem := price_problem(price):
+                problems["Price"] = problem
+    quantity: int | None = None
+    if raw_quantity:
+        if raw_quantity.lstrip("+-").isdigit():
+            quantity = int(raw_quantity)
+            if problem := quantity_problem(quantity):
+                problems["Quantity"] = problem
+        else:
+            problems["Quantity"] = "Not a whole number."
+    return price, quantity, problems
+
+
 def parse_import_row(line: int, row: Mapping[str, str | None]) -> PushItem | ImportRowError:
     """One CSV row: empty Price/Quantity cells mean not provided (never zero)."""
     cells = {(key or "").strip().lower(): (value or "").strip() for key, value in row.items()}
@@ -321,25 +345,8 @@ def parse_import_row(line: int, row: Mapping[str, str | None]) -> PushItem | Imp
     problems: list[str] = []
     if problem := sku_problem(sku):
         problems.append(f"Sku: {problem}")
-    price: Decimal | None = None
-    raw_price = cells.get("price", "")
-    if raw_price:
-        try:
-            price = Decimal(raw_price)
-        except InvalidOperation:
-            problems.append("Price: Not a decimal number (use a dot, e.g. 12.50).")
-        else:
-            if problem := price_problem(price):
-                problems.append(f"Price: {problem}")
-    quantity: int | None = None
-    raw_quantity = cells.get("quantity", "")
-    if raw_quantity:
-        if raw_quantity.lstrip("+-").isdigit():
-            quantity = int(raw_quantity)
-            if problem := quantity_problem(quantity):
-                problems.append(f"Quantity: {problem}")
-        else:
-            problems.append("Quantity: Not a whole number.")
+    price, quantity, value_problems = parse_values(cells.get("price", ""), cells.get("quantity", ""))
+    problems.extend(f"{name}: {problem}" for name, problem in value_problems.items())
     if problems:
         return ImportRowError(line, sku or None, " ".join(problems))
     return PushItem(sku=sku, price=price, quantity=quantity)

@@ -9,11 +9,13 @@ caller's transaction.
 from __future__ import annotations
 
 import csv
+import io
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any, TextIO
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -36,7 +38,10 @@ from marketsync.inventory.rules import (
     StoredProduct,
 )
 from marketsync.jobs import service as jobs
+from marketsync.jobs.types import InventoryImportPayload
+from marketsync.kit.ids import new_id
 from marketsync.models import Product
+from marketsync.models.inventory import InventoryImport
 from marketsync.runtime import Runtime
 from marketsync.webhooks.outbox import record_event
 
@@ -51,11 +56,16 @@ __all__ = [
     "apply_inventory_changes",
     "data_owner",
     "data_owners",
+    "get_import",
     "get_product",
+    "import_inventory",
     "import_inventory_file",
     "list_products",
     "push_price_quantity",
+    "recent_imports",
+    "run_import",
     "set_data_owner",
+    "start_import",
 ]
 
 
@@ -332,6 +342,10 @@ async def set_data_owner(
 
 # --- file import (channel FileImport) -------------------------------------------------------------
 
+# The app keeps the first rows not applied for its report (the counts stay exact): a file of nothing but
+# bad rows must not make every batch rewrite megabytes of report (docs/decisions/0123-app-imports.md).
+STORED_ERRORS_MAX = 5_000
+
 
 @dataclass
 class ImportReport:
@@ -343,18 +357,46 @@ class ImportReport:
     warnings: list[str] = field(default_factory=list)
     errors: list[ImportRowError] = field(default_factory=list)
 
+    def view(self, max_errors: int | None = None) -> dict[str, Any]:
+        """The report as the CLI's `--json` and the app show it."""
+        errors = self.errors if max_errors is None else self.errors[:max_errors]
+        return {
+            "Rows": self.rows,
+            **self.counts,
+            "Invalid": self.invalid,
+            "Events": self.events,
+            "JobIds": self.job_ids,
+            "Warnings": self.warnings,
+            "Errors": [{"Line": e.line, "Sku": e.sku, "Error": e.message} for e in errors],
+        }
 
-def read_import_file(path: Path) -> Iterator[tuple[int, PushItem | ImportRowError]]:
+    @classmethod
+    def of_view(cls, view: dict[str, Any]) -> ImportReport:
+        return cls(
+            rows=view["Rows"],
+            counts={outcome: view[outcome] for outcome in rules.PUSH_OUTCOMES},
+            invalid=view["Invalid"],
+            events=view["Events"],
+            job_ids=list(view["JobIds"]),
+            warnings=list(view["Warnings"]),
+            errors=[ImportRowError(e["Line"], e["Sku"], e["Error"]) for e in view["Errors"]],
+        )
+
+
+# Called inside each batch's transaction, after the batch is applied: (session, report so far, last line).
+BatchHook = Callable[[AsyncSession, ImportReport, int], Awaitable[None]]
+
+
+def read_import_rows(handle: TextIO) -> Iterator[tuple[int, PushItem | ImportRowError]]:
     """(line number, parsed row) for each data row; a bad header raises ValidationFailed."""
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle)
-        if problem := rules.import_header_problem(reader.fieldnames):
-            raise ValidationFailed(problem, errors={"File": [problem]})
-        for row in reader:
-            line = reader.line_num
-            if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
-                continue  # blank line
-            yield line, rules.parse_import_row(line, {k: v for k, v in row.items() if isinstance(v, str | None)})
+    reader = csv.DictReader(handle)
+    if problem := rules.import_header_problem(reader.fieldnames):
+        raise ValidationFailed(problem, errors={"File": [problem]})
+    for row in reader:
+        line = reader.line_num
+        if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
+            continue  # blank line
+        yield line, rules.parse_import_row(line, {k: v for k, v in row.items() if isinstance(v, str | None)})
 
 
 async def import_inventory_file(
@@ -365,54 +407,173 @@ async def import_inventory_file(
     propagate: bool = True,
     on_progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
-    """`marketsync admin import-inventory`: the file in batches of 500 rows, one transaction and at
-    most one InventoryChanged event per batch (writer MerchantPush, channel FileImport).
+    """`marketsync admin import-inventory`: `import_inventory` over a file on disk."""
+
+    async def progressed(_session: AsyncSession, report: ImportReport, _line: int) -> None:
+        if on_progress is not None:
+            on_progress(report.rows - done[0])
+            done[0] = report.rows
+
+    done = [0]
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        return await import_inventory(rt, account_id, handle, propagate=propagate, after_batch=progressed)
+
+
+async def import_inventory(
+    rt: Runtime,
+    account_id: str,
+    handle: TextIO,
+    *,
+    propagate: bool = True,
+    after_batch: BatchHook | None = None,
+    resume_after_line: int = 0,
+    report: ImportReport | None = None,
+) -> ImportReport:
+    """The price/stock import of the CLI and the app: batches of 500 rows, one transaction and at most one
+    InventoryChanged event per batch (writer MerchantPush, channel FileImport).
 
     This is an edge (like a task body): it commits once per batch. A bad row is reported with its line
-    number and never stops the rest.
+    number and never stops the rest. `resume_after_line` and `report` continue an import a crash interrupted:
+    rows up to that line were applied, in the transaction that also recorded them in `report`.
     """
     async with rt.db.read() as session:
         if not await repository.account_exists(session, account_id):
             raise NotFound("No account with this id.")
     source = ChangeSource(writer="MerchantPush", channel="FileImport")
-    report = ImportReport()
-    warnings: set[str] = set()
+    report = report or ImportReport()
+    warnings: set[str] = set(report.warnings)
     batch: list[tuple[int, PushItem]] = []
+    last_line = resume_after_line
+    unflushed = 0  # rows read since the last batch was committed
 
     async def flush() -> None:
-        if not batch:
-            return
+        nonlocal unflushed
         async with rt.db.transaction() as session:
-            result = await push_price_quantity(
-                rt, session, account_id, [item for _, item in batch], propagate=propagate, source=source
-            )
-        report.events += 1 if result.changed_count else 0
-        report.job_ids.extend(result.job_ids)
-        warnings.update(result.warnings)
-        for line_result in result.results:
-            report.counts[line_result.result] += 1
-            if line_result.result in ("NotFound", "Ambiguous", "Failed"):
-                line = batch[line_result.position][0]
-                report.errors.append(ImportRowError(line, line_result.sku, _IMPORT_MESSAGES[line_result.result]))
-        if on_progress is not None:
-            on_progress(len(batch))
+            if batch:
+                result = await push_price_quantity(
+                    rt, session, account_id, [item for _, item in batch], propagate=propagate, source=source
+                )
+                report.events += 1 if result.changed_count else 0
+                report.job_ids.extend(result.job_ids)
+                warnings.update(result.warnings)
+                for line_result in result.results:
+                    report.counts[line_result.result] += 1
+                    if line_result.result in ("NotFound", "Ambiguous", "Failed"):
+                        line = batch[line_result.position][0]
+                        message = _IMPORT_MESSAGES[line_result.result]
+                        report.errors.append(ImportRowError(line, line_result.sku, message))
+            report.errors.sort(key=lambda error: error.line)
+            report.warnings = sorted(warnings)
+            if after_batch is not None:
+                await after_batch(session, report, last_line)
         batch.clear()
+        unflushed = 0
 
-    for line, parsed in read_import_file(path):
+    for line, parsed in read_import_rows(handle):
+        if line <= resume_after_line:
+            continue
+        last_line = line
         report.rows += 1
+        unflushed += 1
         if isinstance(parsed, ImportRowError):
             report.invalid += 1
             report.errors.append(parsed)
-            if on_progress is not None:
-                on_progress(1)
-            continue
-        batch.append((line, parsed))
-        if len(batch) == MAX_PUSH_ITEMS:
+        else:
+            batch.append((line, parsed))
+        if unflushed == MAX_PUSH_ITEMS:
             await flush()
-    await flush()
-    report.errors.sort(key=lambda error: error.line)
-    report.warnings = sorted(warnings)
+    if unflushed or report.rows == 0:
+        await flush()
     return report
+
+
+# --- imports uploaded in the app (docs/decisions/0123-app-imports.md) -----------------------------------------
+
+
+def _file_text(content: bytes) -> str:
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValidationFailed(errors={"File": ["The file is not UTF-8 text; save it as CSV (UTF-8)."]}) from None
+    if "\x00" in text:
+        raise ValidationFailed(errors={"File": ["The file holds NUL characters; save it as CSV (UTF-8)."]})
+    return text
+
+
+def _data_rows(text: str) -> int:
+    return max(sum(1 for line in text.splitlines() if line.strip()) - 1, 0)
+
+
+async def start_import(
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    file_name: str,
+    content: bytes,
+    *,
+    propagate: bool,
+    created_by: str | None,
+) -> InventoryImport:
+    """Store the file and queue the InventoryImport job that applies it: the same import as the CLI's, run by a
+    worker. A file that is not a price/stock CSV at all (encoding, header) is refused here, with nothing saved."""
+    text = _file_text(content)
+    for _ in read_import_rows(io.StringIO(text, newline="")):
+        break  # the header is checked before the first row
+    now = rt.clock.now()
+    import_id = new_id()
+    job = jobs.enqueue(
+        session, now, account_id, InventoryImportPayload(ImportId=import_id), progress_total=_data_rows(text)
+    )
+    upload = InventoryImport(
+        id=import_id,
+        account_id=account_id,
+        job_id=job.id,
+        file_name=(file_name or "upload.csv")[:255],
+        content=content,
+        propagate=propagate,
+        last_line=0,
+        report=None,
+        created_by=created_by,
+        created_at=now,
+    )
+    session.add(upload)
+    return upload
+
+
+async def run_import(rt: Runtime, import_id: str, progress: BatchHook) -> ImportReport:
+    """The InventoryImport job's body: apply the stored file, resuming after the last committed batch."""
+    async with rt.db.read() as session:
+        upload = await repository.import_by_id(session, import_id)
+    if upload is None:
+        raise NotFound("The uploaded file is gone (its account was deleted).")
+
+    async def after_batch(session: AsyncSession, report: ImportReport, last_line: int) -> None:
+        await repository.save_import_progress(session, import_id, last_line, report.view(STORED_ERRORS_MAX))
+        await progress(session, report, last_line)
+
+    return await import_inventory(
+        rt,
+        upload.account_id,
+        io.StringIO(_file_text(upload.content), newline=""),
+        propagate=upload.propagate,
+        after_batch=after_batch,
+        resume_after_line=upload.last_line,
+        report=ImportReport.of_view(upload.report) if upload.report else None,
+    )
+
+
+async def recent_imports(
+    session: AsyncSession, account_id: str, limit: int = 20
+) -> list[tuple[InventoryImport, jobs.JobInfo]]:
+    uploads = await repository.recent_imports(session, account_id, limit)
+    return [(upload, await jobs.job_info(session, account_id, upload.job_id)) for upload in uploads]
+
+
+async def get_import(session: AsyncSession, account_id: str, import_id: str) -> tuple[InventoryImport, jobs.JobInfo]:
+    upload = await repository.import_by_id(session, import_id, account_id)
+    if upload is None:
+        raise NotFound("No such import.")
+    return upload, await jobs.job_info(session, account_id, upload.job_id)
 
 
 _IMPORT_MESSAGES: dict[str, str] = {

@@ -16,7 +16,7 @@ from marketsync.inventory import repository, service
 from marketsync.inventory.rules import ChangeSource, SkuChange
 from marketsync.jobs.registry import schedule, task
 from marketsync.jobs.run import JobRun, LeaseLost, RetryLater
-from marketsync.jobs.types import JobStatus, JobType, ListingMirrorPayload
+from marketsync.jobs.types import InventoryImportPayload, JobStatus, JobType, ListingMirrorPayload
 from marketsync.kinds import ListingStatus
 from marketsync.kit.ids import new_id
 from marketsync.marketplaces import feeds
@@ -148,3 +148,14 @@ async def mirror_listings(rt: Runtime, job: JobRun) -> int:
             current.last_pull_status = LastPullStatus.COMPLETED
         await job.finish(session, JobStatus.COMPLETED)
     return moved
+
+
+@task(JobType.INVENTORY_IMPORT)
+async def run_inventory_import(rt: Runtime, run: JobRun) -> None:
+    """A file uploaded in the app: each batch commits with its report and the job's progress, so a worker that
+    dies mid-file is replaced by one that resumes after the last committed batch."""
+
+    async def progressed(session: AsyncSession, report: service.ImportReport, _line: int) -> None:
+        await run.progress_in(session, report.rows, run.progress_total)
+
+    await service.run_import(rt, run.args(InventoryImportPayload).ImportId, progressed)

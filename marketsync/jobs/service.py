@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -20,11 +21,13 @@ from marketsync.models import Job
 from marketsync.runtime import Runtime
 
 __all__ = [
+    "JobInfo",
     "cancel_queued_for",
     "enqueue",
     "enqueue_price_stock_push",
     "get_job",
     "has_open_job",
+    "job_info",
     "job_status",
     "recent_jobs",
     "run_now",
@@ -132,3 +135,29 @@ async def run_now(rt: Runtime, job_id: str, *, wait_s: float = 60.0) -> tuple[Jo
 async def recent_jobs(session: AsyncSession, account_id: str, limit: int = 50) -> list[Job]:
     """An account's latest jobs, newest first, with their failure reasons (the app shows them; the API never)."""
     return await repository.recent(session, account_id, limit)
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """What another domain may know of a job (its page shows it beside its own rows)."""
+
+    id: str
+    type: str
+    status: JobStatus
+    progress_done: int | None
+    progress_total: int | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    failure_reason: str | None
+
+    @property
+    def is_complete(self) -> bool:
+        return self.status in TERMINAL
+
+
+async def job_info(session: AsyncSession, account_id: str, job_id: str) -> JobInfo:
+    job = await get_job(session, account_id, job_id)
+    return JobInfo(
+        job.id, job.type, JobStatus(job.status), job.progress_done, job.progress_total, job.started_at,
+        job.finished_at, job.failure_reason,
+    )  # fmt: skip

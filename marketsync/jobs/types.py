@@ -18,6 +18,7 @@ class JobType(StrEnum):
     LISTING_MIRROR = "ListingMirror"
     LISTING_PUBLISH = "ListingPublish"
     ORDER_WRITE_BACK = "OrderWriteBack"
+    INVENTORY_IMPORT = "InventoryImport"
 
 
 class JobStatus(StrEnum):
@@ -103,6 +104,13 @@ class OrderWriteBackPayload(JobPayload):
     MarketplaceId: str
     Action: Literal["Confirm", "Cancel", "Refund"]
     Lines: list[WriteBackLine]
+
+
+class InventoryImportPayload(JobPayload):
+    """A price/stock file uploaded in the app; the file and its report live in `inventory_imports`."""
+
+    job_type = JobType.INVENTORY_IMPORT
+    ImportId: str
 
 
 def payload_for(job_type: str, data: dict[str, Any] | None = None) -> JobPayload:

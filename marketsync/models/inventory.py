@@ -6,7 +6,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from marketsync.models.base import ID, Base
@@ -81,3 +81,23 @@ class DataFlow(Base):
     kind: Mapped[str] = mapped_column(String(16), primary_key=True)
     owner: Mapped[str] = mapped_column(String(16))
     updated_at: Mapped[datetime]
+
+
+class InventoryImport(Base):
+    """A price/stock file uploaded in the app (migration 0013): kept in the database so that any worker, on any
+    host, runs it; its report grows batch by batch in the transaction that applies the batch."""
+
+    __tablename__ = "inventory_imports"
+    __table_args__ = (Index("ix_inventory_imports_account_created", "account_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    account_id: Mapped[str] = mapped_column(ID, ForeignKey("accounts.id", ondelete="CASCADE"))
+    job_id: Mapped[str] = mapped_column(ID)
+    file_name: Mapped[str] = mapped_column(String(255))
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+    propagate: Mapped[bool] = mapped_column(Boolean)
+    # The last file line applied and the report so far (`ImportReport.view()`), committed with each batch.
+    last_line: Mapped[int] = mapped_column(Integer, default=0)
+    report: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    created_by: Mapped[str | None] = mapped_column(String(320))
+    created_at: Mapped[datetime]

@@ -295,15 +295,92 @@ async def disable_subscription(session: AsyncSession, subscription_id: str, now:
     )
 
 
+# --- a person's repairs in the app: resend, recover, sample, re-enable -----------------------------------------
+
+
+async def subscription_of(session: AsyncSession, account_id: str, subscription_id: str) -> WebhookSubscription | None:
+    result = await session.execute(
+        select(WebhookSubscription).where(
+            WebhookSubscription.id == subscription_id, WebhookSubscription.account_id == account_id
+        )
+    )
+    return result.scalar_one_or_none()
+
+
+async def delivery_of(session: AsyncSession, account_id: str, delivery_id: str) -> WebhookDelivery | None:
+    result = await session.execute(
+        select(WebhookDelivery).where(WebhookDelivery.id == delivery_id, WebhookDelivery.account_id == account_id)
+    )
+    return result.scalar_one_or_none()
+
+
+def _not_in_flight(now: datetime) -> ColumnElement[bool]:
+    # An attempt under a live lease is on the wire: its worker records it; requeueing would race it.
+    return or_(WebhookDelivery.lease_expires_at.is_(None), WebhookDelivery.lease_expires_at < now)
+
+
+async def requeue(
+    session: AsyncSession,
+    account_id: str,
+    now: datetime,
+    *,
+    delivery_id: str | None = None,
+    subscription_id: str | None = None,
+    finished_since: datetime | None = None,
+) -> int:
+    """Make deliveries due now: one by id (any state), or a subscription's Failed and Cancelled ones finished
+    since a time. Same delivery id and bytes; the attempt number goes on counting."""
+    query = update(WebhookDelivery).where(WebhookDelivery.account_id == account_id, _not_in_flight(now))
+    if delivery_id is not None:
+        query = query.where(WebhookDelivery.id == delivery_id)
+    if subscription_id is not None:
+        query = query.where(
+            WebhookDelivery.subscription_id == subscription_id,
+            WebhookDelivery.status.in_((FAILED, CANCELLED)),
+        )
+    if finished_since is not None:
+        query = query.where(WebhookDelivery.finished_at >= finished_since)
+    result = await session.execute(
+        query.values(status=PENDING, next_attempt_at=now, finished_at=None, lease_owner=None, lease_expires_at=None)
+    )
+    return _rowcount(result)
+
+
+async def reenable_subscription(session: AsyncSession, account_id: str, subscription_id: str) -> bool:
+    result = await session.execute(
+        update(WebhookSubscription)
+        .where(WebhookSubscription.id == subscription_id, WebhookSubscription.account_id == account_id)
+        .values(is_active=True, consecutive_failures=0, disabled_at=None, disabled_reason=None)
+    )
+    return _rowcount(result) > 0
+
+
 # --- attempt log and retention ------------------------------------------------------------------------------------
 
 
 async def list_attempts(
-    session: AsyncSession, account_id: str, subscription_id: str | None, limit: int
+    session: AsyncSession,
+    account_id: str,
+    subscription_id: str | None,
+    limit: int,
+    *,
+    before: tuple[datetime, str] | None = None,
+    delivery_id: str | None = None,
 ) -> Sequence[WebhookAttempt]:
+    """Newest first; `before` is the (started_at, id) of the last attempt of the previous page."""
     query = select(WebhookAttempt).where(WebhookAttempt.account_id == account_id)
     if subscription_id is not None:
         query = query.where(WebhookAttempt.subscription_id == subscription_id)
+    if delivery_id is not None:
+        query = query.where(WebhookAttempt.delivery_id == delivery_id)
+    if before is not None:
+        started_at, attempt_id = before
+        query = query.where(
+            or_(
+                WebhookAttempt.started_at < started_at,
+                and_(WebhookAttempt.started_at == started_at, WebhookAttempt.id < attempt_id),
+            )
+        )
     result = await session.execute(
         query.order_by(WebhookAttempt.started_at.desc(), WebhookAttempt.id.desc()).limit(limit)
     )

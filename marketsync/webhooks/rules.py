@@ -270,3 +270,35 @@ def parse_ip_literal(host: str) -> IPAddress | None:
         return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return None
+
+
+# --- samples (the app's "send a sample") ------------------------------------------------------------------------
+
+# Names nothing: no connection, journey or product carries this id, so a receiver that looks it up finds nothing.
+SAMPLE_ID = "00000000000000000000000000"
+
+
+def sample_payload(event_type: str, occurred_at: datetime) -> dict[str, object]:
+    """A payload of the exact shape of spec section 6 that no receiver would act on: nothing changed, nothing
+    downloaded, nothing failed, and every id names nothing (docs/decisions/0122-webhook-repairs.md)."""
+    marketplace = {"Marketplace": "P1 UK", "UserPlatformId": SAMPLE_ID}
+    samples: dict[str, dict[str, object]] = {
+        "InventoryChanged": {
+            "occurredAt": occurred_at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "source": {"writer": "MerchantPush", "channel": "Api", "userPlatformId": None},
+            "changed": [],
+            "truncated": False,
+            "totalChanged": 0,
+        },
+        "OrdersDownloaded": {**marketplace, "Platform": "P1", "Country": "UK", "NewOrderCount": 0},
+        "ListingPublished": {
+            "JourneyId": SAMPLE_ID, "UserPlatformId": SAMPLE_ID, "PublishedCount": 0, "FailedCount": 0,
+        },
+        "FeedOutcome": {
+            **marketplace, "FeedKind": "Price & stock", "Outcome": "ProcessedWithErrors", "Status": "Sample",
+            "FailedCount": 0,
+        },
+        "MarketplaceUnhealthy": {**marketplace, "Platform": "P1", "Reason": "Sample", "Detail": "A sample delivery."},
+        "MarketplaceRestored": {**marketplace, "Platform": "P1", "Reason": "Sample", "Detail": "A sample delivery."},
+    }  # fmt: skip
+    return samples[event_type]

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.errors import NotFound, ValidationFailed
-from marketsync.kit import crypto
+from marketsync.errors import Conflict, NotFound, ValidationFailed
+from marketsync.kit import crypto, jsonio
 from marketsync.kit.ids import new_id
+from marketsync.models import Event
 from marketsync.models.webhooks import WebhookAttempt, WebhookSubscription
 from marketsync.runtime import Runtime
 from marketsync.webhooks import repository, rules, ssrf
@@ -20,9 +22,14 @@ __all__ = [
     "attempt_log",
     "create_subscription",
     "delete_subscription",
+    "get_subscription",
     "list_subscriptions",
+    "recover",
+    "reenable",
+    "resend",
     "reveal_secret",
     "rotate_keys",
+    "send_sample",
     "validate_subscription",
 ]
 
@@ -128,7 +135,100 @@ async def rotate_keys(rt: Runtime, batch: int = 500) -> dict[str, int | str]:
 
 
 async def attempt_log(
-    rt: Runtime, account_id: str, subscription_id: str | None = None, limit: int = 200
+    rt: Runtime,
+    account_id: str,
+    subscription_id: str | None = None,
+    limit: int = 200,
+    *,
+    before: tuple[datetime, str] | None = None,
+    delivery_id: str | None = None,
 ) -> Sequence[WebhookAttempt]:
     async with rt.db.read() as session:
-        return await repository.list_attempts(session, account_id, subscription_id, limit)
+        return await repository.list_attempts(
+            session, account_id, subscription_id, limit, before=before, delivery_id=delivery_id
+        )
+
+
+# --- a person's repairs (the app's webhook page; docs/decisions/0122-webhook-repairs.md) -----------------------
+
+DISABLED = "The subscription is disabled; re-enable it first, then resend or recover."
+
+
+async def get_subscription(session: AsyncSession, account_id: str, subscription_id: str) -> WebhookSubscription:
+    subscription = await repository.subscription_of(session, account_id, subscription_id)
+    if subscription is None:
+        raise NotFound("No such webhook subscription.")
+    return subscription
+
+
+async def _active(session: AsyncSession, account_id: str, subscription_id: str) -> WebhookSubscription:
+    subscription = await get_subscription(session, account_id, subscription_id)
+    if not subscription.is_active:
+        raise Conflict(DISABLED)
+    return subscription
+
+
+async def resend(rt: Runtime, session: AsyncSession, account_id: str, delivery_id: str) -> None:
+    """One more attempt of one delivery, now: the same X-SVC-Delivery-Id and bytes, so a receiver that already
+    processed it de-duplicates it. An attempt on the wire at this moment is left to finish."""
+    delivery = await repository.delivery_of(session, account_id, delivery_id)
+    if delivery is None:
+        raise NotFound("No such delivery (deliveries are kept 30 days).")
+    await _active(session, account_id, delivery.subscription_id)
+    if not await repository.requeue(session, account_id, rt.clock.now(), delivery_id=delivery_id):
+        raise Conflict("An attempt of this delivery is in flight; its outcome appears in the log in a moment.")
+
+
+async def recover(rt: Runtime, session: AsyncSession, account_id: str, subscription_id: str, since: datetime) -> int:
+    """Every failed (or cancelled by disabling) delivery of the subscription finished since `since`, due now."""
+    await _active(session, account_id, subscription_id)
+    return await repository.requeue(
+        session, account_id, rt.clock.now(), subscription_id=subscription_id, finished_since=since
+    )
+
+
+async def send_sample(
+    rt: Runtime, session: AsyncSession, account_id: str, subscription_id: str, event_type: str
+) -> str:
+    """A sample of `event_type` to this one subscription (not fanned out to the others); its delivery id."""
+    subscription = await _active(session, account_id, subscription_id)
+    if event_type not in subscription.event_types:
+        raise ValidationFailed(errors={"EventType": ["Choose an event type this subscription receives."]})
+    now = rt.clock.now()
+    event = Event(
+        id=new_id(),
+        account_id=account_id,
+        type=event_type,
+        body=jsonio.dumps(rules.sample_payload(event_type, now)),
+        occurred_at=now,
+        dispatched_at=now,  # already dispatched: its one delivery is written here
+    )
+    session.add(event)
+    await session.flush()
+    delivery_id = new_id()
+    await repository.insert_deliveries(
+        session,
+        [
+            {
+                "id": delivery_id,
+                "account_id": account_id,
+                "subscription_id": subscription_id,
+                "event_id": event.id,
+                "event_type": event_type,
+                "status": repository.PENDING,
+                "attempts": 0,
+                "next_attempt_at": now,
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "created_at": now,
+                "finished_at": None,
+            }
+        ],
+    )
+    return delivery_id
+
+
+async def reenable(session: AsyncSession, account_id: str, subscription_id: str) -> None:
+    """Active again with ConsecutiveFailures 0; what was cancelled by disabling stays cancelled until recovered."""
+    if not await repository.reenable_subscription(session, account_id, subscription_id):
+        raise NotFound("No such webhook subscription.")

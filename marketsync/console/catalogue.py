@@ -1,0 +1,130 @@
+"""The catalogue in the app: search by SKU, a product's page with its listings, price and stock edited by hand
+(the API's own write path), and price/stock files imported as the CLI imports them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, Response
+from starlette.datastructures import UploadFile
+
+from marketsync.auth.dependencies import runtime_of
+from marketsync.catalog import service as catalog
+from marketsync.console.guards import SignedIn, checked_form
+from marketsync.console.render import errors_of, is_partial, page, page_router, see_other
+from marketsync.errors import ValidationFailed
+from marketsync.inventory import rules
+from marketsync.inventory import service as inventory
+from marketsync.people.service import Person
+
+router = page_router()
+CATALOGUE_PAGE = 50
+
+
+@router.get("/catalogue", response_class=HTMLResponse)
+async def catalogue_page(request: Request, person: SignedIn, sku: str = "", offset: int = 0) -> Response:
+    sku = sku.strip()
+    offset = max(offset, 0)
+    async with runtime_of(request).db.read() as session:
+        products, total = await inventory.list_products(
+            session, person.account_id, sku=sku or None, modified_since=None, limit=CATALOGUE_PAGE, offset=offset
+        )
+    return page(
+        request, "catalogue.html", person, title="Catalogue", products=products, total=total, sku=sku,
+        offset=offset, page_size=CATALOGUE_PAGE,
+    )  # fmt: skip
+
+
+async def _product_page(request: Request, person: Person, sku: str, status: int = 200, **context: Any) -> Response:
+    async with runtime_of(request).db.read() as session:
+        view = await inventory.get_product(session, person.account_id, sku)
+        listings = await catalog.product_listings(session, person.account_id, view.product.id)
+    product = view.product
+    return page(
+        request, "product.html", person, status, title=f"Product {product.sku}", product=product, listings=listings,
+        **context,
+    )  # fmt: skip
+
+
+@router.get("/product", response_class=HTMLResponse)
+async def product_page(request: Request, person: SignedIn, sku: str) -> Response:
+    # The SKU is a query parameter: a SKU may hold any character, a slash included.
+    return await _product_page(request, person, sku)
+
+
+@router.post("/product", response_class=HTMLResponse)
+async def edit_product(request: Request, person: SignedIn, sku: str) -> Response:
+    """A person's edit goes through the API's push: the same rules, InventoryChanged (writer MerchantPush, channel
+    Api, the channel the spec leaves for app edits) and the marketplace pushes (docs/decisions/0124-app-edits-and-reveal.md)."""
+    form = await checked_form(request, person)
+    raw_price, raw_quantity = str(form.get("price") or "").strip(), str(form.get("quantity") or "").strip()
+    price, quantity, problems = rules.parse_values(raw_price, raw_quantity)
+    if not raw_price and not raw_quantity:
+        problems[""] = "Enter a price, a quantity or both."
+    if problems:
+        errors = {name: [message] for name, message in problems.items()}
+        return await _product_page(request, person, sku, 400, errors=errors, price=raw_price, quantity=raw_quantity)
+    rt = runtime_of(request)
+    async with rt.db.read() as session:
+        product = (await inventory.get_product(session, person.account_id, sku)).product
+    async with rt.db.transaction() as session:
+        result = await inventory.push_price_quantity(
+            rt, session, person.account_id, [inventory.PushItem(product.sku, price, quantity)], propagate=True
+        )
+    return await _product_page(
+        request, person, product.sku, outcome=result.results[0].result, warnings=result.warnings, job_ids=result.job_ids
+    )
+
+
+# -- imports ----------------------------------------------------------------------------------------------------
+
+
+async def _imports_page(request: Request, person: Person, status: int = 200, **context: Any) -> Response:
+    rt = runtime_of(request)
+    async with rt.db.read() as session:
+        imports = await inventory.recent_imports(session, person.account_id)
+    template = "_imports.html" if is_partial(request) else "imports.html"
+    return page(
+        request, template, person, status, title="Imports", imports=imports, max_bytes=rt.settings.max_body_bytes,
+        **context,
+    )  # fmt: skip
+
+
+@router.get("/imports", response_class=HTMLResponse)
+async def imports_page(request: Request, person: SignedIn) -> Response:
+    return await _imports_page(request, person)
+
+
+@router.post("/imports", response_class=HTMLResponse)
+async def upload_import(request: Request, person: SignedIn) -> Response:
+    form = await checked_form(request, person)
+    upload = form.get("file")
+    if not isinstance(upload, UploadFile) or not upload.filename:
+        await form.close()
+        return await _imports_page(request, person, 400, errors={"File": ["Choose a CSV file to import."]})
+    rt = runtime_of(request)
+    try:
+        content = await upload.read()
+    finally:
+        await form.close()  # the spooled upload's temporary file
+    try:
+        async with rt.db.transaction() as session:
+            started = await inventory.start_import(
+                rt, session, person.account_id, upload.filename, content, propagate=bool(form.get("propagate")),
+                created_by=person.email,
+            )  # fmt: skip
+    except ValidationFailed as exc:
+        return await _imports_page(request, person, 400, errors=errors_of(exc))
+    return see_other(f"/app/imports/{started.id}")
+
+
+@router.get("/imports/{import_id}", response_class=HTMLResponse)
+async def import_page(request: Request, import_id: str, person: SignedIn) -> Response:
+    async with runtime_of(request).db.read() as session:
+        upload, job = await inventory.get_import(session, person.account_id, import_id)
+    template = "_import_report.html" if is_partial(request) else "import.html"
+    return page(
+        request, template, person, title=f"Import of {upload.file_name}", upload=upload, job=job,
+        report=upload.report, stored_errors_max=inventory.STORED_ERRORS_MAX,
+    )  # fmt: skip

@@ -1,0 +1,129 @@
+"""Webhooks in the app: subscriptions (the secret shown once), their health, the 30-day attempt log, and a person's
+repairs: resend one delivery, recover every failed delivery since a time, send a sample, re-enable
+(docs/decisions/0122-webhook-repairs.md)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, Response
+
+from marketsync.auth.dependencies import runtime_of
+from marketsync.console.guards import SignedIn, checked_form
+from marketsync.console.render import errors_of, page, page_router, see_other
+from marketsync.errors import ApiError, ValidationFailed
+from marketsync.people.service import Person
+from marketsync.webhooks import service as webhooks
+from marketsync.webhooks.outbox import EVENT_TYPES
+
+router = page_router()
+LOG_PAGE = 100
+
+
+def _cursor(before: str) -> tuple[datetime, str] | None:
+    """`<ISO time>|<attempt id>` of the last attempt shown: the next (older) page starts after it."""
+    started, _, attempt_id = before.partition("|")
+    try:
+        return datetime.fromisoformat(started).astimezone(UTC), attempt_id
+    except ValueError:
+        return None
+
+
+async def _webhooks_page(request: Request, person: Person, status: int = 200, **context: Any) -> Response:
+    rt = runtime_of(request)
+    subscription_id = request.query_params.get("subscription") or None
+    delivery_id = request.query_params.get("delivery") or None
+    before = _cursor(request.query_params.get("before", ""))
+    async with rt.db.read() as session:
+        subscriptions = await webhooks.list_subscriptions(session, person.account_id)
+    attempts = await webhooks.attempt_log(
+        rt, person.account_id, subscription_id, LOG_PAGE, before=before, delivery_id=delivery_id
+    )
+    older = None
+    if len(attempts) == LOG_PAGE:
+        last = attempts[-1]
+        older = f"{last.started_at.isoformat()}|{last.id}"
+    return page(
+        request, "webhooks.html", person, status, title="Webhooks", subscriptions=subscriptions, attempts=attempts,
+        older=older, event_types=EVENT_TYPES, subscription_filter=subscription_id, delivery_filter=delivery_id,
+        **context,
+    )  # fmt: skip
+
+
+@router.get("/webhooks", response_class=HTMLResponse)
+async def webhooks_page(request: Request, person: SignedIn) -> Response:
+    return await _webhooks_page(request, person)
+
+
+@router.post("/webhooks", response_class=HTMLResponse)
+async def create_subscription(request: Request, person: SignedIn) -> Response:
+    form = await checked_form(request, person)
+    url = str(form.get("url") or "").strip()
+    chosen = [event for event in EVENT_TYPES if form.get(f"event_{event}")]
+    rt = runtime_of(request)
+    try:
+        # The API's own checks: https only, a public host (resolved, SSRF-safe), known event types.
+        await webhooks.validate_subscription(rt, url, chosen)
+        async with rt.db.transaction() as session:
+            created = await webhooks.create_subscription(rt, session, person.account_id, url, chosen)
+    except ApiError as exc:
+        return await _webhooks_page(request, person, exc.status, errors=errors_of(exc), url=url, chosen=chosen)
+    # The signing secret is in this one response only: it is stored encrypted and never shown again.
+    return await _webhooks_page(request, person, 201, created=created)
+
+
+@router.post("/webhooks/deliveries/{delivery_id}/resend", response_class=HTMLResponse)
+async def resend(request: Request, delivery_id: str, person: SignedIn) -> Response:
+    await checked_form(request, person)
+    rt = runtime_of(request)
+    try:
+        async with rt.db.transaction() as session:
+            await webhooks.resend(rt, session, person.account_id, delivery_id)
+    except ApiError as exc:
+        if exc.status == 404:
+            raise
+        return await _webhooks_page(request, person, exc.status, errors=errors_of(exc))
+    return await _webhooks_page(request, person, notice=f"Delivery {delivery_id} is sent again now.")
+
+
+@router.post("/webhooks/{subscription_id}/{action}", response_class=HTMLResponse)
+async def change_subscription(request: Request, subscription_id: str, action: str, person: SignedIn) -> Response:
+    form = await checked_form(request, person)
+    rt = runtime_of(request)
+    notice = ""
+    try:
+        async with rt.db.transaction() as session:
+            if action == "delete":
+                await webhooks.delete_subscription(session, person.account_id, subscription_id)
+                notice = "Subscription deleted; its queued deliveries are gone with it."
+            elif action == "reenable":
+                await webhooks.reenable(session, person.account_id, subscription_id)
+                notice = "Subscription active again. Recover its failed deliveries below if you want them resent."
+            elif action == "recover":
+                since = _since(str(form.get("since") or ""))
+                count = await webhooks.recover(rt, session, person.account_id, subscription_id, since)
+                notice = f"{count} failed deliveries since {since:%Y-%m-%d %H:%M} UTC are sent again now."
+            elif action == "sample":
+                event_type = str(form.get("event_type") or "")
+                delivery_id = await webhooks.send_sample(rt, session, person.account_id, subscription_id, event_type)
+                notice = f"A sample {event_type} is on its way (delivery {delivery_id})."
+            else:
+                return page(request, "error.html", person, 404, title="Not found", message="No such page.")
+    except ApiError as exc:
+        if exc.status == 404:
+            raise
+        return await _webhooks_page(request, person, exc.status, errors=errors_of(exc))
+    if action == "delete":
+        return see_other("/app/webhooks")
+    return await _webhooks_page(request, person, notice=notice)
+
+
+def _since(value: str) -> datetime:
+    """A `datetime-local` value (read as UTC), or a date."""
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValidationFailed(errors={"Since": ["Give a date and time (UTC), e.g. 2026-11-25T09:00."]}) from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)

@@ -1,0 +1,166 @@
+"""The app's catalogue and imports over real HTTP: search by SKU, a product's page with its listings, price and stock
+edited by hand through the API's write path (InventoryChanged writer MerchantPush, channel Api; marketplace pushes),
+and a price/stock file imported by a worker with progress and the per-row report, resumable after a crash."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+import httpx
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from marketsync.inventory import service
+from marketsync.runtime import Runtime
+from marketsync.worker import Worker
+from tests.console.support import Browser, make_person, signed_in
+from tests.inventory.support import add_listing, add_products, inventory_events, jobs_of, payloads, stored
+from tests.support.factories import make_tenant
+
+
+async def test_search_finds_a_product_by_sku_whatever_its_case_and_its_page_lists_its_listings(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    ids = await add_products(rt, tenant.account_id, [("Blue/Mug-1", "9.50", 4), ("RED-2", "3.00", 0)])
+    await add_listing(rt, tenant.account_id, ids["Blue/Mug-1"], tenant.marketplace("P1").id, status="Rejected")
+    person = await signed_in(api, await make_person(rt, tenant.account_id, "Staff"))
+
+    everything = await person.page("/app/catalogue")
+    assert "2 products" in everything.text and "RED-2" in everything.text
+    found = await person.client.get("/app/catalogue", params={"sku": "blue/mug-1"})
+    assert "1 product " in found.text and "RED-2" not in found.text
+    product = await person.client.get("/app/product", params={"sku": "Blue/Mug-1"})
+    assert product.status_code == 200 and 'id="product-quantity">4<' in product.text
+    assert "P1 UK" in product.text and "Rejected" in product.text and "/app/listings/" in product.text
+    missing = await person.client.get("/app/product", params={"sku": "NOPE"})
+    assert missing.status_code == 404
+    await person.client.aclose()
+
+
+async def _edit(person: Browser, sku: str, **values: str) -> httpx.Response:
+    csrf = (await person.client.get("/app/product", params={"sku": sku})).text
+    token = re.search(r'name="csrf" value="([^"]+)"', csrf).group(1)  # type: ignore[union-attr]
+    return await person.client.post("/app/product", params={"sku": sku}, data={"csrf": token, **values})
+
+
+async def test_a_hand_edit_goes_through_the_push_event_and_marketplace_jobs(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    ids = await add_products(rt, tenant.account_id, [("MUG", "9.50", 4)])
+    await add_listing(rt, tenant.account_id, ids["MUG"], tenant.marketplace("P1").id)
+    person = await signed_in(api, await make_person(rt, tenant.account_id, "Staff"))
+
+    edited = await _edit(person, "MUG", quantity="7")
+    assert edited.status_code == 200 and 'id="product-quantity">7<' in edited.text and "Saved." in edited.text
+    assert (await stored(rt, tenant.account_id))["MUG"][:2] == (Decimal("9.50"), 7)
+    [event] = payloads(await inventory_events(rt, tenant.account_id))
+    assert event["source"] == {"writer": "MerchantPush", "channel": "Api", "userPlatformId": None}
+    assert event["changed"] == [{"sku": "MUG", "price": None, "quantity": 7}]
+    assert [job.type for job in await jobs_of(rt, tenant.account_id)] == ["PriceStockPush"]
+    assert "Data Flow: Stock is owned by the marketplace" in edited.text  # the API's drift warning, shown
+
+    same = await _edit(person, "MUG", quantity="7")
+    assert "Nothing changed" in same.text and len(await inventory_events(rt, tenant.account_id)) == 1
+    await person.client.aclose()
+
+
+async def test_a_bad_hand_edit_names_its_fields_and_writes_nothing(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("MUG", "9.50", 4)])
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    refused = await _edit(person, "MUG", price="9,99", quantity="-1")
+    assert refused.status_code == 400 and 'id="error-Price"' in refused.text and 'id="error-Quantity"' in refused.text
+    empty = await _edit(person, "MUG")
+    assert empty.status_code == 400 and "Enter a price, a quantity or both." in empty.text
+    assert (await stored(rt, tenant.account_id))["MUG"][:2] == (Decimal("9.50"), 4)
+    assert await inventory_events(rt, tenant.account_id) == []
+    await person.client.aclose()
+
+
+async def _upload(person: Browser, content: bytes, name: str = "stock.csv") -> httpx.Response:
+    token = re.search(r'name="csrf" value="([^"]+)"', (await person.page("/app/imports")).text).group(1)  # type: ignore[union-attr]
+    return await person.client.post(
+        "/app/imports", data={"csrf": token, "propagate": "1"}, files={"file": (name, content, "text/csv")}
+    )
+
+
+async def test_an_uploaded_file_is_imported_by_a_worker_with_progress_and_a_per_row_report(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("A", "1.00", 1), ("B", "2.00", 2)])
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    uploaded = await _upload(person, b"\xef\xbb\xbfSku,Price,Quantity\nA,1.50,\nB,abc,3\nMISSING,1,1\n")
+    assert uploaded.status_code == 303
+    report_path = uploaded.headers["location"]
+    queued = await person.page(report_path)
+    assert 'id="import-status">Published<' in queued.text and "hx-get" in queued.text  # refreshes itself
+
+    await Worker(rt).drain()
+    done = await person.page(report_path)
+    assert 'id="import-status">Completed<' in done.text and "hx-get" not in done.text
+    assert "3: Updated 1, Unchanged 0, NotFound 1, Ambiguous 0, Failed 0, Invalid 1" in done.text
+    assert "Price: Not a decimal number" in done.text and "No product carries this SKU." in done.text
+    assert (await stored(rt, tenant.account_id))["A"][:2] == (Decimal("1.50"), 1)
+    [event] = payloads(await inventory_events(rt, tenant.account_id))
+    assert event["source"]["channel"] == "FileImport"  # the same import as the CLI's
+    listing = await person.page("/app/imports")
+    assert "stock.csv" in listing.text and "3 / 3" in listing.text
+    await person.client.aclose()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"Name,Stock\nA,1\n", "Sku"),
+        (b"\xff\xfeS\x00k\x00u\x00", "not UTF-8"),
+        (b"", "The file is empty"),
+    ],
+)
+async def test_a_file_that_is_no_price_list_is_refused_with_nothing_saved(
+    rt: Runtime, api: httpx.AsyncClient, content: bytes, message: str
+) -> None:
+    tenant = await make_tenant(rt, api)
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    refused = await _upload(person, content)
+    assert refused.status_code == 400 and 'id="error-File"' in refused.text and message in refused.text
+    assert await jobs_of(rt, tenant.account_id) == []
+    await person.client.aclose()
+
+
+async def test_an_import_interrupted_by_a_crash_resumes_after_its_last_committed_batch(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant = await make_tenant(rt, api)
+    skus = [f"S{i:04d}" for i in range(1200)]
+    await add_products(rt, tenant.account_id, [(sku, "1.00", 0) for sku in skus])
+    content = ("Sku,Price,Quantity\n" + "".join(f"{sku},,5\n" for sku in skus)).encode()
+    async with rt.db.transaction() as session:
+        upload = await service.start_import(
+            rt, session, tenant.account_id, "big.csv", content, propagate=False, created_by=None
+        )
+
+    class WorkerDied(Exception):
+        pass
+
+    batches: list[int] = []
+
+    async def dies_after_two_batches(_session: AsyncSession, report: service.ImportReport, _line: int) -> None:
+        batches.append(report.rows)
+        if len(batches) == 3:
+            raise WorkerDied  # the third batch's transaction rolls back with it
+
+    with pytest.raises(WorkerDied):
+        await service.run_import(rt, upload.id, dies_after_two_batches)
+    assert sum(1 for _, (_, quantity, _) in (await stored(rt, tenant.account_id)).items() if quantity == 5) == 1000
+
+    async def recorded(_session: AsyncSession, _report: service.ImportReport, _line: int) -> None:
+        return None
+
+    report = await service.run_import(rt, upload.id, recorded)
+    assert report.rows == 1200 and report.counts["Updated"] == 1200 and report.counts["Unchanged"] == 0
+    assert all(quantity == 5 for _, quantity, _ in (await stored(rt, tenant.account_id)).values())
+    assert len(await inventory_events(rt, tenant.account_id)) == 3  # one per batch, none repeated

@@ -1,0 +1,78 @@
+"""The app's orders over real HTTP: the list with the API's filters and its cursor, an order's page, and customer
+data shown only behind an explicit reveal (a form post with the CSRF token), never logged."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+from structlog.testing import capture_logs
+
+from marketsync.runtime import Runtime
+from tests.console.support import make_person, signed_in
+from tests.orders.support import BUYER_EMAIL, BUYER_NAME, STREET, ingest, pulled_order, tenant_with
+
+
+async def test_the_list_filters_like_the_api_and_pages_with_its_cursor(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await tenant_with(rt, api, "P1")
+    connection = tenant.marketplace("P1")
+    await ingest(rt, connection, *[pulled_order(order_id=f"UNSHIPPED-{i:02d}") for i in range(55)])
+    await ingest(rt, connection, pulled_order(order_id="SHIPPED-1", status="Shipped"))
+    person = await signed_in(api, await make_person(rt, tenant.account_id, "Staff"))
+
+    first = await person.page("/app/orders")
+    assert first.text.count('href="/app/orders/') == 50 and "Next page" in first.text
+    next_link = re.search(r'href="(/app/orders\?[^"]*cursor=[^"]+)"', first.text).group(1)  # type: ignore[union-attr]
+    second = await person.page(next_link.replace("&amp;", "&"))
+    assert second.text.count('href="/app/orders/') == 6 and "Next page" not in second.text
+
+    shipped = await person.client.get("/app/orders", params={"status": "Shipped"})
+    assert "SHIPPED-1" in shipped.text and "UNSHIPPED-" not in shipped.text
+    later = await person.client.get("/app/orders", params={"updated_since": "2999-01-01T00:00"})
+    assert "No orders match." in later.text
+    refused = await person.client.get("/app/orders", params={"status": "Lost", "to_date": "not a date"})
+    assert refused.status_code == 400
+    assert 'id="error-OrderStatuses[0]"' in refused.text or 'id="error-OrderStatuses"' in refused.text
+    assert 'id="error-ToDate"' in refused.text
+    await person.client.aclose()
+
+
+async def test_customer_data_is_shown_only_after_an_explicit_reveal_and_never_logged(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant = await tenant_with(rt, api, "P1")
+    await ingest(rt, tenant.marketplace("P1"), pulled_order(order_id="MO-REVEAL"))
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    listing = await person.page("/app/orders")
+    order_path = re.search(r'href="(/app/orders/[0-9A-Z]+)"', listing.text).group(1)  # type: ignore[union-attr]
+
+    order = await person.page(order_path)
+    assert "MO-REVEAL" in order.text and "Reveal customer data" in order.text
+    assert BUYER_NAME not in order.text and BUYER_EMAIL not in order.text and STREET not in order.text
+    assert order.headers["cache-control"] == "no-store"
+
+    forged = await person.client.post(f"{order_path}/reveal", data={"csrf": "not-the-token"})
+    assert forged.status_code == 403 and BUYER_NAME not in forged.text
+
+    with capture_logs() as logs:
+        revealed = await person.post(f"{order_path}/reveal", csrf_from=order_path)
+    assert revealed.status_code == 200 and BUYER_NAME in revealed.text and STREET in revealed.text
+    assert revealed.headers["cache-control"] == "no-store"
+    assert [entry["event"] for entry in logs if entry["event"] == "order_customer_revealed"]
+    logged = repr(logs)
+    assert BUYER_NAME not in logged and BUYER_EMAIL not in logged and STREET not in logged
+    assert BUYER_NAME not in (await person.page(order_path)).text  # hidden again on the next view
+    await person.client.aclose()
+
+
+async def test_another_accounts_order_is_not_found(rt: Runtime, api: httpx.AsyncClient) -> None:
+    theirs = await tenant_with(rt, api, "P1")
+    await ingest(rt, theirs.marketplace("P1"), pulled_order(order_id="MO-THEIRS"))
+    owner = await signed_in(api, await make_person(rt, theirs.account_id))
+    path = re.search(r'href="(/app/orders/[0-9A-Z]+)"', (await owner.page("/app/orders")).text).group(1)  # type: ignore[union-attr]
+    me = await signed_in(api, await make_person(rt, (await tenant_with(rt, api)).account_id))
+    assert (await me.page(path)).status_code == 404
+    assert (await me.post(f"{path}/reveal", csrf_from="/app/orders")).status_code == 404
+    assert "MO-THEIRS" not in (await me.page("/app/orders")).text
+    await owner.client.aclose()
+    await me.client.aclose()

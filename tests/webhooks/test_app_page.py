@@ -1,0 +1,175 @@
+"""The app's webhook page over real HTTP and a real HTTPS receiver: create (secret once), the attempt log, resend
+one delivery, recover failed deliveries since a time, send a sample to one subscription, re-enable."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import httpx
+
+from marketsync.kit import jsonio
+from marketsync.runtime import Runtime
+from marketsync.webhooks import rules
+from tests.console.support import make_person, signed_in
+from tests.inventory.support import add_products
+from tests.support.factories import make_tenant
+from tests.webhooks.receiver import Receiver
+from tests.webhooks.support import fire, pump, subscribe, subscription_row
+
+PAGE = "/app/webhooks"
+
+
+async def test_a_subscription_created_in_the_app_shows_its_secret_once_and_signs_with_it(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    tenant = await make_tenant(rt, api)
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    created = await person.post("/app/webhooks", {"url": receiver.url(), "event_InventoryChanged": "1"}, csrf_from=PAGE)
+    assert created.status_code == 201
+    secret = re.search(r'id="signing-secret">([^<]+)<', created.text).group(1)  # type: ignore[union-attr]
+    later = await person.page("/app/webhooks")
+    assert receiver.url() in later.text and secret not in later.text  # never rendered twice
+
+    await fire(rt, tenant.account_id)
+    await pump(rt, lambda: len(receiver.received) >= 1)
+    delivery = receiver.received[0]
+    assert rules.verify(secret, delivery.headers, delivery.body, now=rt.clock.now())
+    await person.client.aclose()
+
+
+async def test_a_bad_subscription_form_names_its_fields(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api)
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    refused = await person.post("/app/webhooks", {"url": "http://10.0.0.1/hook"}, csrf_from=PAGE)
+    assert refused.status_code == 400
+    assert 'id="error-Url"' in refused.text and 'id="error-EventTypes"' in refused.text
+    await person.client.aclose()
+
+
+async def test_the_log_shows_each_attempt_and_resend_sends_the_same_delivery_again(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    tenant = await make_tenant(rt, api)
+    subscription = await subscribe(api, tenant, receiver.url())
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    receiver.script = [500, 200]
+    await fire(rt, tenant.account_id)
+    await pump(rt, lambda: len(receiver.received) >= 2)
+    log = await person.page("/app/webhooks")
+    assert log.text.count('class="attempt-retrying"') == 1 and log.text.count('class="attempt-succeeded"') == 1
+    assert "status 500" in log.text  # the response snippet
+
+    delivery_id = receiver.received[0].delivery_id
+    resent = await person.post(f"/app/webhooks/deliveries/{delivery_id}/resend", csrf_from=PAGE)
+    assert resent.status_code == 200 and 'id="notice"' in resent.text
+    await pump(rt, lambda: len(receiver.received) >= 3)
+    again = receiver.received[2]
+    assert again.delivery_id == delivery_id and again.body == receiver.received[0].body and again.attempt == 3
+    one = await person.page(f"/app/webhooks?delivery={delivery_id}")
+    assert one.text.count('<tr class="attempt-') == 3
+    assert subscription["SubscriptionId"]
+    await person.client.aclose()
+
+
+async def test_recover_resends_every_failed_delivery_since_a_time_after_re_enabling(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    tenant = await make_tenant(rt, api)
+    subscription = await subscribe(api, tenant, receiver.url())
+    subscription_id = subscription["SubscriptionId"]
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    started = rt.clock.now() - timedelta(minutes=1)
+    receiver.behaviour = lambda _request: 400  # a 4xx is final: each delivery fails at its first attempt
+    for _ in range(6):
+        await fire(rt, tenant.account_id)
+    await pump(rt, lambda: len(receiver.received) >= 6)
+    row = await subscription_row(rt, subscription_id)
+    assert row is not None and not row.is_active  # six consecutive failed deliveries disable it
+    page = await person.page("/app/webhooks")
+    assert "Disabled" in page.text and "Re-enable" in page.text
+
+    since = started.strftime("%Y-%m-%dT%H:%M")
+    refused = await person.post(f"/app/webhooks/{subscription_id}/recover", {"since": since}, csrf_from=PAGE)
+    assert refused.status_code == 409 and "re-enable it first" in refused.text
+
+    receiver.behaviour = lambda _request: 200
+    await person.post(f"/app/webhooks/{subscription_id}/reenable", csrf_from=PAGE)
+    row = await subscription_row(rt, subscription_id)
+    assert row is not None and row.is_active and row.consecutive_failures == 0
+    recovered = await person.post(f"/app/webhooks/{subscription_id}/recover", {"since": since}, csrf_from=PAGE)
+    assert "6 failed deliveries" in recovered.text
+    await pump(rt, lambda: len(receiver.received) >= 12)
+    first_ids = {r.delivery_id for r in receiver.received[:6]}
+    assert {r.delivery_id for r in receiver.received[6:]} == first_ids  # the same deliveries, resent
+
+    bad = await person.post(f"/app/webhooks/{subscription_id}/recover", {"since": "yesterday"}, csrf_from=PAGE)
+    assert bad.status_code == 400 and 'id="error-Since"' in bad.text
+    await person.client.aclose()
+
+
+async def test_a_sample_goes_to_one_subscription_and_asks_nothing_of_the_receiver(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    tenant = await make_tenant(rt, api)
+    chosen = await subscribe(api, tenant, receiver.url("/chosen"), ["InventoryChanged", "OrdersDownloaded"])
+    await subscribe(api, tenant, receiver.url("/other"), ["InventoryChanged"])
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    sent = await person.post(
+        f"/app/webhooks/{chosen['SubscriptionId']}/sample",
+        {"event_type": "InventoryChanged"},
+        csrf_from=PAGE,
+    )
+    assert sent.status_code == 200 and "A sample InventoryChanged" in sent.text
+    await pump(rt, lambda: len(receiver.received) >= 1)
+    await pump(rt, lambda: True)  # nothing else is due: the other subscription gets nothing
+    assert [r.path for r in receiver.received] == ["/chosen"]
+    body = jsonio.loads(receiver.received[0].body)
+    assert body["changed"] == [] and body["totalChanged"] == 0 and body["truncated"] is False
+    assert receiver.received[0].headers["x-svc-event"] == "InventoryChanged"
+
+    unsubscribed = await person.post(
+        f"/app/webhooks/{chosen['SubscriptionId']}/sample", {"event_type": "FeedOutcome"}, csrf_from=PAGE
+    )
+    assert unsubscribed.status_code == 400 and 'id="error-EventType"' in unsubscribed.text
+    await person.client.aclose()
+
+
+async def test_another_accounts_subscription_and_delivery_are_not_found(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    theirs = await make_tenant(rt, api)
+    subscription = await subscribe(api, theirs, receiver.url())
+    await fire(rt, theirs.account_id)
+    await pump(rt, lambda: len(receiver.received) >= 1)
+    me = await signed_in(api, await make_person(rt, (await make_tenant(rt, api)).account_id))
+    for action in ("reenable", "recover", "sample", "delete"):
+        response = await me.post(
+            f"/app/webhooks/{subscription['SubscriptionId']}/{action}",
+            {"since": "2026-01-01T00:00", "event_type": "InventoryChanged"},
+            csrf_from=PAGE,
+        )
+        assert response.status_code == 404, action
+    resend = await me.post(f"/app/webhooks/deliveries/{receiver.received[0].delivery_id}/resend", csrf_from=PAGE)
+    assert resend.status_code == 404
+    assert receiver.url() not in (await me.page("/app/webhooks")).text
+    assert await subscription_row(rt, subscription["SubscriptionId"]) is not None
+    await me.client.aclose()
+
+
+async def test_a_stock_value_edited_in_the_app_reaches_a_subscriber_as_inventory_changed(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    tenant = await make_tenant(rt, api)
+    await subscribe(api, tenant, receiver.url())
+    await add_products(rt, tenant.account_id, [("MUG", "9.50", 4)])
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    page = await person.client.get("/app/product", params={"sku": "MUG"})
+    token = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)  # type: ignore[union-attr]
+    edited = await person.client.post("/app/product", params={"sku": "MUG"}, data={"csrf": token, "quantity": "0"})
+    assert edited.status_code == 200
+    await pump(rt, lambda: len(receiver.received) >= 1)
+    body = jsonio.loads(receiver.received[0].body)
+    assert body["source"] == {"writer": "MerchantPush", "channel": "Api", "userPlatformId": None}
+    assert body["changed"] == [{"sku": "MUG", "price": None, "quantity": 0}]
+    await person.client.aclose()
