@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test test-fast lint typecheck bench bench-tools clean
+.PHONY: install browser run test test-fast lint typecheck bench bench-tools clean
 
 install: $(STAMP)
 
@@ -14,6 +14,10 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install -q -r requirements.lock
 	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $(STAMP)
+
+# The browser tests drive Debian's Chromium (Playwright with executable_path); no browser is ever downloaded.
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
 run: install
 	$(BIN)/marketsync demo
@@ -26,7 +30,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: install lint typecheck
+test: install browser lint typecheck
 	$(BIN)/python -m pytest
 
 # The inner loop: pure rules, the auth/jobs/kit cores, and every other test on SQLite only (no lint, no mypy).

@@ -56,7 +56,8 @@ async def product_page(request: Request, person: SignedIn, sku: str) -> Response
 @router.post("/product", response_class=HTMLResponse)
 async def edit_product(request: Request, person: SignedIn, sku: str) -> Response:
     """A person's edit goes through the API's push: the same rules, InventoryChanged (writer MerchantPush, channel
-    Api, the channel the spec leaves for app edits) and the marketplace pushes (docs/decisions/0124-app-edits-and-reveal.md)."""
+    Api, the channel the spec leaves for app edits) and the marketplace pushes
+    (docs/decisions/0124-app-edits-and-reveal.md)."""
     form = await checked_form(request, person)
     raw_price, raw_quantity = str(form.get("price") or "").strip(), str(form.get("quantity") or "").strip()
     price, quantity, problems = rules.parse_values(raw_price, raw_quantity)
