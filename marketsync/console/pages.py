@@ -250,8 +250,8 @@ async def _listing_page(
 
 
 @router.get("/listings/{listing_id}", response_class=HTMLResponse)
-async def listing_page(request: Request, listing_id: str, person: SignedIn) -> Response:
-    return await _listing_page(request, person, listing_id)
+async def listing_page(request: Request, listing_id: str, person: SignedIn, republished: str = "") -> Response:
+    return await _listing_page(request, person, listing_id, republished=republished if republished.isalnum() else "")
 
 
 @router.post("/listings/{listing_id}", response_class=HTMLResponse)
@@ -270,7 +270,8 @@ async def republish_listing(request: Request, listing_id: str, person: SignedIn)
             )
     except ValidationFailed as exc:
         return await _listing_page(request, person, listing_id, 400, errors=errors_of(exc))
-    return await _listing_page(request, person, listing_id, republished=job_id)
+    # Post/redirect/get: reloading the page must not republish again.
+    return see_other(f"/app/listings/{listing_id}?republished={job_id}")
 
 
 # -- jobs -------------------------------------------------------------------------------------------------------

@@ -53,8 +53,9 @@ async def _webhooks_page(request: Request, person: Person, status: int = 200, **
 
 
 @router.get("/webhooks", response_class=HTMLResponse)
-async def webhooks_page(request: Request, person: SignedIn) -> Response:
-    return await _webhooks_page(request, person)
+async def webhooks_page(request: Request, person: SignedIn, done: str = "", count: int = 0) -> Response:
+    notice = NOTICES.get(done, "").format(count=count)
+    return await _webhooks_page(request, person, notice=notice)
 
 
 @router.post("/webhooks", response_class=HTMLResponse)
@@ -74,6 +75,17 @@ async def create_subscription(request: Request, person: SignedIn) -> Response:
     return await _webhooks_page(request, person, 201, created=created)
 
 
+# What a repair did, named by a code in the redirect (never free text from the URL): post/redirect/get, so
+# reloading the page never resends again.
+NOTICES = {
+    "resent": "The delivery is sent again now; its attempt appears below in a moment.",
+    "deleted": "Subscription deleted; its queued deliveries are gone with it.",
+    "reenabled": "Subscription active again. Recover its failed deliveries if you want them resent.",
+    "recovered": "{count} failed deliveries are sent again now.",
+    "sampled": "A sample is on its way; its attempt appears below in a moment.",
+}
+
+
 @router.post("/webhooks/deliveries/{delivery_id}/resend", response_class=HTMLResponse)
 async def resend(request: Request, delivery_id: str, person: SignedIn) -> Response:
     await checked_form(request, person)
@@ -85,39 +97,34 @@ async def resend(request: Request, delivery_id: str, person: SignedIn) -> Respon
         if exc.status == 404:
             raise
         return await _webhooks_page(request, person, exc.status, errors=errors_of(exc))
-    return await _webhooks_page(request, person, notice=f"Delivery {delivery_id} is sent again now.")
+    return see_other(f"/app/webhooks?done=resent&delivery={delivery_id}")
 
 
 @router.post("/webhooks/{subscription_id}/{action}", response_class=HTMLResponse)
 async def change_subscription(request: Request, subscription_id: str, action: str, person: SignedIn) -> Response:
     form = await checked_form(request, person)
     rt = runtime_of(request)
-    notice = ""
+    count = 0
     try:
         async with rt.db.transaction() as session:
             if action == "delete":
                 await webhooks.delete_subscription(session, person.account_id, subscription_id)
-                notice = "Subscription deleted; its queued deliveries are gone with it."
             elif action == "reenable":
                 await webhooks.reenable(session, person.account_id, subscription_id)
-                notice = "Subscription active again. Recover its failed deliveries below if you want them resent."
             elif action == "recover":
                 since = _since(str(form.get("since") or ""))
                 count = await webhooks.recover(rt, session, person.account_id, subscription_id, since)
-                notice = f"{count} failed deliveries since {since:%Y-%m-%d %H:%M} UTC are sent again now."
             elif action == "sample":
                 event_type = str(form.get("event_type") or "")
-                delivery_id = await webhooks.send_sample(rt, session, person.account_id, subscription_id, event_type)
-                notice = f"A sample {event_type} is on its way (delivery {delivery_id})."
+                await webhooks.send_sample(rt, session, person.account_id, subscription_id, event_type)
             else:
                 return page(request, "error.html", person, 404, title="Not found", message="No such page.")
     except ApiError as exc:
         if exc.status == 404:
             raise
         return await _webhooks_page(request, person, exc.status, errors=errors_of(exc))
-    if action == "delete":
-        return see_other("/app/webhooks")
-    return await _webhooks_page(request, person, notice=notice)
+    done = {"delete": "deleted", "reenable": "reenabled", "recover": "recovered", "sample": "sampled"}[action]
+    return see_other(f"/app/webhooks?done={done}&count={count}")
 
 
 def _since(value: str) -> datetime:

@@ -1,0 +1,203 @@
+"""The merchant's journeys in a real browser (Playwright on Debian's Chromium) against a real server on loopback,
+on both databases: credentials, marketplaces and reauthorisation, Data Flow, a listing's images, jobs, orders and
+imports. Screenshots of each page land in docs/app/ (MARKETSYNC_SCREENSHOTS=docs/app, taken on SQLite)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from playwright.async_api import Page, expect
+from sqlalchemy import select
+
+from marketsync.jobs import registry
+from marketsync.jobs import service as jobs_service
+from marketsync.jobs.run import JobRun
+from marketsync.jobs.types import JobPayload
+from marketsync.marketplaces import service as marketplaces
+from marketsync.models import Listing
+from marketsync.runtime import Runtime
+from marketsync.worker import Worker
+from tests.catalog.support import create, create_payload, load_taxonomies, run_jobs
+from tests.console.support import make_person
+from tests.inventory.support import add_products
+from tests.marketplaces import support as marketplace_support
+from tests.orders.support import BUYER_NAME, ingest, pulled_order
+from tests.support import browser
+from tests.support.browser import PHONE, browser_page, sign_in
+from tests.support.factories import make_account, make_tenant
+
+
+class BrowserExplodes(JobPayload):
+    job_type = "Test.BrowserExplodes"
+
+
+async def _shot(rt: Runtime, page: Page, name: str) -> None:
+    if rt.settings.database_url.startswith("sqlite"):
+        await browser.screenshot(page, name)
+
+
+async def test_a_merchant_creates_a_credential_connects_p1_and_reauthorises_it(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    account_id = await make_account(rt)
+    person = await make_person(rt, account_id)
+    async with browser_page(str(api.base_url)) as page:
+        await page.goto("/app/sign-in")
+        await _shot(rt, page, "sign-in")
+        await sign_in(page, person.email, person.password)
+
+        # Credentials: the secret once, then used against the API.
+        await page.get_by_role("link", name="API credentials").click()
+        await page.get_by_label("Name").fill("Warehouse ERP")
+        await page.get_by_label("OrdersRead").check()
+        await page.get_by_label("InventoryWrite").check()
+        await page.get_by_role("button", name="Create credential").click()
+        client_id = await page.locator("#client-id").inner_text()
+        secret = await page.locator("#client-secret").inner_text()
+        await _shot(rt, page, "credentials")
+        token = await api.post(
+            "/connect/token",
+            data={"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret},
+        )
+        assert token.status_code == 200 and token.json()["scope"] == "OrdersRead InventoryWrite"
+        bearer = {"Authorization": f"Bearer {token.json()['access_token']}"}
+        assert (await api.post("/api/orders/List", json={}, headers=bearer)).status_code == 200
+        await page.reload()
+        assert secret not in await page.content()
+
+        # Marketplaces: connect P1 UK through the consent page.
+        await page.get_by_role("link", name="Marketplaces").click()
+        await page.get_by_label("Marketplace").select_option("P1")
+        await page.get_by_label("Country").fill("UK")
+        await page.get_by_role("button", name="Connect and authorise").click()
+        await page.wait_for_url("**/consent")
+        await _shot(rt, page, "consent")
+        await page.get_by_role("button", name="Allow").click()
+        await expect(page.locator("#connections")).to_contain_text("P1 UK")
+        async with rt.db.read() as session:
+            [connection] = await marketplaces.list_all(session, account_id)
+
+        # `sandbox revoke-auth`, then the live table shows it without a reload (htmx every 3 s).
+        await marketplace_support.update_seller(rt, connection, auth_revoked=True)
+        await marketplaces.check_health(rt, connection)
+        await expect(page.locator("#connections")).to_contain_text("Needs reauthorisation", timeout=10_000)
+        await _shot(rt, page, "marketplaces")
+        await page.get_by_role("button", name="Reauthorise P1 UK").click()
+        await page.wait_for_url("**/consent")
+        await page.get_by_role("button", name="Allow").click()
+        await expect(page.locator("#connections")).not_to_contain_text("Needs reauthorisation")
+    async with rt.db.read() as session:
+        restored = await marketplaces.get(session, account_id, connection.id)
+    assert restored.requires_reauthorization is False and restored.is_healthy is True
+
+
+async def test_data_flow_set_in_the_app_silences_the_push_drift_warning(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("MUG", "9.50", 4)])
+    person = await make_person(rt, tenant.account_id)
+
+    async def push_warnings(quantity: int) -> list[str]:
+        response = await api.post(
+            "/api/inventory/price-quantity", json={"Items": [{"Sku": "MUG", "Quantity": quantity}]},
+            headers=tenant.headers,
+        )  # fmt: skip
+        assert response.status_code == 200, response.text
+        return list(response.json()["Warnings"])
+
+    assert any("Data Flow" in warning for warning in await push_warnings(5))
+    async with browser_page(str(api.base_url)) as page:
+        await sign_in(page, person.email, person.password)
+        await page.get_by_role("link", name="Data Flow").click()
+        await page.locator('input[name="Stock"][value="Merchant"]').check()
+        await page.get_by_role("button", name="Save Data Flow").click()
+        await expect(page.get_by_text("Saved.")).to_be_visible()
+        await _shot(rt, page, "dataflow")
+    assert not any("Data Flow" in warning for warning in await push_warnings(6))
+
+
+async def test_a_listing_rejected_for_images_goes_live_once_they_are_filled_in(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    await load_taxonomies(rt, ("P2",))
+    tenant = await make_tenant(rt, api, marketplaces=(("P2", "DE"),))
+    created = await create(api, tenant, await create_payload(api, tenant, "P2", "T-Shirts", "TEE-BROWSER"))
+    assert created.status_code == 200 and created.json()["Warnings"]  # images cannot travel through the API
+    await run_jobs(rt)
+    person = await make_person(rt, tenant.account_id)
+    async with browser_page(str(api.base_url)) as page:
+        await sign_in(page, person.email, person.password)
+        await page.get_by_role("link", name="Catalogue").click()
+        await page.get_by_label("Find a product by SKU").fill("tee-browser")
+        await page.keyboard.press("Enter")
+        await page.get_by_role("link", name="TEE-BROWSER").click()
+        await expect(page.locator("table")).to_contain_text("Rejected")
+        await _shot(rt, page, "product")
+        await page.get_by_role("link", name="Images, policies and attributes").click()
+        await expect(page.locator("#listing-status")).to_have_text("Rejected")
+        await page.get_by_label("Images").fill("https://img.example.com/tee-front.jpg")
+        await page.get_by_role("button", name="Save and republish").click()
+        await expect(page.get_by_role("status")).to_contain_text("republishing")
+        for _ in range(20):  # the sandbox processes a publish feed a moment after it is submitted
+            await run_jobs(rt)
+            await page.reload()
+            if await page.locator("#listing-status").inner_text() == "Live":
+                break
+            await asyncio.sleep(0.25)
+        await expect(page.locator("#listing-status")).to_have_text("Live")
+        await _shot(rt, page, "listing")
+    async with rt.db.read() as session:
+        [listing] = (await session.execute(select(Listing).where(Listing.account_id == tenant.account_id))).scalars()
+    assert listing.status == "Live"
+
+
+async def test_a_jobs_failure_reason_orders_with_a_reveal_and_an_import_with_its_report(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    @registry.task(BrowserExplodes.job_type)
+    async def explodes(_rt: Runtime, _job: JobRun) -> None:
+        raise RuntimeError("the marketplace refused the feed: currency mismatch")
+
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    await add_products(rt, tenant.account_id, [("MUG", "9.50", 4), ("CUP", "3.00", 1)])
+    await ingest(rt, tenant.marketplace("P1"), pulled_order(order_id="MO-BROWSER"))
+    async with rt.db.transaction() as session:
+        jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, BrowserExplodes())
+    await Worker(rt).drain()
+    person = await make_person(rt, tenant.account_id, "Staff")
+    async with browser_page(str(api.base_url)) as page:
+        await sign_in(page, person.email, person.password)
+        await expect(page.get_by_role("link", name="API credentials")).to_have_count(0)  # Staff
+        await page.get_by_role("link", name="Jobs").click()
+        await expect(page.locator("table")).to_contain_text("the marketplace refused the feed: currency mismatch")
+        await _shot(rt, page, "jobs")
+
+        await page.get_by_role("link", name="Orders").click()
+        await page.get_by_role("link", name="MO-BROWSER").click()
+        assert BUYER_NAME not in await page.content()
+        await page.get_by_role("button", name="Reveal customer data").click()
+        await expect(page.locator("#customer")).to_contain_text(BUYER_NAME)
+        await _shot(rt, page, "order")
+        await page.get_by_role("link", name="All orders").click()
+        await _shot(rt, page, "orders")
+
+        await page.get_by_role("link", name="Imports").click()
+        await page.get_by_label("File").set_input_files(
+            files=[{"name": "stock.csv", "mimeType": "text/csv", "buffer": b"Sku,Price,Quantity\nMUG,,9\nNOPE,1,1\n"}]
+        )
+        await page.get_by_role("button", name="Import").click()
+        await expect(page.locator("#import-status")).to_have_text("Published")
+        await Worker(rt).drain()
+        # The report refreshes itself (htmx) until the job is complete.
+        await expect(page.locator("#import-status")).to_have_text("Completed", timeout=10_000)
+        await expect(page.locator("#import-report")).to_contain_text("No product carries this SKU.")
+        await _shot(rt, page, "import")
+        await page.get_by_role("link", name="All imports").click()
+        await _shot(rt, page, "imports")
+    async with browser_page(str(api.base_url), PHONE) as phone:
+        await sign_in(phone, person.email, person.password)
+        await phone.goto("/app/catalogue")
+        await expect(phone.get_by_role("link", name="MUG")).to_be_visible()
+        width = await phone.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"]  # no sideways scrolling of the page on a phone
+        await _shot(rt, phone, "catalogue-phone")

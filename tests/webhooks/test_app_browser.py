@@ -1,0 +1,71 @@
+"""Webhooks in a real browser (Playwright on Debian's Chromium) against a real HTTPS receiver on loopback: subscribe
+(the secret once), edit a stock value by hand and receive its InventoryChanged, then resend and recover deliveries."""
+
+from __future__ import annotations
+
+import httpx
+from playwright.async_api import expect
+
+from marketsync.kit import jsonio
+from marketsync.runtime import Runtime
+from marketsync.webhooks import rules
+from tests.console.support import make_person
+from tests.inventory.support import add_products
+from tests.support import browser
+from tests.support.browser import browser_page, sign_in
+from tests.support.factories import make_tenant
+from tests.webhooks.receiver import Receiver
+from tests.webhooks.support import fire, pump
+
+
+async def test_a_merchant_subscribes_edits_stock_and_resends_and_recovers_deliveries(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("MUG", "9.50", 4)])
+    person = await make_person(rt, tenant.account_id)
+    screenshots = rt.settings.database_url.startswith("sqlite")
+    async with browser_page(str(api.base_url)) as page:
+        await sign_in(page, person.email, person.password)
+        await page.get_by_role("link", name="Webhooks").click()
+        await page.get_by_label("HTTPS URL of your receiver").fill(receiver.url())
+        await page.get_by_label("InventoryChanged").check()
+        await page.get_by_role("button", name="Subscribe").click()
+        secret = await page.locator("#signing-secret").inner_text()
+
+        # A stock value edited by hand reaches the subscriber, signed with the secret shown once.
+        await page.get_by_role("link", name="Catalogue").click()
+        await page.get_by_role("link", name="MUG").click()
+        await page.get_by_label("Stock").fill("0")
+        await page.get_by_role("button", name="Save").click()
+        await expect(page.locator("#product-quantity")).to_have_text("0")
+        await pump(rt, lambda: len(receiver.received) >= 1)
+        edit = receiver.received[0]
+        assert rules.verify(secret, edit.headers, edit.body, now=rt.clock.now())
+        assert jsonio.loads(edit.body)["changed"] == [{"sku": "MUG", "price": None, "quantity": 0}]
+
+        # A delivery the receiver refused (final 4xx), resent from the log: same delivery id and bytes.
+        receiver.script = [400]
+        await fire(rt, tenant.account_id)
+        await pump(rt, lambda: len(receiver.received) >= 2)
+        refused = receiver.received[1]
+        await page.get_by_role("link", name="Webhooks").click()
+        await expect(page.locator("#attempts")).to_contain_text("Failed")
+        if screenshots:
+            await browser.screenshot(page, "webhooks")
+        await page.get_by_role("button", name=f"Resend delivery {refused.delivery_id}").first.click()
+        await expect(page.locator("#notice")).to_contain_text("sent again")
+        await pump(rt, lambda: len(receiver.received) >= 3)
+        assert receiver.received[2].delivery_id == refused.delivery_id and receiver.received[2].body == refused.body
+
+        # Recover every failed delivery since a time.
+        receiver.script = [400]
+        await fire(rt, tenant.account_id)
+        await pump(rt, lambda: len(receiver.received) >= 4)
+        await page.goto("/app/webhooks")
+        since = (rt.clock.now().replace(microsecond=0)).strftime("%Y-%m-%dT%H:%M")
+        await page.locator('input[name="since"]').first.fill(since)
+        await page.get_by_role("button", name="Recover").click()
+        await expect(page.locator("#notice")).to_contain_text("1 failed deliveries")
+        await pump(rt, lambda: len(receiver.received) >= 5)
+        assert receiver.received[4].delivery_id == receiver.received[3].delivery_id
