@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
 
+from marketsync.app import create_app
 from marketsync.kit.clock import FrozenClock
 from marketsync.runtime import Runtime
 from tests.console.support import Browser, make_person, signed_in
 from tests.support.factories import make_account
+from tests.support.server import serve
 
 
 @pytest.fixture
@@ -113,3 +115,15 @@ async def test_sessions_end_after_twelve_hours_whatever_the_activity(
     clock.advance(minutes=25)  # not idle, but past twelve hours
     assert (await browser.page("/app/jobs")).status_code == 303
     await browser.client.aclose()
+
+
+async def test_a_session_holds_across_api_processes_and_signing_out_everywhere_ends_it_on_each(
+    rt: Runtime, api: httpx.AsyncClient, make_runtime: Callable[..., Runtime], owner: Browser
+) -> None:
+    """Sessions live in the database: a second API process (its own runtime and pool) knows the same sign-in."""
+    async with serve(create_app(make_runtime())) as other_base, httpx.AsyncClient(base_url=other_base) as other:
+        other.cookies.update(owner.client.cookies)
+        assert (await other.get("/app/jobs")).status_code == 200
+        await owner.post("/app/sign-out", {"everywhere": "1"})
+        gone = await other.get("/app/jobs")
+        assert gone.status_code == 303 and gone.headers["location"] == "/app/sign-in"
