@@ -13,6 +13,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r requirements.lock
 	$(BIN)/python -m pip install -q --no-deps -e .
+	$(BIN)/python -m pip install -q --no-deps -e sdk/python
 	touch $(STAMP)
 
 # The browser tests drive Debian's Chromium (Playwright with executable_path); no browser is ever downloaded.
@@ -24,8 +25,8 @@ run: install
 	$(BIN)/marketsync serve
 
 lint: install
-	$(BIN)/ruff check marketsync tests bench examples
-	$(BIN)/ruff format --check marketsync tests bench examples
+	$(BIN)/ruff check marketsync tests bench examples sdk
+	$(BIN)/ruff format --check marketsync tests bench examples sdk
 
 typecheck: install
 	$(BIN)/mypy
