@@ -13,16 +13,20 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
-from marketsync.db_fast import DriverReader, FastReads, PreparedRead, session_reader
+from marketsync import wakeups
+from marketsync.db_fast import DriverReader, FastReads, PreparedRead, asyncpg_connect_args, session_reader
 
 __all__ = ["Database", "DriverReader", "PreparedRead", "async_url", "dialect_of", "insert_for", "session_reader"]
 
 T = TypeVar("T")
+
+
+_NOTIFY = text(f"SELECT pg_notify('{wakeups.CHANNEL}', '')")
 
 
 def _create_private_file(path: Path) -> None:
@@ -90,6 +94,7 @@ class Database:
             self.write_engine = self.engine
         self._reader = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False)
         self._writer = async_sessionmaker(self.write_engine, expire_on_commit=False, autoflush=False)
+        self.wakeups = wakeups.WakeUps(None if self.is_sqlite else asyncpg_connect_args(self.url, self.engine.dialect))
         self.fast = FastReads(
             self.url, self.engine.dialect, sqlite_file=sqlite_file, engine=self.engine, read_session=self.read
         )
@@ -106,9 +111,17 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
-        """A write session committed once at the edge, rolled back on any exception."""
+        """A write session committed once at the edge, rolled back on any exception. Work it queued (a job, an
+        event) wakes the workers as it commits (marketsync/wakeups.py)."""
+        wake = False
         async with self._writer() as session, session.begin():
             yield session
+            if wakeups.wants_wake_up(session):
+                wake = True
+                if not self.is_sqlite:  # delivered by PostgreSQL only when this transaction commits
+                    await session.execute(_NOTIFY)
+        if wake:
+            self.wakeups.signal()
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:

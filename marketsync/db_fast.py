@@ -145,6 +145,14 @@ class _SqliteReadConnections:
             connection.close()
 
 
+def asyncpg_connect_args(url: str, dialect: Dialect) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """asyncpg.connect's arguments for this URL, as SQLAlchemy's asyncpg dialect would open it."""
+    args, kwargs = dialect.create_connect_args(make_url(url))
+    for key in _SQLALCHEMY_ONLY_CONNECT_ARGS:
+        kwargs.pop(key, None)
+    return tuple(args), dict(kwargs)
+
+
 class _PostgresReadConnections:
     """A few asyncpg connections kept open for prepared reads.
 
@@ -154,10 +162,7 @@ class _PostgresReadConnections:
     """
 
     def __init__(self, url: str, dialect: Dialect, size: int) -> None:
-        args, kwargs = dialect.create_connect_args(make_url(url))
-        for key in _SQLALCHEMY_ONLY_CONNECT_ARGS:
-            kwargs.pop(key, None)
-        self._connect_args = (args, kwargs)
+        self._connect_args = asyncpg_connect_args(url, dialect)
         self.dialect = dialect
         # First come, first served (asyncio.Semaphore queues fairly; a queue of connections let newcomers overtake
         # woken waiters: p99 500 ms under 32 connections).

@@ -42,13 +42,18 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         log.info("worker_started", worker_id=self.worker_id, concurrency=self.concurrency)
+        wakeups = self.rt.db.wakeups
+        listener = asyncio.create_task(wakeups.listen(), name="wakeup-listener")
         try:
             while not stop.is_set():
                 busy = await self.tick()
                 if not busy:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), timeout=self.rt.settings.worker_poll_s)
+                    # New work wakes the loop at once (marketsync/wakeups.py); the poll is the fallback.
+                    await wakeups.wait(stop, self.rt.settings.worker_poll_s)
         finally:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listener
             await self.shutdown()
 
     async def tick(self, *, side_work: bool = True) -> bool:
@@ -87,6 +92,8 @@ class Worker:
         finally:
             # Only now is the job's end state committed: drain() and shutdown() rely on this.
             self._running.pop(run.job_id, None)
+            # A slot is free: a job queued while every slot was busy starts now, not at the next poll.
+            self.rt.db.wakeups.signal()
 
     def _start_side_work(self) -> None:
         for name, fn in registry.POLLERS.items():

@@ -19,6 +19,7 @@ from marketsync.jobs.types import OPEN, QUEUED, TERMINAL, JobPayload, JobStatus,
 from marketsync.kit.ids import new_id
 from marketsync.models import Job
 from marketsync.runtime import Runtime
+from marketsync.wakeups import wake_workers_on_commit
 
 __all__ = [
     "JobInfo",
@@ -64,6 +65,8 @@ def enqueue(
         updated_at=now,
     )
     session.add(job)
+    if job.status == JobStatus.PUBLISHED:
+        wake_workers_on_commit(session)
     return job
 
 

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from marketsync.kit import jsonio
 from marketsync.kit.ids import new_id
 from marketsync.models import Event
+from marketsync.wakeups import wake_workers_on_commit
 
 EVENT_TYPES = (
     "OrdersDownloaded",
@@ -36,4 +37,5 @@ def record_event(
         dispatched_at=None,
     )
     session.add(event)
+    wake_workers_on_commit(session)  # the fan-out and the first delivery attempt start as this commits
     return event

@@ -15,6 +15,7 @@ from marketsync.kit.ids import new_id
 from marketsync.models import Event
 from marketsync.models.webhooks import WebhookAttempt, WebhookSubscription
 from marketsync.runtime import Runtime
+from marketsync.wakeups import wake_workers_on_commit
 from marketsync.webhooks import repository, rules, ssrf
 
 __all__ = [
@@ -177,11 +178,13 @@ async def resend(rt: Runtime, session: AsyncSession, account_id: str, delivery_i
     await _active(session, account_id, delivery.subscription_id)
     if not await repository.requeue(session, account_id, rt.clock.now(), delivery_id=delivery_id):
         raise Conflict("An attempt of this delivery is in flight; its outcome appears in the log in a moment.")
+    wake_workers_on_commit(session)
 
 
 async def recover(rt: Runtime, session: AsyncSession, account_id: str, subscription_id: str, since: datetime) -> int:
     """Every failed (or cancelled by disabling) delivery of the subscription finished since `since`, due now."""
     await _active(session, account_id, subscription_id)
+    wake_workers_on_commit(session)
     return await repository.requeue(
         session, account_id, rt.clock.now(), subscription_id=subscription_id, finished_since=since
     )
@@ -205,6 +208,7 @@ async def send_sample(
     )
     session.add(event)
     await session.flush()
+    wake_workers_on_commit(session)
     delivery_id = new_id()
     await repository.insert_deliveries(
         session,

@@ -1,0 +1,112 @@
+"""Wake-ups (marketsync/wakeups.py): an idle worker whose poll interval is far away starts a job the moment the
+transaction that queued it commits: through NOTIFY from another process on PostgreSQL, in-process on SQLite. A
+rolled-back transaction wakes nobody, and a lost LISTEN connection comes back."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import asyncpg  # type: ignore[import-untyped]
+import pytest
+
+from marketsync.db_fast import asyncpg_connect_args
+from marketsync.jobs import service as job_service
+from marketsync.jobs.types import JobStatus, payload_for
+from marketsync.runtime import Runtime
+from marketsync.wakeups import CHANNEL
+from marketsync.worker import Worker
+from tests.support import tasks as test_tasks
+from tests.support.factories import make_account
+
+POLL_S = 30.0  # far beyond every wait below: only a wake-up can explain a prompt start
+
+
+@pytest.fixture
+def settings_overrides() -> dict[str, object]:
+    return {"task_modules": "tests.support.tasks", "worker_poll_s": POLL_S}
+
+
+@pytest.fixture
+async def idle_worker(rt: Runtime) -> AsyncIterator[Worker]:
+    worker = Worker(rt)
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    await asyncio.sleep(0.3)  # its first tick found nothing: it is now waiting out a 30 s poll
+    yield worker
+    stop.set()
+    await running
+
+
+async def _enqueue(rt: Runtime, account_id: str) -> str:
+    async with rt.db.transaction() as session:
+        job = job_service.enqueue(session, rt.clock.now(), account_id, payload_for(test_tasks.SLOW_EFFECT, {}))
+        return job.id
+
+
+async def _completed_within(rt: Runtime, job_id: str, seconds: float) -> bool:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while loop.time() < deadline:
+        if await job_service.job_status(rt, job_id) == JobStatus.COMPLETED:
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+async def test_an_idle_worker_starts_a_job_as_its_transaction_commits(rt: Runtime, idle_worker: Worker) -> None:
+    job_id = await _enqueue(rt, await make_account(rt))
+    assert await _completed_within(rt, job_id, 3.0)
+
+
+async def test_a_job_queued_by_another_process_wakes_the_worker_through_notify(
+    rt: Runtime, idle_worker: Worker, make_runtime: Callable[..., Runtime]
+) -> None:
+    if rt.db.is_sqlite:
+        pytest.skip("SQLite has no cross-process notification: its workers run in the API process (serve)")
+    other_process = make_runtime(task_modules="tests.support.tasks")
+    job_id = await _enqueue(other_process, await make_account(rt))
+    assert await _completed_within(rt, job_id, 3.0)
+
+
+async def test_a_rolled_back_transaction_notifies_nobody(rt: Runtime) -> None:
+    if rt.db.is_sqlite:
+        pytest.skip("SQLite signals in-process after commit only; nothing crosses processes to observe")
+    args, kwargs = asyncpg_connect_args(rt.db.url, rt.db.engine.dialect)
+    listener = await asyncpg.connect(*args, **kwargs)
+    heard: list[str] = []
+    await listener.add_listener(CHANNEL, lambda *notification: heard.append(notification[2]))
+    account_id = await make_account(rt)
+
+    class Abandoned(Exception):
+        pass
+
+    with pytest.raises(Abandoned):
+        async with rt.db.transaction() as session:
+            job_service.enqueue(session, rt.clock.now(), account_id, payload_for(test_tasks.SLOW_EFFECT, {}))
+            raise Abandoned
+    await asyncio.sleep(0.3)
+    assert heard == []
+    await _enqueue(rt, account_id)
+    for _ in range(50):
+        if heard:
+            break
+        await asyncio.sleep(0.02)
+    assert heard == [CHANNEL]
+    await listener.close()
+
+
+async def test_the_listener_comes_back_after_its_connection_is_terminated(rt: Runtime, idle_worker: Worker) -> None:
+    if rt.db.is_sqlite:
+        pytest.skip("SQLite has no LISTEN connection to lose")
+    args, kwargs = asyncpg_connect_args(rt.db.url, rt.db.engine.dialect)
+    admin = await asyncpg.connect(*args, **kwargs)
+    terminated = await admin.fetchval(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+        " WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid() AND datname = current_database()"
+    )
+    await admin.close()
+    assert terminated >= 1
+    await asyncio.sleep(1.0)  # the listener reconnects (backoff from 0.1 s)
+    job_id = await _enqueue(rt, await make_account(rt))
+    assert await _completed_within(rt, job_id, 3.0)
