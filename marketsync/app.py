@@ -7,14 +7,13 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from starlette.responses import JSONResponse, Response
 
-from marketsync import __version__, connectors
+from marketsync import __version__, connectors, observability
 from marketsync.auth import endpoints as auth_endpoints
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import endpoints as catalog_endpoints
@@ -118,9 +117,13 @@ def _add_operational_routes(app: FastAPI, rt: Runtime) -> None:
             return JSONResponse({"status": "unavailable", "database": "unreachable"}, status_code=503)
         return JSONResponse({"status": "ok", "database": rt.db.dialect})
 
-    @app.get("/metrics", include_in_schema=False)
-    async def metrics() -> Response:
-        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    if rt.settings.metrics:
+
+        @app.get("/metrics", include_in_schema=False)
+        async def metrics(request: Request) -> Response:
+            if not observability.allowed(rt, request):
+                return Response(status_code=401, headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
+            return await observability.metrics_response(rt)
 
 
 def api_routes() -> list[APIRoute]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import structlog
 import typer
@@ -67,11 +69,50 @@ def worker() -> None:
             loop.add_signal_handler(sig, stop.set)
         try:
             await startup.prepare(rt)
-            await Worker(rt).run(stop)
+            worker = Worker(rt)
+            async with serve_worker_endpoints(rt, worker.health):
+                await worker.run(stop)
         finally:
             await rt.close()
 
     run_or_exit(lambda: run_service(main()))
+
+
+@contextlib.asynccontextmanager
+async def serve_worker_endpoints(rt: Runtime, health: Callable[[], dict[str, object]]) -> AsyncIterator[None]:
+    """The worker's /metrics and /healthz on MARKETSYNC_WORKER_METRICS_HOST:PORT, for as long as the worker runs."""
+    port = rt.settings.worker_metrics_port
+    if port == 0:
+        yield
+        return
+    import uvicorn
+
+    from marketsync import observability
+
+    config = uvicorn.Config(
+        observability.worker_endpoints(rt, health), host=rt.settings.worker_metrics_host, port=port,
+        log_config=None, access_log=False, lifespan="off",
+    )  # fmt: skip
+
+    class EndpointServer(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield  # SIGTERM belongs to the worker (graceful shutdown), not to this side server
+
+    server = EndpointServer(config)
+
+    async def serve() -> None:
+        try:
+            await server.serve()
+        except SystemExit:  # uvicorn's answer to a port in use: the worker runs on without its endpoints
+            log.warning("worker_endpoints_unavailable", host=rt.settings.worker_metrics_host, port=port)
+
+    task = asyncio.create_task(serve())
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        await task
 
 
 @db_app.command("upgrade")

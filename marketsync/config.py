@@ -61,11 +61,21 @@ class Settings(BaseSettings):
     worker_concurrency: int = Field(4, ge=1, le=256)
     # Extra modules imported by workers to register task handlers (plugins, test tasks).
     task_modules: str = ""
+    # `marketsync worker` serves /metrics and /healthz here (port 0: not at all).
+    worker_metrics_host: str = "127.0.0.1"
+    worker_metrics_port: int = Field(9101, ge=0, le=65535)
+    # `/metrics` on the API port: off, or only for `Authorization: Bearer <token>` when a token is set.
+    metrics: bool = True
+    metrics_token: str | None = Field(None, min_length=16)
 
     # When set, connectors reach the sandbox marketplaces over HTTP at this URL
     # (`marketsync sandbox serve`); otherwise they are served in-process.
     sandbox_url: str | None = None
     sandbox_latency_ms: float = Field(0.0, ge=0)
+
+    # Behind a TLS-terminating proxy: the proxy's addresses (comma-separated, or "*"), whose X-Forwarded-For and
+    # X-Forwarded-Proto uvicorn then believes (the client's address for throttling). Empty: no header is believed.
+    forwarded_allow_ips: str = ""
 
     log_level: str = "INFO"
     # Off in a deploy that runs `marketsync db upgrade` as a step of its own: processes then refuse an old schema.

@@ -33,6 +33,7 @@ class Worker:
         self.worker_id = worker_id or worker_identity()
         self.concurrency = concurrency or rt.settings.worker_concurrency
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._last_cycle: float | None = None  # loop time of the last cycle (the health endpoint reads it)
         self._side_tasks: dict[str, asyncio.Task[None]] = {}
         registry.load_all(rt.settings)
 
@@ -46,6 +47,7 @@ class Worker:
         listener = asyncio.create_task(wakeups.listen(), name="wakeup-listener")
         try:
             while not stop.is_set():
+                self._last_cycle = asyncio.get_running_loop().time()
                 busy = await self.tick()
                 if not busy:
                     # New work wakes the loop at once (marketsync/wakeups.py); the poll is the fallback.
@@ -55,6 +57,19 @@ class Worker:
             with contextlib.suppress(asyncio.CancelledError):
                 await listener
             await self.shutdown()
+
+    def health(self) -> dict[str, object]:
+        """ok while the loop cycles (at least every poll interval when idle); stalled otherwise."""
+        if self._last_cycle is None:
+            return {"status": "starting", "worker_id": self.worker_id}
+        age = asyncio.get_running_loop().time() - self._last_cycle
+        stalled_after = max(30.0, 10 * self.rt.settings.worker_poll_s)
+        return {
+            "status": "ok" if age < stalled_after else "stalled",
+            "worker_id": self.worker_id,
+            "last_cycle_age_s": round(age, 3),
+            "running_jobs": len(self._running),
+        }
 
     async def tick(self, *, side_work: bool = True) -> bool:
         """One cycle; True when it found work (so the loop does not sleep)."""

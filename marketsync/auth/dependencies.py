@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
+from structlog.contextvars import bind_contextvars
 
 from marketsync.auth import service
 from marketsync.auth.scopes import Scope
@@ -65,6 +66,8 @@ async def _authenticated(request: Request) -> Caller:
         # The middleware adds these to whatever response follows, errors included.
         state["rate_limit_headers"] = headers
     state["caller"] = caller
+    # Every log line of this request names the account and credential (ids only: never a secret or a token).
+    bind_contextvars(account_id=caller.account_id, credential_id=caller.credential_id)
     return caller
 
 

@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from starlette.datastructures import FormData
+from structlog.contextvars import bind_contextvars
 
 from marketsync.auth.dependencies import runtime_of
 from marketsync.people import service as people
@@ -37,6 +38,7 @@ async def _person(request: Request) -> Person:
     person = await people.person_for(runtime_of(request), token) if token else None
     if person is None:
         raise SignInRequired
+    bind_contextvars(account_id=person.account_id, user_id=person.user_id)  # ids in this request's log lines
     return person
 
 

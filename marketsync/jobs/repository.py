@@ -6,12 +6,13 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import and_, case, func, select, type_coerce, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import insert_for
 from marketsync.jobs.types import QUEUED, JobStatus
 from marketsync.models import Job, Schedule
+from marketsync.models.base import UTCDateTime
 
 IN_PROCESS = JobStatus.IN_PROCESS
 
@@ -227,3 +228,15 @@ async def release_schedule(
         .where(Schedule.name == name, Schedule.lease_owner == worker_id)
         .values(lease_owner=None, lease_expires_at=None, last_run_at=now, next_run_at=next_run_at)
     )
+
+
+async def queue_stats(session: AsyncSession, now: datetime) -> list[tuple[str, str, int, datetime | None]]:
+    """(type, status, count, oldest run_after among those ready now) of every open job: one grouped scan of the
+    open jobs (ix_jobs_claim), for the metrics."""
+    ready = case((and_(Job.status.in_(QUEUED), Job.run_after <= now), Job.run_after), else_=None)
+    rows = await session.execute(
+        select(Job.type, Job.status, func.count(), type_coerce(func.min(ready), UTCDateTime()))
+        .where(Job.status.in_((*QUEUED, IN_PROCESS)))
+        .group_by(Job.type, Job.status)
+    )
+    return [(job_type, status, int(count), oldest) for job_type, status, count, oldest in rows.all()]

@@ -13,7 +13,9 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 import structlog
+from prometheus_client import Counter
 from sqlalchemy.ext.asyncio import AsyncSession
+from structlog.contextvars import bound_contextvars
 
 from marketsync.jobs import registry, repository
 from marketsync.jobs.types import STATE_KEY, JobPayload, JobStatus
@@ -21,6 +23,8 @@ from marketsync.models import Job
 from marketsync.runtime import Runtime
 
 log = structlog.get_logger("marketsync.jobs")
+# Ends (Completed, Failed, Cancelled), retries (RetryLater) and lost leases of every run, by job type.
+JOB_OUTCOMES = Counter("marketsync_job_runs_total", "Job runs by type and how they ended", ["type", "outcome"])
 PayloadT = TypeVar("PayloadT", bound=JobPayload)
 MAX_REASON = 2000
 
@@ -116,6 +120,12 @@ async def execute(rt: Runtime, run: JobRun) -> JobStatus | None:
     """Run a claimed job to its end with a heartbeat: the handler's own end state, or Completed when it returns,
     Failed (with the reason, visible in the app) when it raises; RetryLater re-queues it. Returns the end state,
     None when the job went back to the queue or another worker took it over."""
+    # Every log line of the run names its account and job (ids only).
+    with bound_contextvars(account_id=run.account_id, job_id=run.job_id):
+        return await _execute(rt, run)
+
+
+async def _execute(rt: Runtime, run: JobRun) -> JobStatus | None:
     handler = registry.TASKS[run.type]
     runner = asyncio.current_task()
     heartbeat = asyncio.create_task(_heartbeat(rt, run, runner))
@@ -123,12 +133,14 @@ async def execute(rt: Runtime, run: JobRun) -> JobStatus | None:
     try:
         run.outcome = await handler(rt, run)
     except RetryLater as exc:
+        JOB_OUTCOMES.labels(run.type, "Retried").inc()
         async with rt.db.transaction() as session:
             now = rt.clock.now()
             await repository.requeue(session, run.job_id, run.worker_id, now, now + timedelta(seconds=exc.delay_s))
         log.info("job_requeued", job_id=run.job_id, delay_s=exc.delay_s, reason=str(exc))
         return None
     except (LeaseLost, asyncio.CancelledError):
+        JOB_OUTCOMES.labels(run.type, "LeaseLost").inc()
         log.warning("job_lease_lost", job_id=run.job_id)
         return None
     except Exception as exc:
@@ -138,12 +150,15 @@ async def execute(rt: Runtime, run: JobRun) -> JobStatus | None:
         heartbeat.cancel()
     if run.finished:  # the handler ended the job with its outcome
         log.info("job_finished_by_handler", job_id=run.job_id, type=run.type)
-        return await _status_of(rt, run.job_id)
+        ended = await _status_of(rt, run.job_id)
+        JOB_OUTCOMES.labels(run.type, str(ended or "Unknown")).inc()
+        return ended
     async with rt.db.transaction() as session:
         recorded = await repository.finish(
             session, run.job_id, run.worker_id, rt.clock.now(), status, reason[:MAX_REASON] if reason else None
         )
     if recorded:
+        JOB_OUTCOMES.labels(run.type, str(status)).inc()
         log.info("job_finished", job_id=run.job_id, type=run.type, status=status)
         return status
     return await _status_of(rt, run.job_id)

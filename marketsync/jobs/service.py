@@ -30,6 +30,7 @@ __all__ = [
     "has_open_job",
     "job_info",
     "job_status",
+    "queue_stats",
     "recent_jobs",
     "run_now",
 ]
@@ -164,3 +165,8 @@ async def job_info(session: AsyncSession, account_id: str, job_id: str) -> JobIn
         job.id, job.type, JobStatus(job.status), job.progress_done, job.progress_total, job.started_at,
         job.finished_at, job.failure_reason,
     )  # fmt: skip
+
+
+async def queue_stats(session: AsyncSession, now: datetime) -> list[tuple[str, str, int, datetime | None]]:
+    """Open jobs by (type, status) with the oldest ready time: the metrics' queue depth and age."""
+    return await repository.queue_stats(session, now)

@@ -78,9 +78,10 @@ def serve_http(
         rt = Runtime.create(settings)
         try:
             await startup.prepare(rt)
+            trusted = settings.forwarded_allow_ips  # only a named proxy's X-Forwarded-* headers are believed
             config = uvicorn.Config(
-                build_app(rt), host=host, port=port, log_config=None, access_log=False, proxy_headers=False,
-                lifespan=lifespan,
+                build_app(rt), host=host, port=port, log_config=None, access_log=False, lifespan=lifespan,
+                proxy_headers=bool(trusted), forwarded_allow_ips=trusted or None,
             )  # fmt: skip
             log.info("serving", url=f"http://{host}:{port}", **announce)
             await uvicorn.Server(config).serve()

@@ -148,3 +148,22 @@ async def live_listings(session: AsyncSession, marketplace_id: str) -> list[tupl
         .order_by(Product.sku)
     )
     return [(row[0], row[1]) for row in result.all()]
+
+
+async def health_summary(session: AsyncSession) -> list[tuple[str, str, bool, bool, int]]:
+    """(platform, state, healthy, needs reauthorisation, count) over every connection, for the metrics."""
+    result = await session.execute(
+        select(
+            MarketplaceConnection.platform,
+            MarketplaceConnection.state,
+            MarketplaceConnection.is_healthy,
+            MarketplaceConnection.requires_reauthorization,
+            func.count(),
+        ).group_by(
+            MarketplaceConnection.platform,
+            MarketplaceConnection.state,
+            MarketplaceConnection.is_healthy,
+            MarketplaceConnection.requires_reauthorization,
+        )
+    )
+    return [(p, s, bool(h), bool(r), int(c)) for p, s, h, r, c in result.all()]

@@ -32,6 +32,7 @@ __all__ = [
     "disconnect",
     "enqueue_for_active_connections",
     "get",
+    "health_summary",
     "list_active",
     "list_all",
     "note_authorization_revoked",
@@ -245,3 +246,8 @@ async def reauthorize(rt: Runtime, account_id: str, marketplace_id: str) -> Heal
 async def list_all(session: AsyncSession, account_id: str) -> Sequence[MarketplaceConnection]:
     """Every connection of the account, paused ones included."""
     return await repository.list_of(session, account_id)
+
+
+async def health_summary(session: AsyncSession) -> list[tuple[str, str, bool, bool, int]]:
+    """Connections by platform, state, health and reauthorisation need, across accounts (metrics)."""
+    return await repository.health_summary(session)

@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 import structlog
+from prometheus_client import Counter, Histogram
 
 from marketsync.kit.ids import new_id
 from marketsync.runtime import Runtime
@@ -21,6 +22,14 @@ from marketsync.webhooks.delivery import AttemptResult
 from marketsync.webhooks.repository import ClaimedDelivery
 
 log = structlog.get_logger("marketsync.webhooks")
+ATTEMPTS = Counter("marketsync_webhook_attempts_total", "Delivery attempts by outcome", ["outcome"])
+ATTEMPT_SECONDS = Histogram(
+    "marketsync_webhook_attempt_seconds",
+    "Duration of a delivery attempt (connect to response)",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+EVENTS_DISPATCHED = Counter("marketsync_events_dispatched_total", "Events fanned out to subscriptions", ["type"])
+DISABLED = Counter("marketsync_webhook_disablings_total", "Subscriptions disabled after 6 failed deliveries")
 
 FANOUT_BATCH = 500
 DELIVERY_CONCURRENCY = 16
@@ -64,6 +73,8 @@ async def fan_out(rt: Runtime) -> int:
             ]
             await repository.insert_deliveries(session, rows)
             await repository.mark_dispatched(session, [e.id for e in events], now)
+        for event in events:
+            EVENTS_DISPATCHED.labels(event.type).inc()
         handled += len(events)
         if len(events) < FANOUT_BATCH:
             break
@@ -205,6 +216,9 @@ async def record(rt: Runtime, worker_id: str, results: list[tuple[ClaimedDeliver
             )
             effects.append((claimed, decision, result))
         await repository.insert_attempts(session, attempt_rows)
+        for row in attempt_rows:
+            ATTEMPTS.labels(row["outcome"]).inc()
+            ATTEMPT_SECONDS.observe(row["duration_ms"] / 1000)
         # Deliveries first: disabling below cancels whatever is still Pending, retries included.
         await repository.finish_deliveries(session, delivery_rows)
         # Successes in one batch share `now`, so a run of them per subscription is one update; a failure
@@ -222,6 +236,7 @@ async def record(rt: Runtime, worker_id: str, results: list[tuple[ClaimedDeliver
                     await repository.disable_subscription(
                         session, claimed.subscription_id, now, rules.disabled_reason(failures, result.summary)
                     )
+                    DISABLED.inc()
                     log.info("webhook_subscription_disabled", subscription_id=claimed.subscription_id)
         for subscription_id in sorted(succeeded):
             await repository.subscription_succeeded(session, subscription_id, now)

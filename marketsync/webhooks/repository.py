@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, and_, bindparam, delete, exists, insert, or_, select, update
+from sqlalchemy import ColumnElement, Table, and_, bindparam, delete, exists, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import BindParameter
 
@@ -400,4 +400,16 @@ async def sweep(session: AsyncSession, cutoff: datetime) -> dict[str, int]:
         "Attempts": _rowcount(attempts),
         "Deliveries": _rowcount(deliveries),
         "Events": _rowcount(events),
+    }
+
+
+async def stats(session: AsyncSession) -> dict[str, int]:
+    """Counts for the metrics: deliveries waiting, events not yet fanned out, disabled subscriptions."""
+    pending = await session.execute(select(func.count()).where(WebhookDelivery.status == PENDING))
+    undispatched = await session.execute(select(func.count()).where(Event.dispatched_at.is_(None)))
+    disabled = await session.execute(select(func.count()).where(WebhookSubscription.is_active.is_(False)))
+    return {
+        "pending_deliveries": int(pending.scalar_one()),
+        "undispatched_events": int(undispatched.scalar_one()),
+        "disabled_subscriptions": int(disabled.scalar_one()),
     }

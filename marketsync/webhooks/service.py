@@ -31,6 +31,7 @@ __all__ = [
     "reveal_secret",
     "rotate_keys",
     "send_sample",
+    "stats",
     "validate_subscription",
 ]
 
@@ -236,3 +237,8 @@ async def reenable(session: AsyncSession, account_id: str, subscription_id: str)
     """Active again with ConsecutiveFailures 0; what was cancelled by disabling stays cancelled until recovered."""
     if not await repository.reenable_subscription(session, account_id, subscription_id):
         raise NotFound("No such webhook subscription.")
+
+
+async def stats(session: AsyncSession) -> dict[str, int]:
+    """Deliveries waiting, events not yet fanned out and disabled subscriptions, across accounts (metrics)."""
+    return await repository.stats(session)

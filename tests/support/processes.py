@@ -37,6 +37,8 @@ def process_env(rt: Runtime, **overrides: str) -> dict[str, str]:
             "MARKETSYNC_ORDER_PULL_INTERVAL_S": str(settings.order_pull_interval_s),
             "MARKETSYNC_TASK_MODULES": settings.task_modules,
             "MARKETSYNC_LOG_LEVEL": "INFO",
+            # Several workers run side by side in a test: their endpoints only when a test asks for a port.
+            "MARKETSYNC_WORKER_METRICS_PORT": "0",
         }
     )
     if settings.webhook_ca_bundle:
