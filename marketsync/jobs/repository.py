@@ -6,11 +6,12 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, case, func, select, type_coerce, update
+from sqlalchemy import ColumnElement, and_, case, exists, func, or_, select, type_coerce, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
-from marketsync.db import insert_for
-from marketsync.jobs.types import QUEUED, JobStatus
+from marketsync.db import dialect_of, insert_for
+from marketsync.jobs.types import QUEUED, JobStatus, JobType
 from marketsync.models import Job, Schedule
 from marketsync.models.base import UTCDateTime
 
@@ -57,7 +58,9 @@ async def cancel_queued_for_marketplace(
 async def queued_for_marketplace(
     session: AsyncSession, account_id: str, marketplace_id: str, job_type: str
 ) -> Job | None:
-    """The oldest job of this type still queued (Published, runnable) for the connection."""
+    """The oldest job of this type queued (Published) for the connection that never ran: one that ran and went back
+    to the queue (throttled, its feed still processing) has read the catalogue and sent its feed already, so
+    products added to it would never be sent."""
     query = (
         select(Job)
         .where(
@@ -65,18 +68,23 @@ async def queued_for_marketplace(
             Job.marketplace_id == marketplace_id,
             Job.type == job_type,
             Job.status == JobStatus.PUBLISHED,
+            Job.started_at.is_(None),
         )
         .order_by(Job.run_after, Job.id)
         .limit(1)
+        # Locked until the caller commits: two pushes coalescing into this job at once read-modify-write its
+        # payload one after the other, so neither's products are lost (PostgreSQL; SQLite has one writer).
+        .with_for_update()
     )
     return (await session.execute(query)).scalar_one_or_none()
 
 
 async def extend_queued(session: AsyncSession, job_id: str, payload: dict[str, Any], total: int, now: datetime) -> bool:
-    """Replace a queued job's payload, only if it is still queued (a worker claims with a status check too)."""
+    """Replace a queued job's payload, only if it is still queued and never ran (a worker claims with a status
+    check too)."""
     result = await session.execute(
         update(Job)
-        .where(Job.id == job_id, Job.status == JobStatus.PUBLISHED)
+        .where(Job.id == job_id, Job.status == JobStatus.PUBLISHED, Job.started_at.is_(None))
         .values(payload=payload, progress_total=total, progress_done=0, updated_at=now)
     )
     return bool(getattr(result, "rowcount", 0))
@@ -110,6 +118,38 @@ async def store_payload(
     return bool(getattr(result, "rowcount", 0))
 
 
+# Job types that run one at a time per marketplace connection, in the order they were queued: a price/stock push
+# tells the marketplace what the catalogue holds now, and two in flight could land in either order and leave the
+# older values at the marketplace (and a wrong belief of what it holds). Coalescing keeps the queue short.
+ONE_AT_A_TIME = frozenset({JobType.PRICE_STOCK_PUSH})
+_running = aliased(Job)
+
+
+def _not_behind_a_running_one() -> ColumnElement[bool]:
+    return or_(
+        Job.type.not_in(ONE_AT_A_TIME),
+        Job.marketplace_id.is_(None),
+        ~exists().where(
+            _running.marketplace_id == Job.marketplace_id,
+            _running.type == Job.type,
+            _running.status == IN_PROCESS,
+        ),
+    )
+
+
+async def _first_in_line(session: AsyncSession, job_type: str, marketplace_id: str) -> bool:
+    """On PostgreSQL two workers may each pick a different queued job of one connection at the same moment: a
+    transaction-scoped advisory lock per connection orders them, and the second sees the first's claim once the
+    lock is its own (SQLite's single writer serialises claims already)."""
+    if dialect_of(session) != "postgresql":
+        return True
+    await session.execute(select(func.pg_advisory_xact_lock(func.hashtext(f"marketsync-job:{marketplace_id}"))))
+    running = await session.execute(
+        select(exists().where(Job.marketplace_id == marketplace_id, Job.type == job_type, Job.status == IN_PROCESS))
+    )
+    return not running.scalar_one()
+
+
 async def claim_next(
     session: AsyncSession, worker_id: str, now: datetime, lease_s: float, types: Iterable[str]
 ) -> tuple[Job, bool] | None:
@@ -122,13 +162,21 @@ async def claim_next(
     expired = and_(
         Job.status == IN_PROCESS, Job.lease_expires_at < now, Job.lease_owner != worker_id, Job.type.in_(types)
     )
-    queued = and_(Job.status.in_(QUEUED), Job.run_after <= now, Job.type.in_(types))
+    queued = and_(Job.status.in_(QUEUED), Job.run_after <= now, Job.type.in_(types), _not_behind_a_running_one())
     for condition, recovered in ((expired, True), (queued, False)):
         candidate = (
-            select(Job.id).where(condition).order_by(Job.run_after, Job.id).limit(1).with_for_update(skip_locked=True)
+            select(Job.id, Job.type, Job.marketplace_id)
+            .where(condition)
+            .order_by(Job.run_after, Job.id)
+            .limit(1)
+            .with_for_update(skip_locked=True)
         )
-        job_id = (await session.execute(candidate)).scalar_one_or_none()
-        if job_id is None:
+        row = (await session.execute(candidate)).first()
+        if row is None:
+            continue
+        job_id, job_type, marketplace_id = row
+        in_line = recovered or job_type not in ONE_AT_A_TIME or marketplace_id is None
+        if not in_line and not await _first_in_line(session, job_type, str(marketplace_id)):
             continue
         values: dict[str, Any] = {
             "status": IN_PROCESS,

@@ -364,6 +364,20 @@ async def poll_feed(session: AsyncSession, seller: SandboxSeller, now: datetime,
     if feed.polls_remaining > 0:
         feed.polls_remaining -= 1
         return feed
+    # A marketplace works through a seller's feeds in the order they were submitted: earlier feeds still waiting
+    # are processed first, so an older feed (its submitter was slow to poll) never overwrites a newer one's values.
+    earlier = await session.execute(
+        select(SandboxFeed)
+        .where(
+            SandboxFeed.connection_id == seller.connection_id,
+            SandboxFeed.status == "Processing",
+            SandboxFeed.feed_id < feed.feed_id,
+        )
+        .order_by(SandboxFeed.feed_id)
+        .with_for_update()
+    )
+    for older in earlier.scalars().all():
+        await _process(session, seller, now, older)
     await _process(session, seller, now, feed)
     return feed
 

@@ -1,0 +1,90 @@
+"""The PriceStockPush queue of a connection (found by the kill -9 proof, bench/kill9.py): pushes coalescing into the
+queued job at the same moment both keep their products; a job that already ran never absorbs new products; and
+a connection's pushes run one at a time, in the order they were queued."""
+
+from __future__ import annotations
+
+import asyncio
+
+from marketsync.jobs import repository
+from marketsync.jobs import service as job_service
+from marketsync.jobs.types import JobStatus, JobType, PriceStockPushPayload
+from marketsync.runtime import Runtime
+from tests.support.factories import make_account, make_connection
+
+
+async def _payload(rt: Runtime, job_id: str) -> PriceStockPushPayload:
+    async with rt.db.read() as session:
+        job = await repository.get_any(session, job_id)
+        assert job is not None
+        return PriceStockPushPayload.of(job.payload)
+
+
+async def test_two_pushes_coalescing_at_once_both_keep_their_products(rt: Runtime) -> None:
+    account_id = await make_account(rt)
+    connection = await make_connection(rt, account_id, "P1", "UK")
+    async with rt.db.transaction() as session:
+        job_id = await job_service.enqueue_price_stock_push(session, rt.clock.now(), account_id, connection.id, ["P-0"])
+    first_extended, release_first = asyncio.Event(), asyncio.Event()
+
+    async def first() -> str:
+        async with rt.db.transaction() as session:
+            found = await job_service.enqueue_price_stock_push(
+                session, rt.clock.now(), account_id, connection.id, ["P-A"]
+            )
+            first_extended.set()
+            await release_first.wait()  # holds its transaction open while the second push arrives
+            return found
+
+    async def second() -> str:
+        await first_extended.wait()
+        async with rt.db.transaction() as session:
+            return await job_service.enqueue_price_stock_push(
+                session, rt.clock.now(), account_id, connection.id, ["P-B"]
+            )
+
+    running = asyncio.gather(first(), second())
+    await asyncio.sleep(0.3)
+    release_first.set()
+    assert await running == [job_id, job_id]
+    assert (await _payload(rt, job_id)).ProductIds == ["P-0", "P-A", "P-B"]
+
+
+async def test_a_push_job_that_already_ran_absorbs_no_new_products(rt: Runtime) -> None:
+    account_id = await make_account(rt)
+    connection = await make_connection(rt, account_id, "P1", "UK")
+    async with rt.db.transaction() as session:
+        ran = await job_service.enqueue_price_stock_push(session, rt.clock.now(), account_id, connection.id, ["P-0"])
+    async with rt.db.transaction() as session:  # claimed, sent its feed, throttled: back in the queue
+        now = rt.clock.now()
+        claimed = await repository.claim_next(session, "w", now, 30, [JobType.PRICE_STOCK_PUSH])
+        assert claimed is not None and claimed[0].id == ran
+        await repository.requeue(session, ran, "w", now, now)
+    async with rt.db.transaction() as session:
+        fresh = await job_service.enqueue_price_stock_push(session, rt.clock.now(), account_id, connection.id, ["P-1"])
+    assert fresh != ran
+    assert (await _payload(rt, ran)).ProductIds == ["P-0"] and (await _payload(rt, fresh)).ProductIds == ["P-1"]
+
+
+async def test_a_connections_pushes_run_one_at_a_time_in_queue_order(rt: Runtime) -> None:
+    account_id = await make_account(rt)
+    uk = await make_connection(rt, account_id, "P1", "UK")
+    de = await make_connection(rt, account_id, "P2", "DE")
+    async with rt.db.transaction() as session:
+        first = await job_service.enqueue_price_stock_push(session, rt.clock.now(), account_id, uk.id, ["P-0"])
+    async with rt.db.transaction() as session:
+        now = rt.clock.now()
+        claimed = await repository.claim_next(session, "w1", now, 30, [JobType.PRICE_STOCK_PUSH])
+        assert claimed is not None and claimed[0].id == first
+    async with rt.db.transaction() as session:  # queued behind the running one (it no longer coalesces)
+        second = await job_service.enqueue_price_stock_push(session, rt.clock.now(), account_id, uk.id, ["P-1"])
+        other = await job_service.enqueue_price_stock_push(session, rt.clock.now(), account_id, de.id, ["P-2"])
+    async with rt.db.transaction() as session:
+        now = rt.clock.now()
+        taken = await repository.claim_next(session, "w2", now, 30, [JobType.PRICE_STOCK_PUSH])
+        assert taken is not None and taken[0].id == other  # the other connection's push, not the second one
+        assert await repository.claim_next(session, "w2", now, 30, [JobType.PRICE_STOCK_PUSH]) is None
+        await repository.finish(session, first, "w1", now, JobStatus.COMPLETED, None)
+    async with rt.db.transaction() as session:
+        taken = await repository.claim_next(session, "w2", rt.clock.now(), 30, [JobType.PRICE_STOCK_PUSH])
+        assert taken is not None and taken[0].id == second
