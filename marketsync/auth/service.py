@@ -8,7 +8,7 @@ from datetime import timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.auth import repository
-from marketsync.auth.scopes import parse_scopes
+from marketsync.auth.scopes import UnknownScopes, parse_scopes
 from marketsync.errors import NotFound
 from marketsync.kit import crypto
 from marketsync.kit.ids import new_id
@@ -104,8 +104,8 @@ async def issue_token(
     else:
         try:
             scopes = parse_scopes(requested_scope)
-        except ValueError as exc:
-            raise TokenError("invalid_scope", str(exc).capitalize() + ".") from exc
+        except UnknownScopes as exc:
+            raise TokenError("invalid_scope", str(exc)) from exc
         beyond = [s for s in scopes if s not in granted]
         if beyond:
             raise TokenError("invalid_scope", f"Scope not granted to this client: {' '.join(beyond)}.")

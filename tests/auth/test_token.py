@@ -136,6 +136,31 @@ async def test_scope_subset_granted_and_beyond_refused(rt: Runtime, api: httpx.A
     assert_oauth_error(unknown, 400, "invalid_scope")
 
 
+async def test_invalid_scope_names_the_unknown_scopes_exactly_as_sent(rt: Runtime, api: httpx.AsyncClient) -> None:
+    cred = await credential(rt)
+    form = {**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    for scope, named, not_named in (
+        ("OrdersRead Bogus", ["Bogus"], ["bogus", "BOGUS"]),
+        ("ordersread InventoryRead", ["ordersread"], ["Ordersread"]),  # scope names are case-sensitive
+        ("OrdersRead MiXeD_Case.Scope:x mixed_case.scope:X", ["MiXeD_Case.Scope:x mixed_case.scope:X"], []),
+    ):
+        response = await api.post("/connect/token", data={**form, "scope": scope})
+        assert_oauth_error(response, 400, "invalid_scope")
+        description = response.json()["error_description"]
+        for name in named:
+            assert name in description, (scope, description)
+        for name in not_named:
+            assert name not in description, (scope, description)
+
+    # RFC 6749 section 5.2: error_description carries only %x20-21 / %x23-5B / %x5D-7E; a name outside that
+    # set is counted, not echoed.
+    response = await api.post("/connect/token", data={**form, "scope": 'Bogus Über "quoted"'})
+    assert_oauth_error(response, 400, "invalid_scope")
+    description = response.json()["error_description"]
+    assert "Bogus" in description and "2 more" in description
+    assert all(c == " " or c == "!" or "#" <= c <= "[" or "]" <= c <= "~" for c in description), description
+
+
 async def test_omitted_scope_means_every_granted_scope(rt: Runtime, api: httpx.AsyncClient) -> None:
     cred = await make_credential(rt, await make_account(rt), ALL_SCOPES)
     response = await api.post(
