@@ -65,10 +65,18 @@ async def run(
     account_id: str,
     operation: str,
     work: Callable[[AsyncSession], Awaitable[Outcome]],
+    prepare: Callable[[], Awaitable[None]] | None = None,
 ) -> Response:
-    """Run `work` in one write transaction, at most once per Idempotency-Key."""
+    """Run `work` in one write transaction, at most once per Idempotency-Key.
+
+    `prepare` runs before `work`, outside any transaction (checks that do network I/O, such as resolving a
+    host), and only once the key is known not to be a replay: a replay answers the stored response whatever
+    `prepare` would say now. If it raises, nothing was applied and the key is freed.
+    """
     key = read_key(request)
     if key is None:
+        if prepare is not None:
+            await prepare()
         async with rt.db.transaction() as session:
             outcome = await work(session)
         return Response(outcome.body, status_code=outcome.status, media_type=outcome.media_type)
@@ -78,6 +86,8 @@ async def run(
     if replay is not None:
         return replay
     try:
+        if prepare is not None:
+            await prepare()
         async with rt.db.transaction() as session:
             outcome = await work(session)
             now = rt.clock.now()

@@ -36,7 +36,10 @@ REPLAY_WARNING = (
 async def create_subscription(
     body: CreateSubscriptionIn, request: Request, caller: WebhooksWriter, rt: RuntimeDep
 ) -> Response:
-    await service.validate_subscription(rt, body.Url, body.EventTypes)
+    async def validate() -> None:
+        # After the Idempotency-Key lookup: a replay returns the stored response even if the host's DNS
+        # has changed since (the subscription exists; every delivery checks the address again).
+        await service.validate_subscription(rt, body.Url, body.EventTypes)
 
     async def work(session: AsyncSession) -> idempotency.Outcome:
         created = await service.create_subscription(rt, session, caller.account_id, body.Url, body.EventTypes)
@@ -47,7 +50,7 @@ async def create_subscription(
         replay = CreateSubscriptionOut(Subscription=public, RequestId=request_id, Warnings=[REPLAY_WARNING])
         return idempotency.Outcome(200, _json(first), stored_body=_json(replay))
 
-    return await idempotency.run(rt, request, caller.account_id, "webhooks.create", work)
+    return await idempotency.run(rt, request, caller.account_id, "webhooks.create", work, prepare=validate)
 
 
 @router.post("/api/webhooks/List", response_model=SubscriptionsOut, summary="Subscriptions with their health")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 import httpx
@@ -13,6 +14,7 @@ from marketsync.kit import crypto
 from marketsync.models import Base
 from marketsync.runtime import Runtime
 from marketsync.webhooks import service
+from marketsync.webhooks.ssrf import StaticResolver
 from tests.support.factories import make_tenant, problem
 from tests.webhooks.receiver import Receiver
 from tests.webhooks.support import subscribe, subscription_row
@@ -77,6 +79,37 @@ async def test_idempotent_replay_returns_the_subscription_without_secret_and_a_w
     assert original["Subscription"]["Secret"] not in replay.text
     listed = (await api.post("/api/webhooks/List", json={}, headers=tenant.headers)).json()
     assert len(listed["Subscriptions"]) == 1
+
+
+async def test_a_replay_after_a_dns_change_returns_the_stored_response(
+    rt: Runtime, api: httpx.AsyncClient, fake_dns: StaticResolver
+) -> None:
+    """Spec section 4: a webhook create replayed with its Idempotency-Key returns the subscription (without the
+    secret, with a warning). The key is looked up before the URL is resolved again, so a host that has since
+    moved to a private address does not turn the replay into a 400."""
+    tenant = await make_tenant(rt, api)
+    request = {"Url": "https://other.example.test/hook", "EventTypes": ["InventoryChanged"]}
+    headers = {**tenant.headers, "Idempotency-Key": "dns-moves"}
+    first = await api.post("/api/webhooks/Create", json=request, headers=headers)
+    assert first.status_code == 200, first.text
+
+    fake_dns.table["other.example.test"] = [ipaddress.ip_address("10.1.2.3")]
+    replay = await api.post("/api/webhooks/Create", json=request, headers=headers)
+    assert replay.status_code == 200, replay.text
+    assert replay.headers["idempotent-replayed"] == "true"
+    assert replay.json()["Subscription"]["SubscriptionId"] == first.json()["Subscription"]["SubscriptionId"]
+    assert "Secret" not in replay.json()["Subscription"]
+
+    # A new create is still checked: refused, nothing written, and its key is free for a corrected retry.
+    refused = await api.post("/api/webhooks/Create", json=request, headers={**headers, "Idempotency-Key": "k2"})
+    assert refused.status_code == 400, refused.text
+    assert set(problem(refused)["errors"]) == {"Url"}
+    fake_dns.table["other.example.test"] = [ipaddress.ip_address("127.0.0.1")]
+    retried = await api.post("/api/webhooks/Create", json=request, headers={**headers, "Idempotency-Key": "k2"})
+    assert retried.status_code == 200, retried.text
+    assert "Secret" in retried.json()["Subscription"] and "idempotent-replayed" not in retried.headers
+    listed = (await api.post("/api/webhooks/List", json={}, headers=tenant.headers)).json()["Subscriptions"]
+    assert len(listed) == 2
 
 
 INVALID_REQUESTS: list[tuple[dict[str, object], str]] = [
