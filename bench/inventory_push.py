@@ -84,7 +84,7 @@ async def bench_push(rt: Runtime, base_url: str, token: str, skus: list[str], pu
             chosen = rng.sample(skus, BATCH)
             # Distinct per round: every SKU's price and stock really change.
             items = [
-                {"Sku": sku, "Price": f"{11 + round_number}.{index % 100:02d}", "Quantity": 1000 + round_number}
+                {"Sku": sku, "Price": 11 + round_number + (index % 100) / 100, "Quantity": 1000 + round_number}
                 for index, sku in enumerate(chosen)
             ]
             started = time.perf_counter()

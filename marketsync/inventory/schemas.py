@@ -18,6 +18,7 @@ from marketsync.errors import ValidationFailed, validation_errors
 from marketsync.inventory import rules
 from marketsync.inventory.repository import ListingView
 from marketsync.inventory.rules import MAX_OFFSET, MAX_PUSH_ITEMS, PushItem
+from marketsync.kit.numbers import JsonNumber
 from marketsync.kit.timestamps import in_utc
 
 
@@ -25,8 +26,9 @@ class PushItemIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     Sku: StrictStr
-    Price: Decimal | None = Field(
-        None, description="Exact decimal, at most 4 decimal places; omitted or null: untouched."
+    # A JSON number, strictly (like Quantity): "19.99" in quotes is refused, not read as a number.
+    Price: Annotated[Decimal, JsonNumber()] | None = Field(
+        None, description="Exact decimal (a JSON number), at most 4 decimal places; omitted or null: untouched."
     )
     Quantity: StrictInt | None = Field(
         None, description="Whole number; omitted or null: untouched; 0 means none in stock."

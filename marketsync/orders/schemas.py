@@ -36,6 +36,7 @@ from pydantic_core import PydanticCustomError
 from marketsync.errors import ValidationFailed, validation_errors
 from marketsync.kit import jsonio
 from marketsync.kit.clock import iso
+from marketsync.kit.numbers import JsonNumber
 from marketsync.kit.timestamps import UtcDatetime
 from marketsync.models.orders import Order, OrderItem, OrderRefundLine, OrderShipment
 from marketsync.orders import rules
@@ -44,7 +45,8 @@ from marketsync.orders.rules import CancelReason, RefundReason
 Id = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 OrderStatus = Literal["Pending", "Unshipped", "PartiallyShipped", "Shipped", "Cancelled", "Refunded"]
 ShortText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
-Amount = Annotated[Decimal, Field(gt=0, max_digits=14, decimal_places=2)]
+# A JSON number, strictly: pydantic's Decimal would take "5.00" in quotes even in strict mode.
+Amount = Annotated[Decimal, Field(gt=0, max_digits=14, decimal_places=2), JsonNumber()]
 BATCH_MAX = 500
 STRICT = ConfigDict(extra="forbid", strict=True)
 

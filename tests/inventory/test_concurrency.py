@@ -32,7 +32,7 @@ def random_push(rng: random.Random) -> list[dict[str, Any]]:
         if rng.random() < 0.7:
             item["Quantity"] = rng.choice([0, 1, 2])
         if rng.random() < 0.5:
-            item["Price"] = rng.choice(["1.00", "1.50", "2.25"])
+            item["Price"] = rng.choice([1.00, 1.50, 2.25])
         items.append(item)
     return items
 

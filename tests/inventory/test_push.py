@@ -175,7 +175,7 @@ async def test_an_equal_push_changes_nothing_and_fires_no_event(rt: Runtime, api
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
     ids = await add_products(rt, tenant.account_id, [("E-1", "3.10", 4), ("E-2", "0.99", 0)])
     await add_listing(rt, tenant.account_id, ids["E-1"], tenant.marketplace("P1").id)
-    items = [{"Sku": "E-1", "Price": 3.2, "Quantity": 4}, {"Sku": "E-2", "Price": "0.99", "Quantity": 1}]
+    items = [{"Sku": "E-1", "Price": 3.2, "Quantity": 4}, {"Sku": "E-2", "Price": 0.99, "Quantity": 1}]
 
     first = await push_ok(api, tenant, items)
     snapshot = await stored(rt, tenant.account_id)
@@ -236,6 +236,38 @@ async def test_invalid_items_are_rejected_per_field_and_nothing_is_written(rt: R
     assert errors["Items[3].Price"] == ["Must not be negative."]
     assert errors["Items[1].Price"] == ["At most 4 decimal places."]
     assert (await stored(rt, tenant.account_id))["V"][1] == 1
+
+
+async def test_a_price_in_quotes_is_refused_like_a_quantity_in_quotes(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Spec section 4: Price is a decimal and Quantity an integer, both JSON numbers: "19.99" and "3" are strings."""
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("V", "1.00", 1)])
+    items = [
+        {"Sku": "V", "Price": "19.99"},
+        {"Sku": "V", "Quantity": "3"},
+        {"Sku": "V", "Price": "19.99", "Quantity": "3"},
+        {"Sku": "V", "Price": True},
+        {"Sku": "V", "Price": ["1"]},
+        {"Sku": "V", "Price": 19.99, "Quantity": 3},
+    ]
+    response = await push(api, tenant, items)
+    assert response.status_code == 400, response.text
+    errors = problem(response)["errors"]
+    assert set(errors) == {
+        "Items[0].Price",
+        "Items[1].Quantity",
+        "Items[2].Price",
+        "Items[2].Quantity",
+        "Items[3].Price",
+        "Items[4].Price",
+    }
+    assert all("JSON number" in message for message in errors["Items[0].Price"])
+    assert (await stored(rt, tenant.account_id))["V"][:2] == (Decimal("1.00"), 1)
+
+    # The same values as numbers are taken.
+    body = await push_ok(api, tenant, [{"Sku": "V", "Price": 19.99, "Quantity": 3}])
+    assert body["Updated"] == 1
+    assert (await stored(rt, tenant.account_id))["V"][:2] == (Decimal("19.99"), 3)
 
 
 async def test_item_count_limits(rt: Runtime, api: httpx.AsyncClient) -> None:

@@ -117,6 +117,37 @@ async def test_refund_names_every_bad_field_including_the_unknown_item(rt: Runti
     await assert_untouched(api, tenant, order)
 
 
+async def test_a_refund_amount_in_quotes_is_refused(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Amounts are JSON numbers (as Quantity is a JSON integer): "5.00" is a string, named in the 400."""
+    tenant = await tenant_with(rt, api, "P1")
+    order = await ingest_one(rt, api, tenant.headers, tenant.marketplace("P1"))  # 2 x 10.00 GBP
+    [item_id] = item_ids(order)
+    for amount, quantity in (("5.00", 0), (True, 0), ("5.00", "1")):
+        response = await post(
+            api,
+            tenant,
+            "Refund",
+            {
+                "Reason": "CustomerReturn",
+                "Currency": "GBP",
+                "OrderItems": [{"OrderItemId": item_id, "Amount": amount, "Quantity": quantity}],
+            },
+        )
+        assert response.status_code == 400, response.text
+        errors = problem(response)["errors"]
+        expected = {"OrderItems[0].Amount"} | ({"OrderItems[0].Quantity"} if quantity == "1" else set())
+        assert set(errors) == expected, errors
+        assert "JSON number" in errors["OrderItems[0].Amount"][0]
+    await assert_untouched(api, tenant, order)
+    accepted = await post(
+        api,
+        tenant,
+        "Refund",
+        {"Reason": "CustomerReturn", "Currency": "GBP", "OrderItems": [{"OrderItemId": item_id, "Amount": 5.00}]},
+    )
+    assert accepted.status_code == 200, accepted.text
+
+
 async def test_update_names_a_bad_reference_and_an_unknown_order_together(rt: Runtime, api: httpx.AsyncClient) -> None:
     tenant = await tenant_with(rt, api, "P1")
     response = await post(api, tenant, "Update", {"ServiceOrderID": "bogus", "ExternalReference": "x" * 201})

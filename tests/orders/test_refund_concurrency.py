@@ -20,7 +20,7 @@ async def test_twenty_concurrent_refunds_never_exceed_what_was_paid(rt: Runtime,
         rt, api, tenant.headers, tenant.marketplace("P1"), items=[pulled_item(quantity=2, unit_price="25.00")]
     )
     item_id = order["Items"][0]["OrderItemId"]
-    body = {"Reason": "Goodwill", "Currency": "GBP", "OrderItems": [{"OrderItemId": item_id, "Amount": "7.00"}]}
+    body = {"Reason": "Goodwill", "Currency": "GBP", "OrderItems": [{"OrderItemId": item_id, "Amount": 7.00}]}
 
     responses = await asyncio.gather(
         *[api.post("/api/orders/Refund", json=body, headers=tenant.headers) for _ in range(CONCURRENT)]
@@ -43,7 +43,7 @@ async def test_twenty_concurrent_identical_refunds_with_one_key_refund_once(
         rt, api, tenant.headers, tenant.marketplace("P1"), items=[pulled_item(quantity=1, unit_price="30.00")]
     )
     item_id = order["Items"][0]["OrderItemId"]
-    body = {"Reason": "ItemDamaged", "Currency": "GBP", "OrderItems": [{"OrderItemId": item_id, "Amount": "12.50"}]}
+    body = {"Reason": "ItemDamaged", "Currency": "GBP", "OrderItems": [{"OrderItemId": item_id, "Amount": 12.50}]}
     headers = {**tenant.headers, "Idempotency-Key": "refund-7f3a"}
 
     responses = await asyncio.gather(
@@ -65,7 +65,7 @@ async def test_twenty_concurrent_identical_refunds_with_one_key_refund_once(
     assert len(after["Refunds"]) == 1
 
     # The same key with another body is refused, not applied.
-    other = {**body, "OrderItems": [{"OrderItemId": item_id, "Amount": "1.00"}]}
+    other = {**body, "OrderItems": [{"OrderItemId": item_id, "Amount": 1.00}]}
     mismatch = await api.post("/api/orders/Refund", json=other, headers=headers)
     assert mismatch.status_code == 422
     after = await order_by_marketplace_id(api, tenant.headers, order["MarketplaceOrderId"])

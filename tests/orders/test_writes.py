@@ -183,7 +183,7 @@ async def test_nonsensical_transitions_are_refused_with_a_clear_message(rt: Runt
         ),
         (
             "Refund",
-            {"Reason": "Goodwill", "Currency": "GBP", "OrderItems": [{"OrderItemId": open_id, "Amount": "30.01"}]},
+            {"Reason": "Goodwill", "Currency": "GBP", "OrderItems": [{"OrderItemId": open_id, "Amount": 30.01}]},
             "OrderItems[0].Amount",
             "exceeds the 30.00 still refundable",
         ),
@@ -217,7 +217,7 @@ async def test_nonsensical_transitions_are_refused_with_a_clear_message(rt: Runt
         ),
         (
             "Refund",
-            {"Reason": "Goodwill", "Currency": "GBP", "OrderItems": [{"OrderItemId": open_id, "Amount": "1.001"}]},
+            {"Reason": "Goodwill", "Currency": "GBP", "OrderItems": [{"OrderItemId": open_id, "Amount": 1.001}]},
             "OrderItems[0].Amount",
             "",
         ),
@@ -268,7 +268,7 @@ async def test_refunds_accumulate_up_to_what_was_paid(rt: Runtime, api: httpx.As
         {
             "Reason": "CustomerReturn",
             "Currency": "GBP",
-            "OrderItems": [{"OrderItemId": first_id, "Amount": "10.00", "Quantity": 1}],
+            "OrderItems": [{"OrderItemId": first_id, "Amount": 10.00, "Quantity": 1}],
         },
     )
     assert response.status_code == 200, response.text
@@ -282,7 +282,7 @@ async def test_refunds_accumulate_up_to_what_was_paid(rt: Runtime, api: httpx.As
         {
             "Reason": "ItemDamaged",
             "Currency": "GBP",
-            "OrderItems": [{"OrderItemId": first_id, "Amount": "10.00"}, {"OrderItemId": second_id, "Amount": "4.50"}],
+            "OrderItems": [{"OrderItemId": first_id, "Amount": 10.00}, {"OrderItemId": second_id, "Amount": 4.50}],
         },
     )
     assert full.status_code == 200, full.text
@@ -297,7 +297,7 @@ async def test_refunds_accumulate_up_to_what_was_paid(rt: Runtime, api: httpx.As
         api,
         tenant,
         "Refund",
-        {"Reason": "Goodwill", "Currency": "GBP", "OrderItems": [{"OrderItemId": second_id, "Amount": "0.01"}]},
+        {"Reason": "Goodwill", "Currency": "GBP", "OrderItems": [{"OrderItemId": second_id, "Amount": 0.01}]},
     )
     assert over.status_code == 400 and "OrderItems[0].Amount" in problem(over)["errors"]
 

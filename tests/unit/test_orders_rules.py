@@ -188,7 +188,7 @@ def test_write_bodies_are_read_leniently_keeping_every_well_formed_field() -> No
         {
             "Reason": "Nope",
             "Currency": "GBP",
-            "OrderItems": [{"OrderItemId": "a", "Amount": "2.50"}, {"OrderItemId": "", "Amount": -1}, "junk"],
+            "OrderItems": [{"OrderItemId": "a", "Amount": 2.50}, {"OrderItemId": "", "Amount": -1}, "junk"],
         }
     )
     body = schemas.read_write_body(raw, schemas.RefundRequest, schemas.RefundItem)
