@@ -338,8 +338,10 @@ async def create_product(rt: Runtime, session: AsyncSession, account_id: str, ra
 
 
 async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
+    """Every check, collected. An unknown MarketplaceId or CategoryId alone is a 404 (spec section 7); with any
+    other bad field it is named in the one 400 beside them, keyed by its field (docs/decisions/0081)."""
     request, errors = rules.parse_create_request(raw)
-    not_found: str | None = None
+    not_found: dict[str, str] = {}  # field -> why it names nothing
     connection: MarketplaceConnection | None = None
     category: TaxonomyCategory | None = None
     view: ProductTypeView | None = None
@@ -348,7 +350,7 @@ async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
         try:
             connection = await active_connection(session, account_id, request.marketplace_id)
         except NotFound:
-            not_found = "No active marketplace connection with this MarketplaceId."
+            not_found["MarketplaceId"] = "No active marketplace connection with this MarketplaceId."
 
     if request.category_id is None and "CategoryId" not in errors:
         if request.attributes_sent:
@@ -370,7 +372,7 @@ async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
         platform = connection.platform
         category = await repository.get_category(session, platform, request.category_id)
         if category is None:
-            not_found = not_found or f"CategoryId {request.category_id} is not a category of {platform}."
+            not_found["CategoryId"] = f"CategoryId {request.category_id} is not a category of {platform}."
         elif not category.is_leaf or category.view_id is None:
             rules.add_error(errors, "CategoryId", _NOT_A_LEAF)
         else:
@@ -379,6 +381,16 @@ async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
             problem = await _view_problem(session, platform, category.category_id, request.product_type_view_id)
             if problem:
                 rules.add_error(errors, "ProductTypeViewId", problem)
+    if view is None and not_found and request.category_id is not None and request.product_type_view_id is not None:
+        # The marketplace or the category names nothing, but the caller named the schema it meant: its attributes
+        # are checked against that one, so the 400 that names MarketplaceId or CategoryId names them too.
+        named = await repository.get_view(session, request.product_type_view_id)
+        if named is not None and named.category_id == request.category_id:
+            view = named
+            if connection is not None:  # a schema of that category id elsewhere: its own field is wrong too
+                problem = await _view_problem(session, connection.platform, request.category_id, named.id)
+                if problem:
+                    rules.add_error(errors, "ProductTypeViewId", problem)
 
     # Upsert on the exact SKU; another casing is another product (docs/decisions/0081).
     product: Product | None = None
@@ -401,9 +413,11 @@ async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
             errors.setdefault(key, []).extend(messages)
 
     if errors:
+        for key, message in not_found.items():
+            rules.add_error(errors, key, message)
         raise ValidationFailed(errors=errors)
-    if not_found is not None or connection is None:
-        raise NotFound(not_found or "No active marketplace connection with this MarketplaceId.")
+    if not_found or connection is None:  # at most one: an unknown marketplace leaves CategoryId unlooked-up
+        raise NotFound(next(iter(not_found.values()), None))
 
     category_id = request.category_id or (listing.category_id if listing is not None else None)
     warnings = await _warnings(session, connection, view, category_id, validate_only=request.validate_only)

@@ -164,24 +164,37 @@ REFUND_OF_PENDING = "The order is Pending at the marketplace; nothing has been p
 
 def refuse_refund(item: ItemFigures, quantity: int, amount: Decimal, *, order_pending: bool) -> Refusal | None:
     """Why refunding `amount` (for `quantity` returned units, 0 for none) is refused, or None when allowed."""
+    refusals = refund_refusals(item, quantity, amount, order_pending=order_pending)
+    return refusals[0] if refusals else None
+
+
+def refund_refusals(item: ItemFigures, quantity: int, amount: Decimal, *, order_pending: bool) -> list[Refusal]:
+    """Every reason to refuse the refund, at most one per field (Amount, Quantity): one 400 names both."""
     if order_pending:
-        return Refusal("Amount", REFUND_OF_PENDING)
+        return [Refusal("Amount", REFUND_OF_PENDING)]
+    refusals: list[Refusal] = []
     if amount > item.refundable_amount:
         still = _money(item.refundable_amount)
-        return Refusal(
-            "Amount",
-            f"Refund of {_money(amount)} exceeds the {still} still refundable on this item "
-            f"(paid {_money(item.line_total)}, already refunded {_money(item.refunded_amount)}).",
+        refusals.append(
+            Refusal(
+                "Amount",
+                f"Refund of {_money(amount)} exceeds the {still} still refundable on this item "
+                f"(paid {_money(item.line_total)}, already refunded {_money(item.refunded_amount)}).",
+            )
         )
     if quantity > item.refundable_quantity:
-        return Refusal("Quantity", f"Only {item.refundable_quantity} unit(s) remain to refund; {quantity} requested.")
-    if quantity > 0 and amount > item.unit_price * quantity:
-        units_price = _money(item.unit_price * quantity)
-        return Refusal(
-            "Amount",
-            f"Refund of {_money(amount)} exceeds the price of the {quantity} unit(s) returned ({units_price}).",
+        refusals.append(
+            Refusal("Quantity", f"Only {item.refundable_quantity} unit(s) remain to refund; {quantity} requested.")
         )
-    return None
+    elif not refusals and quantity > 0 and amount > item.unit_price * quantity:
+        units_price = _money(item.unit_price * quantity)
+        refusals.append(
+            Refusal(
+                "Amount",
+                f"Refund of {_money(amount)} exceeds the price of the {quantity} unit(s) returned ({units_price}).",
+            )
+        )
+    return refusals
 
 
 # A ship date may run ahead of our clock by less than this (a parcel handed over later today, time zones).

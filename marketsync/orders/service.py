@@ -687,20 +687,19 @@ async def refund(
             continue
         order = batch.orders[checked.order_id]
         if currency is not None and order.currency != currency:
+            # Named under Currency; the item's own amount and quantity are still checked (one 400 names all).
             _add(
                 problems,
                 "Currency",
                 f"OrderItems[{index}] belongs to an order in {order.currency}; "
                 "a refund is made in the order's currency.",
             )
-            continue
         amount, quantity = entry.get("Amount"), entry.get("Quantity")
         if amount is None or quantity is None:  # malformed and named already: only the order's state is checked
             if _pending(order):
                 _add(problems, f"OrderItems[{index}].Amount", rules.REFUND_OF_PENDING)
             continue
-        refusal = rules.refuse_refund(_figures(checked), quantity, amount, order_pending=_pending(order))
-        if refusal:
+        for refusal in rules.refund_refusals(_figures(checked), quantity, amount, order_pending=_pending(order)):
             _add(problems, f"OrderItems[{index}].{refusal.field}", refusal.message)
     _refuse_if_any(body.errors, problems)
     request = body.valid()

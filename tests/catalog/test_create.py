@@ -20,7 +20,7 @@ from tests.catalog.support import (
     run_jobs,
     schema,
 )
-from tests.support.factories import Tenant, make_tenant, problem
+from tests.support.factories import Tenant, make_connection, make_tenant, problem
 
 
 async def _tenant(rt: Runtime, api: httpx.AsyncClient) -> Tenant:
@@ -124,6 +124,42 @@ async def test_unknown_category_or_marketplace_is_404_and_writes_nothing(rt: Run
         response = await create(api, tenant, payload)
         assert response.status_code == 404, response.text
         assert problem(response)["code"] == "not-found"
+    assert await counts(rt, tenant.account_id) == (0, 0, 0)
+
+
+async def test_an_unknown_marketplace_or_category_is_named_beside_every_other_bad_field(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Spec section 7: "One 400 names every bad field". An unknown MarketplaceId or CategoryId is a 404 alone;
+    with another bad field it is one of the fields the 400 names, and the attributes are still checked against
+    the schema the caller named (ProductTypeViewId of that CategoryId)."""
+    tenant = await _tenant(rt, api)
+    other = await make_tenant(rt, api, marketplaces=(("P2", "DE"),))
+    paused = await make_connection(rt, tenant.account_id, "P3", "US", state="Paused")
+    base = await create_payload(api, tenant, "P2", "Smartphones", "PHONE-1")
+    bad_attributes = {**base["Attributes"], "Colour": "PURPLE", "Model": None}
+    cases: list[tuple[dict[str, Any], set[str], str]] = [
+        ({**base, "CategoryId": "999999999", "Sku": 42}, {"Sku", "CategoryId"}, "CategoryId"),
+        ({**base, "CategoryId": "999999999", "Quantity": -1}, {"Quantity", "CategoryId"}, "CategoryId"),
+        ({**base, "MarketplaceId": other.marketplace("P2").id, "Sku": 42}, {"Sku", "MarketplaceId"}, "MarketplaceId"),
+        ({**base, "MarketplaceId": paused.id, "ValidateOnly": 1}, {"ValidateOnly", "MarketplaceId"}, "MarketplaceId"),
+        (
+            {**base, "MarketplaceId": other.marketplace("P2").id, "Attributes": bad_attributes},
+            {"MarketplaceId", "Attributes.Colour", "Attributes.Model"},
+            "MarketplaceId",
+        ),
+        (
+            {**base, "MarketplaceId": "no-such-marketplace", "Sku": "", "Attributes": bad_attributes},
+            {"Sku", "MarketplaceId", "Attributes.Colour", "Attributes.Model"},
+            "MarketplaceId",
+        ),
+    ]
+    for payload, keys, unknown in cases:
+        response = await create(api, tenant, payload)
+        assert response.status_code == 400, (keys, response.text)
+        errors = problem(response)["errors"]
+        assert set(errors) == keys, errors
+        assert any(word in errors[unknown][0] for word in ("No active marketplace", "not a category")), errors
     assert await counts(rt, tenant.account_id) == (0, 0, 0)
 
 

@@ -114,6 +114,28 @@ async def test_refund_names_every_bad_field_including_the_unknown_item(rt: Runti
         {"Reason": "Nope", "Currency": "EUR", "OrderItems": [{"OrderItemId": item_id, "Amount": 1}]},
     )
     assert set(problem(wrong_currency)["errors"]) == {"Reason", "Currency"}
+    # A currency that is not the order's does not hide what is wrong with the item's amount and quantity.
+    both = await post(
+        api,
+        tenant,
+        "Refund",
+        {"Reason": "Goodwill", "Currency": "EUR", "OrderItems": [{"OrderItemId": item_id, "Amount": 25}]},
+    )
+    errors = problem(both)["errors"]
+    assert set(errors) == {"Currency", "OrderItems[0].Amount"}
+    assert "in GBP" in errors["Currency"][0]
+    assert "exceeds the 20.00 still refundable" in errors["OrderItems[0].Amount"][0]
+    every = await post(
+        api,
+        tenant,
+        "Refund",
+        {
+            "Reason": "Goodwill",
+            "Currency": "EUR",
+            "OrderItems": [{"OrderItemId": item_id, "Amount": 25, "Quantity": 3}],
+        },
+    )
+    assert set(problem(every)["errors"]) == {"Currency", "OrderItems[0].Amount", "OrderItems[0].Quantity"}
     await assert_untouched(api, tenant, order)
 
 

@@ -80,6 +80,9 @@ def test_refund_math() -> None:
     assert "Only 1 unit(s)" in _message(rules.refuse_refund(item, 2, D("1"), order_pending=False))
     assert "price of the 1 unit(s)" in _message(rules.refuse_refund(fig(), 1, D("10.01"), order_pending=False))
     assert "nothing has been paid" in _message(rules.refuse_refund(fig(), 0, D("1"), order_pending=True))
+    # Every field at fault is named: too much money and too many units at once.
+    assert [r.field for r in rules.refund_refusals(item, 2, D("5.01"), order_pending=False)] == ["Amount", "Quantity"]
+    assert rules.refund_refusals(item, 1, D("5.00"), order_pending=False) == []
 
 
 @given(st.lists(st.integers(min_value=1, max_value=5000), min_size=1, max_size=30))
