@@ -9,9 +9,10 @@ from pathlib import Path
 
 import httpx
 
-from marketsync.app import api_routes, required_scope
+from marketsync.app import api_routes
 from marketsync.runtime import Runtime
 from tests.support.processes import free_port, spawn
+from tests.support.spec_scopes import SPEC_SCOPES, spec_key
 
 
 async def test_openapi_documents_every_route_with_scopes_and_problems(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -26,7 +27,7 @@ async def test_openapi_documents_every_route_with_scopes_and_problems(rt: Runtim
             continue
         for method in route.methods or ():
             operation = document["paths"][route.path_format][method.lower()]
-            assert operation["security"] == [{"oauth2": [required_scope(route)]}]
+            assert operation["security"] == [{"oauth2": [SPEC_SCOPES[spec_key(method, route.path)]]}]
             responses = operation["responses"]
             assert "422" not in responses, route.path
             for status in ("400", "401", "403", "404", "429"):
