@@ -108,7 +108,7 @@ async def run_backend(backend: str, categories: int, searches: int, creates: int
         generated = shipped.generate("P1", 1, categories)
         started = time.perf_counter()
         async with rt.db.transaction() as session:
-            await service.import_taxonomy(rt, session, generated)
+            await service.import_taxonomy(rt, session, generated, "UK")
         import_s = time.perf_counter() - started
         async with rt.db.transaction() as session:
             account = await auth_service.create_account(rt, session, f"bench-{uuid.uuid4().hex[:8]}")
@@ -141,7 +141,7 @@ async def run_backend(backend: str, categories: int, searches: int, creates: int
             async def search_sql(index: int) -> None:
                 text = SEARCHES[index % len(SEARCHES)]
                 async with rt.db.read() as session:
-                    await repository.search_leaves(session, "P1", text, 50, (index % 3) * 50)
+                    await repository.search_leaves(session, "P1", "UK", text, 50, (index % 3) * 50)
 
             floor_ms = await timed(searches, healthz)
             search_ms = await timed(searches, search)

@@ -1,12 +1,18 @@
-"""admin taxonomy import|export: load a marketplace kind's taxonomy (generated or from a FILE)."""
+"""admin taxonomy import|export: load a marketplace kind's taxonomy (generated or from a FILE) into its sites.
+
+A taxonomy is kept per site, a kind in one country (P1 UK, P1 DE): `--country` names the site; without it the
+taxonomy goes to every site of the kind the service knows (connected in any account, or already loaded), or to the
+kind's home site when none is known yet (docs/decisions/0221-taxonomies-per-site.md)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from marketsync.catalog import service, taxonomy
 from marketsync.errors import ValidationFailed
@@ -19,6 +25,12 @@ RevisionOption = typer.Option(
     1, "--revision", min=1, help="Revision of the shipped taxonomy; a higher one changes some schemas."
 )
 SizeOption = typer.Option(None, "--size", min=50, help="About this many categories (default: the kind's own size).")
+CountryOption = typer.Option(
+    None,
+    "--country",
+    help="The site's country, e.g. UK. Default: every site of the kind that is connected or loaded (else its home).",
+)
+_COUNTRY = re.compile(r"^[A-Z]{2}$")
 
 
 def build_taxonomy(platform: str, file: Path | None, revision: int, size: int | None) -> taxonomy.Taxonomy:
@@ -40,15 +52,24 @@ def build_taxonomy(platform: str, file: Path | None, revision: int, size: int | 
 def import_taxonomy(
     platform: str = PlatformOption,
     file: Path | None = typer.Argument(None, help="A taxonomy JSON file (see `export`); default: the shipped one."),
+    country: str | None = CountryOption,
     revision: int = RevisionOption,
     size: int | None = SizeOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Load or re-import a marketplace kind's taxonomy. Schemas whose content changed get a new
-    ProductTypeViewId and SchemaVersion; the old view ids are then refused by product create."""
+    """Load or re-import a marketplace kind's taxonomy into its sites (or the one named by --country). Schemas
+    whose content changed get a new ProductTypeViewId and SchemaVersion; the old view ids are then refused by
+    product create. --json: {"Platform", "Sites": [{"Country", "Sequence", "Added", "Changed", ...}]}."""
 
-    async def body(rt: Runtime) -> dict[str, object]:
+    async def body(rt: Runtime) -> dict[str, Any]:
+        loaded = build_taxonomy(platform, file, revision, size)
+        countries = [_country(country)] if country is not None else []
+        if not countries:
+            async with rt.db.read() as session:
+                countries = await service.taxonomy_countries(session, loaded.platform)
+            countries = countries or [shipped.HOME_COUNTRIES[loaded.platform]]
         console = Console(stderr=True)
+        sites: list[dict[str, Any]] = []
         with Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -57,26 +78,36 @@ def import_taxonomy(
             console=console,
             transient=as_json,
         ) as bar:
-            task = bar.add_task(f"{platform} taxonomy: preparing", total=None)
-            loaded = build_taxonomy(platform, file, revision, size)
-            bar.update(task, description=f"{loaded.platform} taxonomy: importing")
+            for site in countries:
+                task = bar.add_task(f"{loaded.platform} {site} taxonomy: importing", total=None)
 
-            def progress(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
+                def progress(done: int, total: int, task: TaskID = task) -> None:
+                    bar.update(task, completed=done, total=total)
 
-            async with rt.db.transaction() as session:
-                summary = await service.import_taxonomy(rt, session, loaded, progress)
-        return summary.to_json()
+                async with rt.db.transaction() as session:
+                    summary = await service.import_taxonomy(rt, session, loaded, site, progress)
+                sites.append(summary.to_json())
+        return {"Platform": loaded.platform, "Sites": sites}
 
     result = run_command(body, as_json=as_json)
-    human = (
-        f"{result['Platform']}: taxonomy unchanged (version {result['Sequence']})"
-        if result["Unchanged"]
-        else f"{result['Platform']}: version {result['Sequence']} imported: {result['Categories']} categories, "
-        f"{result['Leaves']} leaves; {result['Added']} schemas added, {result['Changed']} changed, "
-        f"{result['Removed']} removed"
-    )
-    emit(result, as_json, human)
+    lines = []
+    for site in result["Sites"]:
+        name = f"{site['Platform']} {site['Country']}"
+        lines.append(
+            f"{name}: taxonomy unchanged (version {site['Sequence']})"
+            if site["Unchanged"]
+            else f"{name}: version {site['Sequence']} imported: {site['Categories']} categories, "
+            f"{site['Leaves']} leaves; {site['Added']} schemas added, {site['Changed']} changed, "
+            f"{site['Removed']} removed"
+        )
+    emit(result, as_json, "\n".join(lines))
+
+
+def _country(value: str) -> str:
+    country = value.strip().upper()
+    if not _COUNTRY.match(country):
+        raise ValidationFailed(errors={"Country": ["A two-letter country code, e.g. UK, DE, US, FR."]})
+    return country
 
 
 @taxonomy_app.command("export")

@@ -20,10 +20,10 @@ BATCH = 1000
 # Taxonomy import
 
 
-async def latest_import(session: AsyncSession, platform: str) -> TaxonomyImport | None:
+async def latest_import(session: AsyncSession, platform: str, country: str) -> TaxonomyImport | None:
     result = await session.execute(
         select(TaxonomyImport)
-        .where(TaxonomyImport.platform == platform)
+        .where(TaxonomyImport.platform == platform, TaxonomyImport.country == country)
         .order_by(TaxonomyImport.sequence.desc())
         .limit(1)
     )
@@ -36,17 +36,21 @@ class CurrentView:
     content_hash: str
 
 
-async def current_views(session: AsyncSession, platform: str) -> dict[str, CurrentView]:
+async def current_views(session: AsyncSession, platform: str, country: str) -> dict[str, CurrentView]:
     result = await session.execute(
         select(ProductTypeView.category_id, ProductTypeView.id, ProductTypeView.content_hash).where(
-            ProductTypeView.platform == platform, ProductTypeView.is_current == true()
+            ProductTypeView.platform == platform,
+            ProductTypeView.country == country,
+            ProductTypeView.is_current == true(),
         )
     )
     return {row.category_id: CurrentView(row.id, row.content_hash) for row in result}
 
 
-async def delete_categories(session: AsyncSession, platform: str) -> None:
-    await session.execute(delete(TaxonomyCategory).where(TaxonomyCategory.platform == platform))
+async def delete_categories(session: AsyncSession, platform: str, country: str) -> None:
+    await session.execute(
+        delete(TaxonomyCategory).where(TaxonomyCategory.platform == platform, TaxonomyCategory.country == country)
+    )
 
 
 async def insert_rows(session: AsyncSession, table: Any, rows: Sequence[dict[str, Any]]) -> None:
@@ -67,8 +71,19 @@ def add_import(session: AsyncSession, record: TaxonomyImport) -> None:
 
 
 async def taxonomy_imports(session: AsyncSession) -> Sequence[TaxonomyImport]:
-    result = await session.execute(select(TaxonomyImport).order_by(TaxonomyImport.platform, TaxonomyImport.sequence))
+    result = await session.execute(
+        select(TaxonomyImport).order_by(TaxonomyImport.platform, TaxonomyImport.country, TaxonomyImport.sequence)
+    )
     return result.scalars().all()
+
+
+async def known_countries(session: AsyncSession, platform: str) -> list[str]:
+    """The countries of a kind's sites the service knows: those holding a taxonomy and those connected (any account,
+    any state), sorted."""
+    imported = select(TaxonomyImport.country).where(TaxonomyImport.platform == platform)
+    connected = select(MarketplaceConnection.country).where(MarketplaceConnection.platform == platform)
+    result = await session.execute(imported.union(connected))
+    return sorted(str(country) for country in result.scalars())
 
 
 # --------------------------------------------------------------------------------------------------
@@ -83,11 +98,15 @@ class LeafRow:
 
 
 async def search_leaves(
-    session: AsyncSession, platform: str, text: str | None, limit: int, offset: int
+    session: AsyncSession, platform: str, country: str, text: str | None, limit: int, offset: int
 ) -> tuple[list[LeafRow], int]:
-    """Leaves of `platform` in tree order; with `text`, those whose lower-cased name contains it, plus
-    the category whose id equals it when it is a number."""
-    conditions: list[Any] = [TaxonomyCategory.platform == platform, TaxonomyCategory.is_leaf == true()]
+    """Leaves of the site (`platform`, `country`) in tree order; with `text`, those whose lower-cased name contains
+    it, plus the category whose id equals it when it is a number."""
+    conditions: list[Any] = [
+        TaxonomyCategory.platform == platform,
+        TaxonomyCategory.country == country,
+        TaxonomyCategory.is_leaf == true(),
+    ]
     if text:
         match = TaxonomyCategory.name_lower.contains(text.lower(), autoescape=True)
         if text.isdigit():
@@ -106,8 +125,8 @@ async def search_leaves(
     return [LeafRow(r.category_id, r.name, r.path) for r in result], int(total)
 
 
-async def get_category(session: AsyncSession, platform: str, category_id: str) -> TaxonomyCategory | None:
-    return await session.get(TaxonomyCategory, (platform, category_id))
+async def get_category(session: AsyncSession, platform: str, country: str, category_id: str) -> TaxonomyCategory | None:
+    return await session.get(TaxonomyCategory, (platform, country, category_id))
 
 
 async def get_view(session: AsyncSession, view_id: str) -> ProductTypeView | None:

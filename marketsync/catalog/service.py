@@ -21,7 +21,7 @@ from marketsync.inventory.service import ChangeSource, SkuChange, apply_inventor
 from marketsync.jobs import service as jobs
 from marketsync.jobs.run import JobRun, RetryLater
 from marketsync.jobs.types import JobStatus, ListingPublishPayload
-from marketsync.kinds import ConnectionState, ListingStatus, kind_of
+from marketsync.kinds import ConnectionState, ListingStatus, kind_of, marketplace_name
 from marketsync.kit.ids import new_id
 from marketsync.marketplaces import events, feeds
 from marketsync.marketplaces import rules as marketplace_rules
@@ -50,6 +50,7 @@ __all__ = [
     "publish_journey",
     "search",
     "set_listing_app_fields",
+    "taxonomy_countries",
 ]
 
 
@@ -62,6 +63,7 @@ SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT = 50, 200
 @dataclass(frozen=True)
 class ImportSummary:
     platform: str
+    country: str
     sequence: int
     revision: int
     source: str
@@ -75,6 +77,7 @@ class ImportSummary:
     def to_json(self) -> dict[str, Any]:
         return {
             "Platform": self.platform,
+            "Country": self.country,
             "Sequence": self.sequence,
             "Revision": self.revision,
             "Source": self.source,
@@ -101,18 +104,19 @@ def taxonomy_hash(taxonomy: Taxonomy) -> str:
 
 
 async def import_taxonomy(
-    rt: Runtime, session: AsyncSession, taxonomy: Taxonomy, progress: Progress | None = None
+    rt: Runtime, session: AsyncSession, taxonomy: Taxonomy, country: str, progress: Progress | None = None
 ) -> ImportSummary:
-    """Load or re-import one kind's taxonomy in the caller's transaction.
+    """Load or re-import the taxonomy of one site (the taxonomy's kind in `country`) in the caller's transaction.
 
-    A leaf whose schema content changed (or that is new) gets a new ProductTypeViewId and SchemaVersion;
-    the old view stays on record, no longer current, so create can say why it refuses it. Importing
-    identical content is a no-op.
+    Each site has its own tree and its own ProductTypeViewIds, even when two sites load the same content: an id
+    fetched for P1 UK is not one of P1 DE. A leaf whose schema content changed (or that is new) gets a new
+    ProductTypeViewId and SchemaVersion; the old view stays on record, no longer current, so create can say why it
+    refuses it. Importing identical content is a no-op.
     """
     platform = taxonomy.platform
     now = rt.clock.now()
     content = taxonomy_hash(taxonomy)
-    latest = await repository.latest_import(session, platform)
+    latest = await repository.latest_import(session, platform, country)
     leaves = [c for c in taxonomy.categories if c.is_leaf]
     total_steps = len(taxonomy.categories) + len(leaves)
     if latest is not None and latest.content_hash == content:
@@ -120,6 +124,7 @@ async def import_taxonomy(
             progress(total_steps, total_steps)
         return ImportSummary(
             platform,
+            country,
             latest.sequence,
             latest.revision,
             latest.source,
@@ -132,7 +137,7 @@ async def import_taxonomy(
         )
     sequence = (latest.sequence if latest else 0) + 1
     import_id = new_id()
-    current = await repository.current_views(session, platform)
+    current = await repository.current_views(session, platform, country)
 
     view_rows: list[dict[str, Any]] = []
     view_of: dict[str, str] = {}
@@ -155,6 +160,7 @@ async def import_taxonomy(
             {
                 "id": view_id,
                 "platform": platform,
+                "country": country,
                 "category_id": leaf.category_id,
                 "category_path": leaf.path,
                 "product_type_code": leaf.product_type_code or leaf.category_id,
@@ -171,12 +177,13 @@ async def import_taxonomy(
     retired.extend(removed)
 
     done = 0
-    await repository.delete_categories(session, platform)
+    await repository.delete_categories(session, platform, country)
     batch: list[dict[str, Any]] = []
     for position, category in enumerate(taxonomy.categories):
         batch.append(
             {
                 "platform": platform,
+                "country": country,
                 "category_id": category.category_id,
                 "parent_id": category.parent_id,
                 "name": category.name,
@@ -208,6 +215,7 @@ async def import_taxonomy(
         TaxonomyImport(
             id=import_id,
             platform=platform,
+            country=country,
             sequence=sequence,
             revision=taxonomy.revision,
             source=taxonomy.source,
@@ -222,6 +230,7 @@ async def import_taxonomy(
     )
     return ImportSummary(
         platform,
+        country,
         sequence,
         taxonomy.revision,
         taxonomy.source,
@@ -232,6 +241,11 @@ async def import_taxonomy(
         len(removed),
         unchanged=False,
     )
+
+
+async def taxonomy_countries(session: AsyncSession, platform: str) -> list[str]:
+    """The countries of the kind's sites the service knows (connected in any account, or holding a taxonomy)."""
+    return await repository.known_countries(session, platform)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -251,7 +265,7 @@ async def search(
 ) -> tuple[list[LeafRow], int]:
     connection = await active_connection(session, account_id, marketplace_id)
     text = (text or "").strip() or None
-    return await repository.search_leaves(session, connection.platform, text, limit, offset)
+    return await repository.search_leaves(session, connection.platform, connection.country, text, limit, offset)
 
 
 @dataclass(frozen=True)
@@ -277,9 +291,9 @@ def schema_of(view: ProductTypeView) -> tuple[AttributeSpec, ...]:
 
 async def get_schema(session: AsyncSession, account_id: str, marketplace_id: str, category_id: str) -> Schema:
     connection = await active_connection(session, account_id, marketplace_id)
-    category = await repository.get_category(session, connection.platform, category_id.strip())
+    category = await repository.get_category(session, connection.platform, connection.country, category_id.strip())
     if category is None:
-        raise NotFound(f"No category with this id on {connection.platform}.")
+        raise NotFound(f"No category with this id on {marketplace_name(connection.platform, connection.country)}.")
     if not category.is_leaf or category.view_id is None:
         raise ValidationFailed(errors={"categoryId": [_NOT_A_LEAF]})
     view = await repository.get_view(session, category.view_id)
@@ -369,16 +383,17 @@ async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
             )
 
     if connection is not None and request.category_id is not None:
-        platform = connection.platform
-        category = await repository.get_category(session, platform, request.category_id)
+        # The site's own tree: a category (and a view) of P1 UK is not one of P1 DE.
+        category = await repository.get_category(session, connection.platform, connection.country, request.category_id)
         if category is None:
-            not_found["CategoryId"] = f"CategoryId {request.category_id} is not a category of {platform}."
+            site = marketplace_name(connection.platform, connection.country)
+            not_found["CategoryId"] = f"CategoryId {request.category_id} is not a category of {site}."
         elif not category.is_leaf or category.view_id is None:
             rules.add_error(errors, "CategoryId", _NOT_A_LEAF)
         else:
             view = await repository.get_view(session, category.view_id)
         if request.product_type_view_id is not None and category is not None:
-            problem = await _view_problem(session, platform, category.category_id, request.product_type_view_id)
+            problem = await _view_problem(session, connection, category.category_id, request.product_type_view_id)
             if problem:
                 rules.add_error(errors, "ProductTypeViewId", problem)
     if view is None and not_found and request.category_id is not None and request.product_type_view_id is not None:
@@ -388,7 +403,7 @@ async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
         if named is not None and named.category_id == request.category_id:
             view = named
             if connection is not None:  # a schema of that category id elsewhere: its own field is wrong too
-                problem = await _view_problem(session, connection.platform, request.category_id, named.id)
+                problem = await _view_problem(session, connection, request.category_id, named.id)
                 if problem:
                     rules.add_error(errors, "ProductTypeViewId", problem)
 
@@ -426,14 +441,16 @@ async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
     return _Plan(request, connection, product, listing, request.category_id, view, attributes, warnings)
 
 
-async def _view_problem(session: AsyncSession, platform: str, category_id: str, view_id: str) -> str | None:
+async def _view_problem(
+    session: AsyncSession, connection: MarketplaceConnection, category_id: str, view_id: str
+) -> str | None:
     sent = await repository.get_view(session, view_id)
     if sent is None:
         return "Unknown ProductTypeViewId: fetch it with GET /api/product-types/Schema."
-    if sent.platform != platform:
+    if (sent.platform, sent.country) != (connection.platform, connection.country):
         return (
-            f"Belongs to a {sent.platform} marketplace, not this {platform} one: fetch the schema for this "
-            "MarketplaceId."
+            f"Belongs to the {marketplace_name(sent.platform, sent.country)} marketplace, not this "
+            f"{marketplace_name(connection.platform, connection.country)} one: fetch the schema for this MarketplaceId."
         )
     if sent.category_id != category_id:
         return f"Belongs to category {sent.category_id}, not CategoryId {category_id}."
@@ -455,7 +472,7 @@ async def _warnings(
 ) -> list[str]:
     """Required things the API cannot carry: they never fail the create, they come back as warnings."""
     if view is None and category_id is not None:
-        category = await repository.get_category(session, connection.platform, category_id)
+        category = await repository.get_category(session, connection.platform, connection.country, category_id)
         if category is not None and category.view_id is not None:
             view = await repository.get_view(session, category.view_id)
     if view is None:

@@ -1,6 +1,7 @@
-"""Tables of the catalog domain: marketplace taxonomies, shared by every account of a kind (Platform).
+"""Tables of the catalog domain: marketplace taxonomies, one per site (kind and country, e.g. P1 UK), shared by
+every account connected to that site (docs/decisions/0221-taxonomies-per-site.md).
 
-- `taxonomy_imports`: one row per import of a kind's taxonomy (the version history).
+- `taxonomy_imports`: one row per import of a site's taxonomy (the version history).
 - `taxonomy_categories`: the current tree; `name_lower` makes the case-insensitive search cheap, and
   `position` (pre-order) lets a search without text walk the tree in order.
 - `product_type_views`: one row per version of a leaf's schema. The row's id is the ProductTypeViewId;
@@ -20,15 +21,17 @@ from sqlalchemy.orm import Mapped, mapped_column
 from marketsync.models.base import ID, Base
 
 CATEGORY_ID = String(40)
+COUNTRY = String(8)  # as on marketplace_connections.country
 
 
 class TaxonomyImport(Base):
     __tablename__ = "taxonomy_imports"
-    __table_args__ = (Index("ix_taxonomy_imports_platform_sequence", "platform", "sequence", unique=True),)
+    __table_args__ = (Index("ix_taxonomy_imports_site_sequence", "platform", "country", "sequence", unique=True),)
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
     platform: Mapped[str] = mapped_column(String(8))
-    # 1, 2, 3 ... per platform: the taxonomy version that SchemaVersion values refer to.
+    country: Mapped[str] = mapped_column(COUNTRY)
+    # 1, 2, 3 ... per site: the taxonomy version that SchemaVersion values refer to.
     sequence: Mapped[int] = mapped_column(Integer)
     revision: Mapped[int] = mapped_column(Integer)
     source: Mapped[str] = mapped_column(String(200))
@@ -46,11 +49,12 @@ class TaxonomyCategory(Base):
     __tablename__ = "taxonomy_categories"
     __table_args__ = (
         # Covering: the tree walk and the name scan read only the index, never the table.
-        Index("ix_taxonomy_categories_walk", "platform", "is_leaf", "position", "name_lower", "category_id"),
-        Index("ix_taxonomy_categories_name", "platform", "name_lower"),
+        Index("ix_taxonomy_categories_walk", "platform", "country", "is_leaf", "position", "name_lower", "category_id"),
+        Index("ix_taxonomy_categories_name", "platform", "country", "name_lower"),
     )
 
     platform: Mapped[str] = mapped_column(String(8), primary_key=True)
+    country: Mapped[str] = mapped_column(COUNTRY, primary_key=True)
     category_id: Mapped[str] = mapped_column(CATEGORY_ID, primary_key=True)
     parent_id: Mapped[str | None] = mapped_column(CATEGORY_ID)
     name: Mapped[str] = mapped_column(String(200))
@@ -65,10 +69,11 @@ class TaxonomyCategory(Base):
 
 class ProductTypeView(Base):
     __tablename__ = "product_type_views"
-    __table_args__ = (Index("ix_product_type_views_category", "platform", "category_id", "is_current"),)
+    __table_args__ = (Index("ix_product_type_views_category", "platform", "country", "category_id", "is_current"),)
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
     platform: Mapped[str] = mapped_column(String(8))
+    country: Mapped[str] = mapped_column(COUNTRY)
     category_id: Mapped[str] = mapped_column(CATEGORY_ID)
     category_path: Mapped[str] = mapped_column(String(2000))
     product_type_code: Mapped[str] = mapped_column(String(200))

@@ -19,12 +19,20 @@ TEST_SIZE = 300
 
 
 async def load_taxonomies(
-    rt: Runtime, platforms: tuple[str, ...] = ("P1", "P2"), *, revision: int = 1, size: int = TEST_SIZE
+    rt: Runtime,
+    sites: tuple[str | tuple[str, str], ...] = ("P1", "P2"),
+    *,
+    revision: int = 1,
+    size: int = TEST_SIZE,
 ) -> list[service.ImportSummary]:
+    """The shipped taxonomy of each site: ("P1", "DE"), or "P1" for the kind's home site (P1 UK, P2 DE, P3 US, P4 FR,
+    the sites tests connect by default)."""
     summaries = []
-    for platform in platforms:
+    for site in sites:
+        platform, country = (site, shipped.HOME_COUNTRIES[site]) if isinstance(site, str) else site
         async with rt.db.transaction() as session:
-            summaries.append(await service.import_taxonomy(rt, session, shipped.generate(platform, revision, size)))
+            generated = shipped.generate(platform, revision, size)
+            summaries.append(await service.import_taxonomy(rt, session, generated, country))
     return summaries
 
 

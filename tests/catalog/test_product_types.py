@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import httpx
 
+from marketsync.catalog import service
+from marketsync.catalog.taxonomy import Taxonomy
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.runtime import Runtime
 from tests.catalog.support import TEST_SIZE, anchor_id, counts, create, create_payload, load_taxonomies, schema
@@ -191,3 +193,68 @@ async def test_huge_numbers_and_deep_nesting_are_400_not_500(rt: Runtime, api: h
     )
     assert response.status_code == 404
     assert await counts(rt, tenant.account_id) == (0, 0, 0)
+
+
+async def test_ids_fetched_for_one_site_are_refused_on_another_site_of_the_same_kind(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Spec section 4: ProductTypeViewId "must belong to the marketplace in MarketplaceId" and CategoryId "must be a
+    category of that marketplace". A marketplace is a kind in a country: P1 UK and P1 DE are two marketplaces, each
+    with its own category tree (here DE's lacks one leaf UK has) and its own schema ids."""
+    full = shipped.generate("P1", 1, TEST_SIZE)
+    uk_only = next(c for c in full.leaves if c.category_id not in shipped.ANCHOR_IDS["P1"].values())
+    de_tree = Taxonomy("P1", 1, tuple(c for c in full.categories if c.category_id != uk_only.category_id))
+    await load_taxonomies(rt, (("P1", "UK"),))
+    async with rt.db.transaction() as session:
+        await service.import_taxonomy(rt, session, de_tree, "DE")
+    tenant = await make_tenant(rt, api)
+    uk = await make_connection(rt, tenant.account_id, "P1", "UK")
+    de = await make_connection(rt, tenant.account_id, "P1", "DE")
+
+    async def search(marketplace_id: str, text: str) -> list[str]:
+        body = {"MarketplaceId": marketplace_id, "SearchText": text, "Limit": 200}
+        response = await api.post("/api/product-types/Search", json=body, headers=tenant.headers)
+        assert response.status_code == 200, response.text
+        return [p["CategoryId"] for p in response.json()["ProductTypes"]]
+
+    assert uk_only.category_id in await search(uk.id, uk_only.name)
+    assert uk_only.category_id not in await search(de.id, uk_only.name)
+
+    tee = anchor_id("P1", "T-Shirts")
+
+    async def view_of(marketplace_id: str, category_id: str) -> httpx.Response:
+        params = {"marketplaceId": marketplace_id, "categoryId": category_id}
+        return await api.get("/api/product-types/Schema", params=params, headers=tenant.headers)
+
+    uk_tee, de_tee = (await view_of(uk.id, tee)).json(), (await view_of(de.id, tee)).json()
+    assert uk_tee["CategoryId"] == de_tee["CategoryId"] == tee
+    assert uk_tee["ProductTypeViewId"] != de_tee["ProductTypeViewId"]  # same content, another marketplace
+    assert (await view_of(de.id, uk_only.category_id)).status_code == 404
+
+    payload = {
+        "Sku": "TEE-1",
+        "MarketplaceId": de.id,
+        "CategoryId": tee,
+        "ProductTypeViewId": uk_tee["ProductTypeViewId"],
+        "Attributes": {"Title": "Plain tee", "Brand": "Northwind", "Condition": "NEW", "Size": "M", "Colour": "BLACK"},
+    }
+    refused = await create(api, tenant, payload)
+    assert refused.status_code == 400, refused.text
+    errors = problem(refused)["errors"]
+    assert set(errors) == {"ProductTypeViewId"} and "P1 UK" in errors["ProductTypeViewId"][0]
+
+    # A category of P1 UK that P1 DE does not have: 404 alone (spec section 7).
+    missing = await create(api, tenant, {"Sku": "X-1", "MarketplaceId": de.id, "CategoryId": uk_only.category_id})
+    assert missing.status_code == 404, missing.text
+    assert await counts(rt, tenant.account_id) == (0, 0, 0)
+
+    # On P1 UK the same CategoryId is a category: what is missing now is its required attributes, not the category.
+    on_uk = await create(api, tenant, {"Sku": "X-1", "MarketplaceId": uk.id, "CategoryId": uk_only.category_id})
+    assert on_uk.status_code == 400, on_uk.text
+    assert problem(on_uk)["errors"] and all(key.startswith("Attributes.") for key in problem(on_uk)["errors"])
+    accepted = await create(api, tenant, {**payload, "ProductTypeViewId": de_tee["ProductTypeViewId"]})
+    assert accepted.status_code == 200, accepted.text
+
+    # A site of the kind with no taxonomy loaded has no categories (an operator loads it per site).
+    bare = await make_connection(rt, tenant.account_id, "P1", "FR")
+    assert await search(bare.id, "") == []

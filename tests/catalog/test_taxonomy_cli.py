@@ -31,13 +31,25 @@ def _run(*args: str) -> dict[str, object]:
     return loaded
 
 
+def _site(result: dict[str, object], country: str) -> dict[str, object]:
+    sites = result["Sites"]
+    assert isinstance(sites, list)
+    [site] = [s for s in sites if s["Country"] == country]
+    assert isinstance(site, dict)
+    return site
+
+
 def test_import_reimport_and_file(cli_env: Path) -> None:
+    # No site of P3 is known yet: the taxonomy goes to its home site.
     first = _run("admin", "taxonomy", "import", "--platform", "P3", "--size", "300", "--json")
-    assert first["Sequence"] == 1 and first["Added"] == first["Leaves"] and first["Unchanged"] is False
+    assert first["Platform"] == "P3" and [s["Country"] for s in first["Sites"]] == ["US"]
+    us = _site(first, "US")
+    assert us["Sequence"] == 1 and us["Added"] == us["Leaves"] and us["Unchanged"] is False
     same = _run("admin", "taxonomy", "import", "--platform", "P3", "--size", "300", "--json")
-    assert same["Unchanged"] is True
+    assert _site(same, "US")["Unchanged"] is True
     revised = _run("admin", "taxonomy", "import", "--platform", "P3", "--size", "300", "--revision", "2", "--json")
-    assert revised["Sequence"] == 2 and isinstance(revised["Changed"], int) and revised["Changed"] >= 1
+    changed = _site(revised, "US")
+    assert changed["Sequence"] == 2 and isinstance(changed["Changed"], int) and changed["Changed"] >= 1
 
     # A FILE: export, edit one leaf's schema, re-import: exactly that leaf changes.
     file = cli_env / "p3.json"
@@ -46,9 +58,22 @@ def test_import_reimport_and_file(cli_env: Path) -> None:
     tee = next(c for c in document["Categories"] if c["CategoryId"] == shipped.ANCHOR_IDS["P3"]["T-Shirts"])
     tee["Attributes"].append({"Code": "Fit", "Title": "Fit", "Type": "Text", "IsRequired": False})
     file.write_text(json.dumps(document))
-    from_file = _run("admin", "taxonomy", "import", "--platform", "P3", str(file), "--json")
+    from_file = _site(_run("admin", "taxonomy", "import", "--platform", "P3", str(file), "--json"), "US")
     assert (from_file["Changed"], from_file["Added"], from_file["Removed"]) == (1, 0, 0)
     assert from_file["Source"] == "file:p3.json"
+
+
+def test_each_site_is_loaded_on_its_own(cli_env: Path) -> None:
+    """A taxonomy is per site (kind and country): --country loads one; without it every known site of the kind."""
+    de = _run("admin", "taxonomy", "import", "--platform", "P1", "--country", "de", "--size", "300", "--json")
+    assert [(s["Country"], s["Sequence"]) for s in de["Sites"]] == [("DE", 1)]
+    account = _run("admin", "account", "create", "--name", "m", "--json")["AccountId"]
+    _run("admin", "marketplace", "connect", "--account", str(account), "--platform", "P1", "--country", "FR", "--json")
+    every = _run("admin", "taxonomy", "import", "--platform", "P1", "--size", "300", "--revision", "2", "--json")
+    # DE (loaded) and FR (connected); UK is neither.
+    assert [(s["Country"], s["Sequence"]) for s in every["Sites"]] == [("DE", 2), ("FR", 1)]
+    result = CliRunner().invoke(app, ["admin", "taxonomy", "import", "--platform", "P1", "--country", "Germany"])
+    assert result.exit_code == 1
 
 
 def test_import_refuses_a_file_of_another_kind(cli_env: Path) -> None:

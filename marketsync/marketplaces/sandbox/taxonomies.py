@@ -3,7 +3,7 @@
 The shipped taxonomies are generated from a seed (platform, revision, size), so the repository carries no large
 data files: the same inputs always give byte-identical categories, ids and schemas. The sandbox checks listings
 against them (`off_api_requirements`); `marketsync admin taxonomy import --platform P1` loads them into the
-catalogue the way a real marketplace's taxonomy file would be loaded.
+catalogue the way a real marketplace's taxonomy file would be loaded, into each site (country) of the kind.
 
 A revision above 1 changes the schema of a deterministic subset of leaves (about 3 %) and always of the
 anchor "T-Shirts", so a re-import of revision N+1 gives exactly those categories a new ProductTypeViewId.
@@ -29,6 +29,9 @@ from marketsync.catalog.taxonomy import (
 )
 
 DEFAULT_SIZES = {"P1": 6000, "P2": 5000, "P3": 4000, "P4": 3500}
+# Each sandbox marketplace ships one tree, loaded into every site (country) of its kind; a kind's home site is where
+# `marketsync admin taxonomy import --platform P1` loads it when no site of the kind is known yet (the demo's sites).
+HOME_COUNTRIES = {"P1": "UK", "P2": "DE", "P3": "US", "P4": "FR"}
 
 
 def anchor(taxonomy: Taxonomy, name: str) -> CategorySpec:
