@@ -133,7 +133,7 @@ async def _seed(cluster: Cluster, receiver_url: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running(apis: int, workers: int, **settings: str) -> AsyncIterator[Cluster]:
+async def running(apis: int, workers: int, stock_owner: str | None = None, **settings: str) -> AsyncIterator[Cluster]:
     workdir = Path(tempfile.mkdtemp(prefix="ms-cluster-"))
     ca = trustme.CA()
     cert = workdir / "receiver.pem"
@@ -160,6 +160,9 @@ async def running(apis: int, workers: int, **settings: str) -> AsyncIterator[Clu
         demo = json.loads(
             subprocess.run([*MARKETSYNC, "demo", "--json"], env=env, cwd=REPO, check=True, capture_output=True).stdout
         )
+        if stock_owner is not None:  # before any worker runs a listing mirror under the demo's setting
+            owner = ["admin", "dataflow", "set", "--account", demo["AccountId"], "--kind", "Stock", "--owner"]
+            subprocess.run([*MARKETSYNC, *owner, stock_owner], env=env, cwd=REPO, check=True, capture_output=True)
         cluster = Cluster(url, {**env, "MARKETSYNC_MIGRATE_ON_START": "false"}, demo, receiver)
         for _ in range(apis):
             port = free_port()

@@ -25,7 +25,6 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -71,12 +70,9 @@ async def _held_by(running: cluster.Cluster, pid: int) -> int:
 async def run(kills: int, clients: int) -> dict[str, Any]:
     result: dict[str, Any] = {"kills": kills}
     # Short leases: a killed worker's jobs are taken over within seconds.
-    async with cluster.running(apis=1, workers=2, MARKETSYNC_JOB_LEASE_S="3") as running:
-        # Stock owned by the merchant's system (Data Flow): the marketplace must end at the catalogue's values (with
-        # the default, Marketplace, the listing mirror rightly brings the marketplace's values back instead).
-        owner = ["admin", "dataflow", "set", "--account", running.demo["AccountId"], "--kind", "Stock"]
-        subprocess.run([*cluster.MARKETSYNC, *owner, "--owner", "Merchant"], env=running.env, check=True,
-                       capture_output=True)  # fmt: skip
+    # Stock owned by the merchant's system (Data Flow), set before any worker starts: the marketplace must end at the
+    # catalogue's values (with the default, Marketplace, the listing mirror rightly brings the marketplace's back).
+    async with cluster.running(apis=1, workers=2, stock_owner="Merchant", MARKETSYNC_JOB_LEASE_S="3") as running:
         stop = asyncio.Event()
         counts = {"pushes": 0, "creates": 0, "5xx": 0}
         pushed: set[str] = set()  # the demo leaves other SKUs drifted on purpose (Data Flow): only these must match

@@ -14,12 +14,20 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import event, text
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from marketsync import wakeups
-from marketsync.db_fast import DriverReader, FastReads, PreparedRead, asyncpg_connect_args, session_reader
+from marketsync.db_fast import (
+    POSTGRES_UNAVAILABLE,
+    DriverReader,
+    FastReads,
+    PreparedRead,
+    asyncpg_connect_args,
+    session_reader,
+)
 
 __all__ = ["Database", "DriverReader", "PreparedRead", "async_url", "dialect_of", "insert_for", "session_reader"]
 
@@ -153,3 +161,14 @@ def insert_for(session: AsyncSession, table: Any) -> sqlite.Insert | postgresql.
 
 def dialect_of(session: AsyncSession) -> str:
     return session.get_bind().dialect.name
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """An error that says the database cannot be reached right now (a lost or refused connection, a full pool, a
+    busy SQLite file), not that the request was wrong: answered 503 with Retry-After, and the transaction it broke
+    was rolled back, so nothing was partly written."""
+    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError | sa_exc.TimeoutError):
+        return True
+    return isinstance(exc, (*POSTGRES_UNAVAILABLE, ConnectionRefusedError, ConnectionResetError))

@@ -50,7 +50,7 @@ class _CannotOpen(Exception):
     """A kept connection could not be opened (server down, too many connections): the caller falls back."""
 
 
-_POSTGRES_UNAVAILABLE: tuple[type[BaseException], ...] = (_CannotOpen, *_POSTGRES_CONNECTION_LOST)
+POSTGRES_UNAVAILABLE: tuple[type[BaseException], ...] = (_CannotOpen, *_POSTGRES_CONNECTION_LOST)
 
 
 # Keys of SQLAlchemy's asyncpg connect arguments that its adapter consumes rather than asyncpg.
@@ -314,7 +314,7 @@ class FastReads:
             try:
                 async with self._postgres_driver_reads.connection() as pg_connection:
                     return await work(_AsyncpgDriverReader(pg_connection))
-            except _POSTGRES_UNAVAILABLE:
+            except POSTGRES_UNAVAILABLE:
                 pass
         async with self._read_session() as session:
             return await work(await session_reader(session))

@@ -189,3 +189,9 @@ def internal_error_response() -> Response:
     """The answer to an unexpected exception: a bare 500 problem, never a stack trace."""
     code, title = _STATUS_CODES[500]
     return problem_response(500, code, title)
+
+
+def unavailable_response() -> Response:
+    """The database cannot be reached for a moment: 503 with Retry-After, nothing written."""
+    code, title = _STATUS_CODES[503]
+    return problem_response(503, code, title, None, {"Retry-After": "1"})

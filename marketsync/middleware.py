@@ -10,12 +10,14 @@ from typing import Any
 import structlog
 from prometheus_client import Counter, Histogram
 
+from marketsync.db import database_unavailable
 from marketsync.errors import (
     BodyRefused,
     ValidationFailed,
     internal_error_response,
     payload_too_large,
     problem_response,
+    unavailable_response,
 )
 from marketsync.kit.requestid import begin_request
 
@@ -92,10 +94,17 @@ class RequestContextMiddleware:
         except BodyRefused as exc:  # raised where the app's own handlers could not render it
             await exc.response()(scope, receive, send_with_id)
         except Exception as exc:
+            if started_response[0]:
+                log.exception("unhandled_error", error_class=type(exc).__name__)
+                raise
+            if database_unavailable(exc):
+                # The database went away (restart, terminated connection): retryable, and its transaction rolled
+                # back. The pool reconnects on the next checkout, so the service recovers by itself.
+                log.warning("database_unavailable", error_class=type(exc).__name__)
+                await unavailable_response()(scope, receive, send_with_id)
+                return
             # Rendered here rather than by Starlette's outer error middleware, so it carries X-Request-Id.
             log.exception("unhandled_error", error_class=type(exc).__name__)
-            if started_response[0]:
-                raise
             await internal_error_response()(scope, receive, send_with_id)
         finally:
             route = scope.get("route")

@@ -150,14 +150,17 @@ async def write_product_values(session: AsyncSession, writes: Sequence[ProductWr
             else:
                 await connection.execute(_WRITE_VALUES, params)
         return set()
-    except DBAPIError:
-        pass
+    except DBAPIError as exc:
+        if exc.connection_invalidated:
+            raise  # the database went away: not one SKU's failure (the request answers 503, nothing written)
     failed: set[str] = set()
     for row in params:
         try:
             async with connection.begin_nested():
                 await connection.execute(_WRITE_VALUES, row)
-        except DBAPIError:
+        except DBAPIError as exc:
+            if exc.connection_invalidated:
+                raise
             failed.add(str(row["b_id"]))
     return failed
 
