@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     # When set, connectors reach the sandbox marketplaces over HTTP at this URL
     # (`marketsync sandbox serve`); otherwise they are served in-process.
     sandbox_url: str | None = None
+    # Longest wait for one marketplace call: a marketplace that does not answer is "unavailable" (the job retries).
+    marketplace_timeout_s: float = Field(30.0, gt=0, le=300)
     sandbox_latency_ms: float = Field(0.0, ge=0)
 
     # Behind a TLS-terminating proxy: the proxy's addresses (comma-separated, or "*"), whose X-Forwarded-For and

@@ -9,6 +9,8 @@ to the same database, and on SQLite a second write transaction in the same task 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -40,7 +42,6 @@ from marketsync.runtime import Runtime
 
 CLIENT_KEY = "sandbox_http_client"
 IN_PROCESS_BASE_URL = "http://sandbox.marketplaces.invalid"
-REQUEST_TIMEOUT_S = 30.0
 
 
 def sandbox_client(rt: Runtime) -> httpx.AsyncClient:
@@ -48,12 +49,14 @@ def sandbox_client(rt: Runtime) -> httpx.AsyncClient:
     client = rt.extras.get(CLIENT_KEY)
     if client is None:
         if rt.settings.sandbox_url:
-            client = httpx.AsyncClient(base_url=rt.settings.sandbox_url, timeout=REQUEST_TIMEOUT_S)
+            client = httpx.AsyncClient(base_url=rt.settings.sandbox_url, timeout=rt.settings.marketplace_timeout_s)
         else:
             from marketsync.marketplaces.sandbox.app import create_sandbox_app
 
             transport = httpx.ASGITransport(app=create_sandbox_app(rt))
-            client = httpx.AsyncClient(transport=transport, base_url=IN_PROCESS_BASE_URL, timeout=REQUEST_TIMEOUT_S)
+            client = httpx.AsyncClient(
+                transport=transport, base_url=IN_PROCESS_BASE_URL, timeout=rt.settings.marketplace_timeout_s
+            )
         rt.extras[CLIENT_KEY] = client
     return client
 
@@ -115,6 +118,15 @@ def parse_feed(raw: dict[str, Any]) -> FeedResult:
     )
 
 
+@contextmanager
+def _reading(what: str) -> Iterator[None]:
+    """A document of the wrong shape (a field missing or of another type) is an unusable answer: retried later."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise Unavailable(f"marketplace answered an unexpected {what} ({type(exc).__name__}: {exc})") from exc
+
+
 class SandboxConnector:
     """Connector (connector.py) for one connection to a sandbox marketplace."""
 
@@ -149,7 +161,14 @@ class SandboxConnector:
             raise Unavailable(f"marketplace answered {response.status_code}")
         if response.status_code >= 400:
             raise MarketplaceError(f"marketplace refused the request ({response.status_code}): {response.text[:200]}")
-        return jsonio.loads(response.content)
+        try:
+            document = jsonio.loads(response.content)
+        except ValueError:
+            document = None
+        if not isinstance(document, dict):
+            # A proxy's error page, a truncated body: the call is retried later, never taken for an answer.
+            raise Unavailable(f"marketplace answered a malformed body ({len(response.content)} bytes)")
+        return document
 
     async def check_authorization(self) -> AuthStatus:
         try:
@@ -162,12 +181,18 @@ class SandboxConnector:
 
     async def pull_orders(self, cursor: str | None, limit: int = 100) -> OrderPage:
         raw = await self._call("GET", "/v1/orders", params={"cursor": cursor, "limit": limit})
-        orders = [parse_order(o) for o in raw["Orders"]]
+        with _reading("order page"):
+            orders = [parse_order(o) for o in raw["Orders"]]
         # The last page still returns a cursor: it is kept for the next pull.
         return OrderPage(orders=orders, next_cursor=raw.get("NextCursor"))
 
     async def pull_listings(self, cursor: str | None, limit: int = 200) -> ListingPage:
         raw = await self._call("GET", "/v1/listings", params={"cursor": cursor, "limit": limit})
+        with _reading("listing page"):
+            return self._listing_page(raw)
+
+    @staticmethod
+    def _listing_page(raw: dict[str, Any]) -> ListingPage:
         listings = [
             MarketplaceListing(
                 listing_id=item["ListingId"],
@@ -184,7 +209,8 @@ class SandboxConnector:
 
     async def _submit(self, feed_id: str, kind: str, lines: list[dict[str, Any]]) -> str:
         raw = await self._call("POST", "/v1/feeds", body={"FeedId": feed_id, "Kind": kind, "Lines": lines})
-        return str(raw["FeedId"])
+        with _reading("feed receipt"):
+            return str(raw["FeedId"])
 
     async def submit_price_stock(self, feed_id: str, lines: list[PriceStockLine]) -> str:
         return await self._submit(
@@ -240,7 +266,9 @@ class SandboxConnector:
         )
 
     async def feed_result(self, marketplace_feed_id: str) -> FeedResult:
-        return parse_feed(await self._call("GET", f"/v1/feeds/{marketplace_feed_id}"))
+        raw = await self._call("GET", f"/v1/feeds/{marketplace_feed_id}")
+        with _reading("feed result"):
+            return parse_feed(raw)
 
 
 def sandbox_connector(rt: Runtime, connection: MarketplaceConnection) -> Connector:

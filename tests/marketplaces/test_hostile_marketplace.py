@@ -1,0 +1,112 @@
+"""A hostile marketplace over real HTTP: a stand-in in front of the sandbox that stops answering, answers garbage or
+a document of the wrong shape, or drops the connection mid-feed. A push job never hangs past its deadline, never
+fails for it and never applies a row twice: it goes back to the queue (a retry), and completes once the
+marketplace behaves."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import update
+
+from marketsync.jobs import service as jobs_service
+from marketsync.jobs.types import JobStatus, PriceStockPushPayload
+from marketsync.marketplaces import service as marketplaces
+from marketsync.marketplaces.sandbox.app import create_sandbox_app
+from marketsync.models import Job
+from marketsync.runtime import Runtime
+from marketsync.worker import Worker
+from tests.marketplaces import support
+from tests.support.factories import make_tenant
+from tests.support.server import serve
+
+TIMEOUT_S = 0.5
+
+
+class Hostile:
+    """ASGI stand-in: the next scripted faults apply to feed calls (submit and poll), then it passes through."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.faults: list[str] = []
+        self.feed_calls = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/v1/feeds") and self.faults:
+            self.feed_calls += 1
+            fault = self.faults.pop(0)
+            if fault == "silent":
+                await asyncio.sleep(TIMEOUT_S * 4)  # longer than the client waits
+            if fault == "drop":
+                raise ConnectionResetError("dropped mid-feed")  # uvicorn closes the connection: no response
+            body = {"garbage": b"<html>502 Bad Gateway</html>", "wrong-shape": b'{"Feed": "no id here"}'}.get(fault)
+            if body is not None:
+                await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/html")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.inner(scope, receive, send)
+
+
+@pytest.fixture
+async def hostile(rt: Runtime) -> AsyncIterator[tuple[Hostile, str]]:
+    stand_in = Hostile(create_sandbox_app(rt))
+    async with serve(stand_in) as base_url:  # type: ignore[arg-type]
+        yield stand_in, base_url
+
+
+async def _push_job(rt: Runtime, api: httpx.AsyncClient) -> tuple[str, str, str]:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    connection = tenant.marketplace("P1")
+    product = await support.listed_product(rt, connection, "HOSTILE-1", price="10.00", quantity=5)
+    await support.set_product_values(rt, product.id, Decimal("12.00"), 9)
+    async with rt.db.transaction() as session:
+        payload = PriceStockPushPayload(MarketplaceId=connection.id, ProductIds=[product.id])
+        job = jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, payload)
+    return tenant.account_id, connection.id, job.id
+
+
+async def _due_now(rt: Runtime, job_id: str) -> None:
+    """The clock moves on to the retry (the worker requeued it for later)."""
+    async with rt.db.transaction() as session:
+        await session.execute(
+            update(Job).where(Job.id == job_id).values(run_after=rt.clock.now() - timedelta(seconds=1))
+        )
+
+
+@pytest.mark.parametrize("fault", ["silent", "garbage", "wrong-shape", "drop"])
+async def test_a_misbehaving_marketplace_sends_the_push_back_to_the_queue_then_it_completes(
+    rt: Runtime,
+    api: httpx.AsyncClient,
+    hostile: tuple[Hostile, str],
+    make_runtime: Callable[..., Runtime],
+    fault: str,
+) -> None:
+    stand_in, base_url = hostile
+    account_id, connection_id, job_id = await _push_job(rt, api)
+    worker_rt = make_runtime(sandbox_url=base_url, marketplace_timeout_s=TIMEOUT_S)
+    stand_in.faults = [fault]
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await Worker(worker_rt).drain(timeout_s=20)
+    assert loop.time() - started < 10  # nothing hangs: the call's deadline, then back to the queue
+    async with rt.db.read() as session:
+        job = await jobs_service.get_job(session, account_id, job_id)
+    assert job.status in (JobStatus.PUBLISHED, JobStatus.NOT_STARTED) and job.failure_reason is None, job.status
+
+    await _due_now(rt, job_id)
+    await Worker(worker_rt).drain(timeout_s=20)
+    async with rt.db.read() as session:
+        job = await jobs_service.get_job(session, account_id, job_id)
+    assert job.status == JobStatus.COMPLETED
+    async with rt.db.read() as session:
+        connection = await marketplaces.get(session, account_id, connection_id)
+    [feed] = await support.sandbox_feeds(rt, connection)
+    assert feed.client_feed_id == job_id and feed.processed == 1  # one feed, applied once
+    [remote] = (await support.sandbox_listings(rt, connection)).values()
+    assert (remote.price, remote.quantity, remote.feed_updates) == (Decimal("12.00"), 9, 1)
