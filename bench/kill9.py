@@ -108,13 +108,17 @@ async def run(kills: int, clients: int) -> dict[str, Any]:
         [[feeds_twice]] = await running.sql(
             "SELECT count(*) FROM (SELECT client_feed_id FROM sandbox_feeds GROUP BY 1 HAVING count(*) > 1) AS t"
         )
-        [[stale]] = await running.sql(
-            "SELECT count(*) FROM listings l JOIN products p ON p.id = l.product_id"
-            " JOIN marketplace_connections c ON c.id = l.marketplace_id"
+        stale_rows = await running.sql(
+            "SELECT p.sku, p.quantity, s.quantity, l.marketplace_quantity FROM listings l"
+            " JOIN products p ON p.id = l.product_id JOIN marketplace_connections c ON c.id = l.marketplace_id"
             " JOIN sandbox_listings s ON s.connection_id = l.marketplace_id AND s.listing_id = l.listing_id"
             " WHERE c.platform = 'P1' AND p.sku = ANY($1::text[]) AND s.quantity IS DISTINCT FROM p.quantity",
             sorted(pushed),
         )
+        stale = len(stale_rows)
+        result["p1_listings_differing"] = [
+            {"Sku": row[0], "Catalogue": row[1], "Marketplace": row[2], "Believed": row[3]} for row in stale_rows
+        ]
         received = running.receiver.by_delivery
         result.update({
             "requests": counts, "jobs": jobs_total, "job_statuses": statuses,
