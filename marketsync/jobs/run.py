@@ -17,6 +17,7 @@ from prometheus_client import Counter
 from sqlalchemy.ext.asyncio import AsyncSession
 from structlog.contextvars import bound_contextvars
 
+from marketsync.db import database_unavailable
 from marketsync.jobs import registry, repository
 from marketsync.jobs.types import STATE_KEY, JobPayload, JobStatus
 from marketsync.models import Job
@@ -27,6 +28,7 @@ log = structlog.get_logger("marketsync.jobs")
 JOB_OUTCOMES = Counter("marketsync_job_runs_total", "Job runs by type and how they ended", ["type", "outcome"])
 PayloadT = TypeVar("PayloadT", bound=JobPayload)
 MAX_REASON = 2000
+DATABASE_RETRY_S = 1.0
 
 
 class RetryLater(Exception):
@@ -131,7 +133,14 @@ async def _execute(rt: Runtime, run: JobRun) -> JobStatus | None:
     heartbeat = asyncio.create_task(_heartbeat(rt, run, runner))
     status, reason = JobStatus.COMPLETED, None
     try:
-        run.outcome = await handler(rt, run)
+        try:
+            run.outcome = await handler(rt, run)
+        except Exception as exc:
+            if not database_unavailable(exc):
+                raise
+            # The database went away under the job (restart, lost connection): not the job's failure. Its writes
+            # were rolled back; it runs again (if even this requeue cannot be written, its lease runs out instead).
+            raise RetryLater(DATABASE_RETRY_S, f"database unavailable: {type(exc).__name__}") from exc
     except RetryLater as exc:
         JOB_OUTCOMES.labels(run.type, "Retried").inc()
         async with rt.db.transaction() as session:
