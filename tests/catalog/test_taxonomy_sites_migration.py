@@ -21,10 +21,10 @@ import sqlalchemy as sa
 from marketsync import migrate
 from marketsync.db import Database
 from marketsync.models import Base
+from marketsync.models.base import UTCDateTime
 from tests.support.databases import IN_CI, PG_ADMIN_URL
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
-NAIVE_NOW = NOW.replace(tzinfo=None)  # what the UTC columns store; the raw tables below bypass their type
 OLD_IMPORTS = sa.table(
     "taxonomy_imports",
     *(
@@ -41,9 +41,9 @@ OLD_IMPORTS = sa.table(
             "added_count",
             "changed_count",
             "removed_count",
-            "imported_at",
         )
     ),
+    sa.column("imported_at", UTCDateTime()),  # typed: sqlite3's default datetime adapter is deprecated (3.12)
 )
 OLD_CATEGORIES = sa.table(
     "taxonomy_categories",
@@ -81,7 +81,7 @@ OLD_VIEWS = sa.table(
     sa.column("off_api_requirements", sa.JSON()),
     sa.column("is_current"),
     sa.column("import_id"),
-    sa.column("created_at"),
+    sa.column("created_at", UTCDateTime()),
 )
 
 
@@ -118,7 +118,7 @@ def _taxonomy(platform: str, suffix: str) -> tuple[dict[str, Any], list[dict[str
         "added_count": 1,
         "changed_count": 0,
         "removed_count": 0,
-        "imported_at": NAIVE_NOW,
+        "imported_at": NOW,
     }
     view = {
         "id": f"VIEW{suffix}".ljust(26, "0"),
@@ -132,7 +132,7 @@ def _taxonomy(platform: str, suffix: str) -> tuple[dict[str, Any], list[dict[str
         "off_api_requirements": [],
         "is_current": True,
         "import_id": import_row["id"],
-        "created_at": NAIVE_NOW,
+        "created_at": NOW,
     }
     tree = [
         ("100", None, "Root", "Root", 1, False, None),

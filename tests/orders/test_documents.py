@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from marketsync.kit.clock import FrozenClock
+from marketsync.models.base import UTCDateTime
 from marketsync.orders import schemas, service, tasks
 from marketsync.runtime import Runtime
 from tests.orders.support import assert_documents_current, ingest, pulled_item, pulled_order, stored_documents
@@ -102,9 +103,11 @@ async def test_a_change_that_stored_no_document_is_shown_from_the_rows(
     await ingest(rt, tenant.marketplace("P1"), pulled_order())
     async with rt.db.transaction() as session:
         order_id = (await session.execute(sa.text("SELECT id FROM orders"))).scalar_one()
+        # Bound through the column's own type: sqlite3's default datetime adapter is deprecated (Python 3.12).
+        statement = sa.text("UPDATE orders SET external_reference = 'ERP-42', updated_at = :at WHERE id = :id")
         await session.execute(
-            sa.text("UPDATE orders SET external_reference = 'ERP-42', updated_at = :at WHERE id = :id"),
-            {"at": datetime(2026, 3, 1, 9, 0, 0, 5000), "id": order_id},
+            statement.bindparams(sa.bindparam("at", type_=UTCDateTime())),
+            {"at": datetime(2026, 3, 1, 9, 0, 0, 5000, tzinfo=UTC), "id": order_id},
         )
     clock.advance(seconds=1)
     listed = (await api.post("/api/orders/List", json={}, headers=tenant.headers)).json()["Orders"]
