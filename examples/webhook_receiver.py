@@ -14,7 +14,7 @@ It follows the receiver obligations of the interface spec (section 6):
 
 Run it (the service only delivers to https URLs; terminate TLS here or in front of it):
 
-    python examples/webhook_receiver.py --secret "$WEBHOOK_SECRET" --port 8443 \\
+    python examples/webhook_receiver.py --secret="$WEBHOOK_SECRET" --port 8443 \\
         --certfile cert.pem --keyfile key.pem --state receiver.db
 
 Each processed delivery is printed as one JSON line on stdout.

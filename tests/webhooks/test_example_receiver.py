@@ -44,8 +44,8 @@ class Example:
             str(EXAMPLE),
             "--port",
             str(port),
-            "--secret",
-            secret,
+            # One argument: a secret is URL-safe base64 and may start with "-", which argparse would read as an option.
+            f"--secret={secret}",
             "--certfile",
             certfile,
             "--state",

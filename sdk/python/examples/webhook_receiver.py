@@ -4,7 +4,7 @@ thread, and keep a stock mirror converged (de-duplicated by delivery id, only di
 
 The service delivers to https URLs only: terminate TLS here (--certfile) or in front of this process.
 
-    python sdk/python/examples/webhook_receiver.py --secret "$WEBHOOK_SECRET" --port 8443 --certfile cert.pem
+    python sdk/python/examples/webhook_receiver.py --secret="$WEBHOOK_SECRET" --port 8443 --certfile cert.pem
 
 Each processed delivery is printed as one JSON line.
 """
