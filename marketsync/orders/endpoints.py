@@ -33,7 +33,6 @@ def _body_doc(model: type[BaseModel], *, required: bool = True) -> dict[str, Any
 @router.post(
     "/List",
     response_model=schemas.OrderListOut,
-    response_class=Response,
     summary="List orders",
     openapi_extra=_body_doc(schemas.ListOrdersRequest, required=False),
 )
@@ -48,7 +47,7 @@ async def list_orders(request: Request, caller: OrdersReader, rt: RuntimeDep) ->
     return Response(page.json(), media_type="application/json")
 
 
-@router.get("/{order_id}", response_model=schemas.OrderOneOut, response_class=Response, summary="Read one order")
+@router.get("/{order_id}", response_model=schemas.OrderOneOut, summary="Read one order")
 async def get_order(
     order_id: str,
     caller: OrdersReader,
@@ -73,7 +72,6 @@ def _write(
 @router.post(
     "/Confirm",
     response_model=schemas.WriteOut,
-    response_class=Response,
     summary="Confirm shipment of order items",
     openapi_extra=_body_doc(schemas.ConfirmRequest),
     description="Ships every unshipped unit of each item, recording a shipment with its carrier and tracking."
@@ -93,7 +91,6 @@ async def confirm(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Res
 @router.post(
     "/Cancel",
     response_model=schemas.WriteOut,
-    response_class=Response,
     summary="Cancel order items",
     openapi_extra=_body_doc(schemas.CancelRequest),
     description="Cancels units not yet shipped (all of them unless Quantity is given)." + _WRITE_DOC,
@@ -112,7 +109,6 @@ async def cancel(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Resp
 @router.post(
     "/Refund",
     response_model=schemas.RefundWriteOut,
-    response_class=Response,
     summary="Refund order items",
     openapi_extra=_body_doc(schemas.RefundRequest),
     description="Send an Idempotency-Key: a retried refund then never refunds twice." + _WRITE_DOC,
@@ -131,7 +127,6 @@ async def refund(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Resp
 @router.post(
     "/Update",
     response_model=schemas.UpdateOut,
-    response_class=Response,
     summary="Attach an external order reference",
     openapi_extra=_body_doc(schemas.UpdateRequest),
 )

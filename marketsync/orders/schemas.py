@@ -30,6 +30,7 @@ from pydantic import (
     StringConstraints,
     TypeAdapter,
     ValidationError,
+    WithJsonSchema,
 )
 from pydantic_core import PydanticCustomError
 
@@ -358,6 +359,9 @@ def one_body(document: bytes) -> bytes:
 
 # ---------------------------------------------------------------- response models (OpenAPI documentation)
 
+# What `jsonio` writes for an amount: a JSON number (a Decimal's float, exact at 2 decimals), never a string.
+Money = Annotated[Decimal, WithJsonSchema({"type": "number"})]
+
 
 class AddressOut(BaseModel):
     Region: str | None
@@ -388,13 +392,13 @@ class OrderItemOut(BaseModel):
     Sku: str
     Title: str
     Quantity: int
-    UnitPrice: Decimal
-    LineTotal: Decimal
+    UnitPrice: Money
+    LineTotal: Money
     Status: OrderStatus
     ShippedQuantity: int
     CancelledQuantity: int
     RefundedQuantity: int
-    RefundedAmount: Decimal
+    RefundedAmount: Money
     CancelReason: CancelReason | None
 
 
@@ -412,14 +416,14 @@ class ShipmentOut(BaseModel):
 class RefundItemOut(BaseModel):
     OrderItemId: str
     Quantity: int
-    Amount: Decimal
+    Amount: Money
 
 
 class RefundOut(BaseModel):
     RefundId: str
     Reason: RefundReason
     Currency: str
-    Amount: Decimal
+    Amount: Money
     CreatedDate: datetime
     Items: list[RefundItemOut]
 
@@ -436,11 +440,11 @@ class OrderOut(BaseModel):
     LastModifiedDate: datetime = Field(description="Last-changed time; UpdatedSince/FromDate/ToDate bound it.")
     CreatedDate: datetime
     Currency: str
-    ItemsTotal: Decimal
-    ShippingTotal: Decimal
-    TaxTotal: Decimal
-    OrderTotal: Decimal
-    RefundedTotal: Decimal
+    ItemsTotal: Money
+    ShippingTotal: Money
+    TaxTotal: Money
+    OrderTotal: Money
+    RefundedTotal: Money
     ExternalReference: str | None
     Address: AddressOut
     Items: list[OrderItemOut]
@@ -472,7 +476,7 @@ class ItemResultOut(BaseModel):
 class RefundResultOut(BaseModel):
     RefundId: str
     ServiceOrderID: str
-    Amount: Decimal
+    Amount: Money
     Currency: str
 
 
