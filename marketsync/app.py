@@ -8,12 +8,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from sqlalchemy import text
 from starlette.responses import JSONResponse, Response
 
-from marketsync import __version__, connectors, observability
+from marketsync import __version__, connectors, observability, openapi
 from marketsync.auth import endpoints as auth_endpoints
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import endpoints as catalog_endpoints
@@ -36,26 +35,6 @@ ROUTERS = (
     jobs_endpoints.router,
     webhooks_endpoints.router,
 )
-
-PROBLEM_SCHEMA = {
-    "type": "object",
-    "required": ["type", "title", "status", "code", "requestId", "errors"],
-    "properties": {
-        "type": {"type": "string", "example": "urn:service:error:validation-failed"},
-        "title": {"type": "string"},
-        "status": {"type": "integer"},
-        "code": {"type": "string"},
-        "requestId": {"type": "string"},
-        "errors": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}},
-    },
-}
-_PROBLEMS = {
-    "400": "Validation failed: `errors` names every bad field.",
-    "401": "Missing, invalid or expired bearer token.",
-    "403": "The token lacks the required scope.",
-    "404": "Unknown id, or one of another account.",
-    "429": "Rate limited: see Retry-After, RateLimit and RateLimit-Policy.",
-}
 
 
 def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
@@ -99,7 +78,7 @@ def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
     # After the API's routes: an API request never walks the app's routes first.
     console_pages.install(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=rt.settings.max_body_bytes)
-    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    app.openapi = lambda: _openapi(app, rt)  # type: ignore[method-assign]
     return app
 
 
@@ -142,15 +121,15 @@ def required_scope(route: APIRoute) -> str | None:
     return None
 
 
-def _openapi(app: FastAPI) -> dict[str, Any]:
+def _openapi(app: FastAPI, rt: Runtime) -> dict[str, Any]:
     if app.openapi_schema:
         return app.openapi_schema
-    schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
-    components = schema.setdefault("components", {})
-    components.setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
-    components["schemas"].pop("HTTPValidationError", None)
-    components["schemas"].pop("ValidationError", None)
-    components["securitySchemes"] = {
+    servers = [
+        {"url": "/", "description": "The host that served this document"},
+        {"url": rt.settings.base_url, "description": "This deployment's configured base URL"},
+    ]
+    schema = openapi.build(app, api_routes(), servers)
+    schema["components"]["securitySchemes"] = {
         "oauth2": {
             "type": "oauth2",
             "flows": {"clientCredentials": {"tokenUrl": "/connect/token", "scopes": {s: s for s in ALL_SCOPES}}},
@@ -159,19 +138,8 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     scopes = {(r.path_format, m.lower()): required_scope(r) for r in api_routes() for m in (r.methods or ())}
     for path, operations in schema.get("paths", {}).items():
         for method, operation in operations.items():
-            operation.get("responses", {}).pop("422", None)
             scope = scopes.get((path, method))
-            if scope is None:
-                continue
-            operation["security"] = [{"oauth2": [scope]}]
-            responses = operation.setdefault("responses", {})
-            for status, description in _PROBLEMS.items():
-                responses.setdefault(
-                    status,
-                    {
-                        "description": description,
-                        "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
-                    },
-                )
+            if scope is not None:
+                operation["security"] = [{"oauth2": [scope]}]
     app.openapi_schema = schema
     return schema

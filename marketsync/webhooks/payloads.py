@@ -1,0 +1,155 @@
+"""The six events' payloads and delivery headers (spec section 6), as the OpenAPI `webhooks` section shows them.
+
+The payloads are built where each event fires (marketplaces/events.py, inventory/rules.py); these models only
+document them, closed (`additionalProperties: false`), and tests validate real deliveries against the document.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from marketsync.inventory.rules import Channel, Writer
+from marketsync.marketplaces.connector import FeedKind
+from marketsync.webhooks import rules
+
+Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+Price = Annotated[float | None, WithJsonSchema({"type": ["number", "null"]})]
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OrdersDownloaded(_Payload):
+    """New orders were pulled from a marketplace: follow up with POST /api/orders/List and UpdatedSince."""
+
+    Marketplace: str = Field(description="Display name of the connection, e.g. `P1 UK`.")
+    Platform: str
+    Country: str
+    NewOrderCount: int
+    UserPlatformId: str = Field(description="The connection's MarketplaceId.")
+
+
+class ListingPublished(_Payload):
+    """A publish batch to a marketplace finished."""
+
+    JourneyId: str = Field(description="The publish job's id (JobId of the create that queued it).")
+    UserPlatformId: str
+    PublishedCount: int
+    FailedCount: int
+
+
+class FeedOutcome(_Payload):
+    """A feed was rejected outright or processed with per-item errors (a clean feed is silent)."""
+
+    Marketplace: str
+    UserPlatformId: str
+    FeedKind: FeedKind
+    Outcome: Literal["Rejected", "ProcessedWithErrors"] = Field(description="Branch on this, not on Status.")
+    Status: str = Field(description="The marketplace's own status text.")
+    FailedCount: int
+
+
+class MarketplaceHealthChanged(_Payload):
+    """MarketplaceUnhealthy and MarketplaceRestored: fired only on an actual change of state."""
+
+    Marketplace: str
+    Platform: str
+    UserPlatformId: str
+    Reason: str = Field(description="The machine-readable health value, e.g. `UnAuthorized`.")
+    Detail: str = Field(description="Human text.")
+
+
+class InventorySource(_Payload):
+    writer: Writer = Field(description="`MasterMirror` when a marketplace sync moved the values.")
+    channel: Channel
+    userPlatformId: str | None = Field(description="The marketplace when a mirror sent it; null otherwise.")
+
+
+class InventoryChange(_Payload):
+    sku: str
+    price: Price = Field(description="The new price; null when it did not change.")
+    quantity: int | None = Field(description="The new stock; null when it did not change (0 means none in stock).")
+
+
+class InventoryChanged(_Payload):
+    """Price or stock actually moved on one or more SKUs, whatever moved it: one event per batch."""
+
+    occurredAt: Timestamp = Field(description="ISO 8601 UTC with milliseconds.")
+    source: InventorySource
+    changed: list[InventoryChange] = Field(max_length=500, description="Only SKUs that moved, sorted by SKU.")
+    truncated: bool = Field(description="True when more than 500 SKUs changed: re-read instead.")
+    totalChanged: int
+
+
+EVENTS: dict[str, tuple[type[_Payload], str]] = {
+    "OrdersDownloaded": (OrdersDownloaded, "New orders were pulled from a marketplace."),
+    "ListingPublished": (ListingPublished, "A publish batch to a marketplace finished."),
+    "FeedOutcome": (FeedOutcome, "A feed was rejected outright or processed with per-item errors."),
+    "MarketplaceUnhealthy": (MarketplaceHealthChanged, "A marketplace connection stopped working."),
+    "MarketplaceRestored": (MarketplaceHealthChanged, "That connection started working again."),
+    "InventoryChanged": (InventoryChanged, "Price or stock actually moved on one or more SKUs."),
+}
+
+DELIVERY_HEADERS: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        rules.HEADER_SIGNATURE,
+        "`v1=` + lower-case hex HMAC-SHA256(key, `<X-SVC-Timestamp>.` + the raw body bytes), where key = "
+        "HMAC-SHA256(key=<signing secret>, message=`service.webhook.v1`). Compare in constant time.",
+        {"type": "string", "pattern": "^v1=[0-9a-f]{64}$"},
+    ),
+    (
+        rules.HEADER_TIMESTAMP,
+        "Unix seconds at signing; reject a delivery more than 300 seconds from now, either way.",
+        {"type": "string", "pattern": "^[0-9]+$"},
+    ),
+    (rules.HEADER_EVENT, "The event name.", {"type": "string", "enum": sorted(EVENTS)}),
+    (
+        rules.HEADER_DELIVERY_ID,
+        "One logical delivery, identical across retries: the de-duplication key.",
+        {"type": "string"},
+    ),
+    (rules.HEADER_ATTEMPT, "Attempt number, starting at 1.", {"type": "string", "pattern": "^[1-9][0-9]*$"}),
+]
+
+_RECEIVER = (
+    "Answer any 2xx within 10 seconds (acknowledge first, process afterwards). A non-2xx (4xx other than 408 and "
+    "429 excepted) or a timeout is retried after 1 min, 5 min, 15 min, 1 h, 3 h and 6 h with the same body and "
+    "X-SVC-Delivery-Id; after 6 consecutive failed deliveries the subscription is disabled."
+)
+
+
+def openapi_webhooks(schemas: dict[str, Any]) -> dict[str, Any]:
+    """The `webhooks` section; the payload schemas are added to `schemas` (components) under `<Model>` names."""
+    for model in {model for model, _ in EVENTS.values()}:
+        document = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        for name, definition in document.pop("$defs", {}).items():
+            schemas[name] = definition
+        schemas[model.__name__] = document
+    parameters = [
+        {"name": name, "in": "header", "required": True, "description": description, "schema": schema}
+        for name, description, schema in DELIVERY_HEADERS
+    ]
+    webhooks: dict[str, Any] = {}
+    for event, (model, summary) in EVENTS.items():
+        event_header = {**parameters[2], "schema": {"type": "string", "const": event}}
+        webhooks[event] = {
+            "post": {
+                "operationId": f"{event}Event",
+                "tags": ["Webhooks"],
+                "summary": summary,
+                "description": (model.__doc__ or "").strip() + "\n\n" + _RECEIVER,
+                "parameters": [*parameters[:2], event_header, *parameters[3:]],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}},
+                },
+                "responses": {
+                    "200": {"description": "Any 2xx acknowledges the delivery."},
+                    "default": {"description": "Anything else (or no answer in 10 s) is retried or counted failed."},
+                },
+            }
+        }
+    return webhooks

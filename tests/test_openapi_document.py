@@ -1,0 +1,144 @@
+"""What a generator and a reader of /openapi.json see: named operations and schemas, documented headers and
+problems, an example per operation that matches its own schema, and the `webhooks` section of spec section 6."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from marketsync.app import api_routes
+from marketsync.openapi import OPERATIONS, TAGS
+from marketsync.runtime import Runtime
+from marketsync.webhooks.outbox import EVENT_TYPES
+from marketsync.webhooks.rules import (
+    HEADER_ATTEMPT,
+    HEADER_DELIVERY_ID,
+    HEADER_EVENT,
+    HEADER_SIGNATURE,
+    HEADER_TIMESTAMP,
+)
+from tests.support.openapi import problems
+
+IDEMPOTENT = {"ConfirmOrders", "CancelOrders", "RefundOrders", "UpdateOrder", "CreateProduct", "CreateWebhook"}
+
+
+async def document_of(api: httpx.AsyncClient) -> dict[str, Any]:
+    response = await api.get("/openapi.json")
+    assert response.status_code == 200
+    document: dict[str, Any] = response.json()
+    return document
+
+
+def operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (method.upper(), path, operation)
+        for path, methods in document["paths"].items()
+        for method, operation in methods.items()
+    ]
+
+
+async def test_every_operation_is_named_tagged_and_has_an_example(rt: Runtime, api: httpx.AsyncClient) -> None:
+    document = await document_of(api)
+    assert document["openapi"].startswith("3.1")
+    assert document["info"]["description"] and document["servers"]
+    routes = {(m, r.path_format) for r in api_routes() for m in r.methods or ()}
+    assert {(m, p) for m, p, _ in operations(document)} == routes == set(OPERATIONS)
+    tags = {tag["name"] for tag in document["tags"]}
+    assert all(tag["description"] for tag in document["tags"]) and tags == {tag["name"] for tag in TAGS}
+    ids = [operation["operationId"] for _, _, operation in operations(document)]
+    assert len(set(ids)) == len(ids)
+    for method, path, operation in operations(document):
+        assert operation["operationId"] == OPERATIONS[(method, path)].operation_id
+        assert operation["operationId"].isalnum() and operation["operationId"][0].isupper(), operation["operationId"]
+        assert operation["tags"] == [OPERATIONS[(method, path)].tag] and operation["tags"][0] in tags
+        success = operation["responses"]["200"]["content"]["application/json"]
+        # The example is what the operation answers: it matches the (closed) schema of its 200.
+        assert problems(document, success["schema"], success["example"]) == [], operation["operationId"]
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+        if body is not None:
+            assert "example" in body, operation["operationId"]
+            assert problems(document, body["schema"], body["example"]) == [], operation["operationId"]
+    # Product create belongs with the products, not with the product types it is validated against.
+    assert document["paths"]["/api/products/Create"]["post"]["tags"] == ["Products"]
+
+
+async def test_schema_names_carry_no_in_out_noise(rt: Runtime, api: httpx.AsyncClient) -> None:
+    document = await document_of(api)
+    names = set(document["components"]["schemas"])
+    assert not [name for name in names if name.endswith(("In", "Out")) or name.startswith("Body_")]
+    assert {"Order", "OrderPage", "PushRequest", "PushResult", "Product", "Job", "Subscription"} <= names
+    # Request bodies are named components too (a generated client names its classes after them).
+    for method, path, operation in operations(document):
+        content = operation.get("requestBody", {}).get("content", {})
+        if "application/json" in content:
+            schema = content["application/json"]["schema"]
+            assert "$ref" in schema or any("$ref" in branch for branch in schema.get("anyOf", ())), (method, path)
+
+
+async def test_money_is_documented_as_the_numbers_the_service_writes(rt: Runtime, api: httpx.AsyncClient) -> None:
+    schemas = (await document_of(api))["components"]["schemas"]
+    money = {
+        "Order": ["ItemsTotal", "ShippingTotal", "TaxTotal", "OrderTotal", "RefundedTotal"],
+        "OrderItem": ["UnitPrice", "LineTotal", "RefundedAmount"],
+        "OrderRefund": ["Amount"],
+        "OrderRefundItem": ["Amount"],
+        "RefundResult": ["Amount"],
+        "RefundItem": ["Amount"],
+    }
+    for schema, fields in money.items():
+        for name in fields:
+            assert schemas[schema]["properties"][name]["type"] == "number", (schema, name)
+    price = schemas["PushItem"]["properties"]["Price"]
+    assert {"type": "number"} in price["anyOf"] and all(b.get("type") != "string" for b in price["anyOf"])
+
+
+async def test_headers_and_problems_are_documented_where_they_happen(rt: Runtime, api: httpx.AsyncClient) -> None:
+    document = await document_of(api)
+    assert set(document["components"]["headers"]) == {
+        "X-Request-Id",
+        "RateLimit",
+        "RateLimit-Policy",
+        "Retry-After",
+        "Idempotent-Replayed",
+    }
+    for method, path, operation in operations(document):
+        name = operation["operationId"]
+        responses = operation["responses"]
+        parameters = operation.get("parameters", [])
+        idempotent = {"$ref": "#/components/parameters/IdempotencyKey"} in parameters
+        assert idempotent == (name in IDEMPOTENT), name
+        assert ("422" in responses) == idempotent, name  # a reused key; validation failures are 400s
+        assert "409" in responses if idempotent or name == "GetProduct" else "409" not in responses, name
+        assert ("413" in responses) == (method == "POST"), name
+        assert ("415" in responses) == (method == "POST" and path.startswith("/api/")), name
+        assert "500" in responses and "503" in responses, name
+        success_headers = set(responses["200"]["headers"])
+        assert "X-Request-Id" in success_headers
+        if path.startswith("/api/"):
+            assert {"RateLimit", "RateLimit-Policy"} <= success_headers, name
+            assert "Retry-After" in responses["429"]["headers"], name
+        assert ("Idempotent-Replayed" in success_headers) == idempotent, name
+        for status, response in responses.items():
+            if status != "200" and "content" in response:
+                assert "X-Request-Id" in response.get("headers", {}), (name, status)
+            if status in ("409", "413", "415", "422", "500", "503") or (status.startswith("4") and "/api/" in path):
+                assert "application/problem+json" in response["content"], (name, status)
+    key = document["components"]["parameters"]["IdempotencyKey"]
+    assert key["in"] == "header" and key["name"] == "Idempotency-Key" and key["required"] is False
+
+
+async def test_the_six_events_are_in_the_webhooks_section(rt: Runtime, api: httpx.AsyncClient) -> None:
+    document = await document_of(api)
+    assert set(document["webhooks"]) == set(EVENT_TYPES) and len(EVENT_TYPES) == 6
+    for event, item in document["webhooks"].items():
+        operation = item["post"]
+        headers = {p["name"]: p for p in operation["parameters"] if p["in"] == "header"}
+        assert set(headers) == {HEADER_SIGNATURE, HEADER_TIMESTAMP, HEADER_EVENT, HEADER_DELIVERY_ID, HEADER_ATTEMPT}
+        assert all(header["required"] for header in headers.values())
+        assert headers[HEADER_EVENT]["schema"]["const"] == event
+        schema = operation["requestBody"]["content"]["application/json"]["schema"]
+        payload = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+        assert payload["additionalProperties"] is False, event
+    inventory = document["components"]["schemas"]["InventoryChanged"]
+    assert set(inventory["required"]) == {"occurredAt", "source", "changed", "truncated", "totalChanged"}
