@@ -140,8 +140,9 @@ async def run_backend(backend: str, categories: int, searches: int, creates: int
 
             async def search_sql(index: int) -> None:
                 text = SEARCHES[index % len(SEARCHES)]
-                async with rt.db.read() as session:
-                    await repository.search_leaves(session, "P1", "UK", text, 50, (index % 3) * 50)
+                await rt.db.driver_read(
+                    lambda reader: repository.search_leaves(reader, "P1", "UK", text, 50, (index % 3) * 50)
+                )
 
             floor_ms = await timed(searches, healthz)
             search_ms = await timed(searches, search)

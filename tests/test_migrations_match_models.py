@@ -6,15 +6,40 @@ from typing import Any
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy import inspect
 
 from marketsync.models import Base
 from marketsync.runtime import Runtime
 
+# Text-search structures of one backend, created by migration 0015 and not declared in the models: SQLite's FTS5
+# table (and the shadow tables FTS5 keeps beside it), PostgreSQL's trigram index.
+BACKEND_SPECIFIC = ("taxonomy_category_search", "ix_taxonomy_categories_name_trgm")
+
+
+def _declared_or_shared(name: str | None, type_: str, parent_names: Any) -> bool:
+    return name is None or not name.startswith(BACKEND_SPECIFIC)
+
 
 async def test_migrated_database_has_no_difference_from_the_models(rt: Runtime) -> None:
     def differences(connection: Any) -> list[Any]:
-        context = MigrationContext.configure(connection, opts={"compare_type": True, "compare_server_default": True})
+        context = MigrationContext.configure(
+            connection,
+            opts={"compare_type": True, "compare_server_default": True, "include_name": _declared_or_shared},
+        )
         return list(compare_metadata(context, Base.metadata))
 
     async with rt.db.engine.connect() as connection:
         assert await connection.run_sync(differences) == []
+
+
+async def test_the_backend_has_its_category_search_index(rt: Runtime) -> None:
+    def names(connection: Any) -> set[str]:
+        inspector = inspect(connection)
+        return set(inspector.get_table_names()) | {
+            index["name"] for index in inspector.get_indexes("taxonomy_categories") if index["name"]
+        }
+
+    async with rt.db.engine.connect() as connection:
+        present = await connection.run_sync(names)
+    expected = "taxonomy_category_search" if rt.db.is_sqlite else "ix_taxonomy_categories_name_trgm"
+    assert expected in present

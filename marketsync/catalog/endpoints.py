@@ -30,10 +30,11 @@ router = APIRouter(tags=["Product types"])
 @router.post("/api/product-types/Search", response_model=SearchOut, summary="Search leaf categories")
 async def search_product_types(body: SearchIn, caller: InventoryReader, rt: RuntimeDep) -> SearchOut:
     limit = body.Limit if body.Limit is not None else service.SEARCH_DEFAULT_LIMIT
-    async with rt.db.read() as session:
-        rows, total = await service.search(
-            session, caller.account_id, body.MarketplaceId, body.SearchText, limit, body.Offset or 0
+    rows, total = await rt.db.driver_read(
+        lambda reader: service.search(
+            reader, caller.account_id, body.MarketplaceId, body.SearchText, limit, body.Offset or 0
         )
+    )
     return SearchOut(
         ProductTypes=[ProductTypeOut(CategoryId=r.category_id, Title=r.name, Path=r.path) for r in rows],
         TotalCount=total,

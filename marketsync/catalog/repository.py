@@ -7,9 +7,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, true, update
+from sqlalchemy import delete, select, true, update
+from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from marketsync.db import DriverReader, dialect_of
+from marketsync.kinds import ConnectionState
 from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.catalog import ProductTypeView, TaxonomyCategory, TaxonomyImport
 
@@ -97,32 +100,158 @@ class LeafRow:
     path: str
 
 
+@dataclass(frozen=True)
+class Site:
+    """What a search needs of the caller's connection."""
+
+    platform: str
+    country: str
+    active: bool
+
+
+# SQLite's trigram index (migration 0015) holds substrings of 3 characters: a shorter text is matched by the scan.
+TRIGRAM = 3
+_SQLITE_SEARCH_TABLE = "taxonomy_category_search"
+# The LIKE escape character, as SQLAlchemy's `contains(autoescape=True)` uses it.
+_ESCAPE = "/"
+
+
+class _Sql:
+    """Parameters in the driver's own placeholder style ($n for asyncpg, ? for sqlite3). The texts below only
+    interpolate this module's table and column names and these placeholders (hence the S608 waivers)."""
+
+    def __init__(self, postgres: bool) -> None:
+        self.postgres = postgres
+        self.params: list[Any] = []
+
+    def bind(self, value: Any) -> str:
+        self.params.append(value)
+        return f"${len(self.params)}" if self.postgres else "?"
+
+
+def contains_pattern(needle: str) -> str:
+    """The LIKE pattern of "contains `needle`", its wildcards literal."""
+    escaped = needle.replace(_ESCAPE, _ESCAPE * 2).replace("%", _ESCAPE + "%").replace("_", _ESCAPE + "_")
+    return f"%{escaped}%"
+
+
+def fts_phrase(needle: str) -> str:
+    """An FTS5 query matching `needle` as one phrase (a string in double quotes, a quote doubled): with the trigram
+    tokenizer, the rows containing it as a substring. Every FTS5 operator (AND, *, -, :, ^) inside is plain text."""
+    return '"' + needle.replace('"', '""') + '"'
+
+
+async def site_of_connection(reader: DriverReader, account_id: str, marketplace_id: str) -> Site | None:
+    sql = _Sql(reader.postgres)
+    rows = await reader.fetch(
+        "SELECT platform, country, state FROM marketplace_connections "  # noqa: S608
+        f"WHERE id = {sql.bind(marketplace_id)} AND account_id = {sql.bind(account_id)}",
+        sql.params,
+    )
+    if not rows:
+        return None
+    platform, country, state = rows[0]
+    return Site(platform, country, state == ConnectionState.ACTIVE)
+
+
 async def search_leaves(
-    session: AsyncSession, platform: str, country: str, text: str | None, limit: int, offset: int
+    reader: DriverReader, platform: str, country: str, text: str | None, limit: int, offset: int
 ) -> tuple[list[LeafRow], int]:
     """Leaves of the site (`platform`, `country`) in tree order; with `text`, those whose lower-cased name contains
-    it, plus the category whose id equals it when it is a number."""
-    conditions: list[Any] = [
-        TaxonomyCategory.platform == platform,
-        TaxonomyCategory.country == country,
-        TaxonomyCategory.is_leaf == true(),
-    ]
-    if text:
-        match = TaxonomyCategory.name_lower.contains(text.lower(), autoescape=True)
-        if text.isdigit():
-            match = or_(match, TaxonomyCategory.category_id == text)
-        conditions.append(match)
-    total = (await session.execute(select(func.count()).select_from(TaxonomyCategory).where(*conditions))).scalar_one()
-    if total == 0 or offset >= total:
-        return [], int(total)
-    result = await session.execute(
-        select(TaxonomyCategory.category_id, TaxonomyCategory.name, TaxonomyCategory.path)
-        .where(*conditions)
-        .order_by(TaxonomyCategory.position)
-        .limit(limit)
-        .offset(offset)
+    it, plus the leaf whose id equals it when it is a number (docs/decisions/0083-category-search.md).
+
+    The match is always `name_lower LIKE '%text%'` on the lower-cased text, wildcards literal. What finds the
+    candidates differs: PostgreSQL's trigram index answers that LIKE itself; on SQLite the FTS5 trigram table
+    (migration 0015) narrows the leaves to those holding the text's trigrams in sequence, and the LIKE is checked on
+    them; a text shorter than a trigram, and the walk without text, read the covering index in tree order.
+    """
+    sql = _Sql(reader.postgres)
+    leaf = "TRUE" if reader.postgres else "1"
+
+    def site() -> str:  # bound again at each use: sqlite3's `?` placeholders are positional
+        return f"platform = {sql.bind(platform)} AND country = {sql.bind(country)}"
+
+    if not text:
+        # The walk: a count and one page of the covering index ix_taxonomy_categories_walk.
+        where = f"{site()} AND is_leaf = {leaf}"
+        total = (await reader.fetch(f"SELECT count(*) FROM taxonomy_categories WHERE {where}", sql.params))[0][0]  # noqa: S608
+        if total == 0 or offset >= total:
+            return [], int(total)
+        rows = await reader.fetch(
+            "SELECT category_id, name, path FROM taxonomy_categories "  # noqa: S608
+            f"WHERE {where} ORDER BY position LIMIT {sql.bind(limit)} OFFSET {sql.bind(offset)}",
+            sql.params,
+        )
+        return [LeafRow(*row) for row in rows], int(total)
+
+    needle = text.lower()
+    pattern = contains_pattern(needle)
+    if not reader.postgres and len(needle) >= TRIGRAM:
+        hits = (
+            f"SELECT category_id, position FROM {_SQLITE_SEARCH_TABLE} "  # noqa: S608
+            f"WHERE name_lower MATCH {sql.bind(fts_phrase(needle))} AND {site()} "
+            f"AND name_lower LIKE {sql.bind(pattern)} ESCAPE '{_ESCAPE}'"
+        )
+    elif reader.postgres and len(needle) >= TRIGRAM:
+        # The trigram index answers the LIKE; the site is checked on its matches. Apart, so that the plan PostgreSQL
+        # keeps for this prepared statement (its generic plan, the pattern unknown) reads that index, never the
+        # walk's index filtered row by row.
+        hits = (
+            "SELECT category_id, position FROM (SELECT category_id, position, platform, country "  # noqa: S608
+            f"FROM taxonomy_categories WHERE is_leaf AND name_lower LIKE {sql.bind(pattern)} ESCAPE '{_ESCAPE}' "
+            f"OFFSET 0) AS named WHERE {site()}"
+        )
+    else:
+        hits = (
+            "SELECT category_id, position FROM taxonomy_categories "  # noqa: S608
+            f"WHERE {site()} AND is_leaf = {leaf} AND name_lower LIKE {sql.bind(pattern)} ESCAPE '{_ESCAPE}'"
+        )
+    if text.isdigit():
+        hits += (
+            " UNION SELECT category_id, position FROM taxonomy_categories "  # noqa: S608
+            f"WHERE {site()} AND is_leaf = {leaf} AND category_id = {sql.bind(text)}"
+        )
+    count_params = list(sql.params)
+    # One statement: the matches' count beside one page of them, the page joined to its names and paths.
+    rows = await reader.fetch(
+        f"WITH hits AS ({hits}), "  # noqa: S608
+        "page AS (SELECT category_id, position, count(*) OVER () AS total FROM hits "
+        f"ORDER BY position LIMIT {sql.bind(limit)} OFFSET {sql.bind(offset)}) "
+        "SELECT page.total, c.category_id, c.name, c.path FROM page JOIN taxonomy_categories c "
+        f"ON c.platform = {sql.bind(platform)} AND c.country = {sql.bind(country)} "
+        "AND c.category_id = page.category_id ORDER BY page.position",
+        sql.params,
     )
-    return [LeafRow(r.category_id, r.name, r.path) for r in result], int(total)
+    if rows:
+        return [LeafRow(row[1], row[2], row[3]) for row in rows], int(rows[0][0])
+    if offset == 0:
+        return [], 0
+    # A page past the end: the count alone.
+    total = (await reader.fetch(f"SELECT count(*) FROM ({hits}) AS hits", count_params))[0][0]  # noqa: S608
+    return [], int(total)
+
+
+async def refresh_search_index(session: AsyncSession, platform: str, country: str) -> None:
+    """After an import rewrote the site's categories: on SQLite, rewrite the site's rows of the text index from its
+    leaves. PostgreSQL's trigram index follows the table by itself, but the planner needs statistics of the new
+    rows (without them a search plans a full read: 70 ms instead of 1 on 20,000 categories, until autovacuum
+    comes by); ANALYZE counts the rows this transaction wrote."""
+    if dialect_of(session) != "sqlite":
+        await session.execute(sql_text("ANALYZE taxonomy_categories"))
+        return
+    site = {"platform": platform, "country": country}
+    await session.execute(
+        sql_text(f"DELETE FROM {_SQLITE_SEARCH_TABLE} WHERE platform = :platform AND country = :country"),  # noqa: S608
+        site,
+    )
+    await session.execute(
+        sql_text(
+            f"INSERT INTO {_SQLITE_SEARCH_TABLE} (name_lower, platform, country, category_id, position) "  # noqa: S608
+            "SELECT name_lower, platform, country, category_id, position FROM taxonomy_categories "
+            "WHERE platform = :platform AND country = :country AND is_leaf"
+        ),
+        site,
+    )
 
 
 async def get_category(session: AsyncSession, platform: str, country: str, category_id: str) -> TaxonomyCategory | None:

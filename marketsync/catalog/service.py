@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from marketsync.catalog import repository, rules
 from marketsync.catalog.repository import LeafRow
 from marketsync.catalog.taxonomy import AttributeSpec, Taxonomy
+from marketsync.db import DriverReader
 from marketsync.errors import NotFound, ValidationFailed
 from marketsync.inventory.service import ChangeSource, SkuChange, apply_inventory_changes
 from marketsync.jobs import service as jobs
@@ -203,6 +204,7 @@ async def import_taxonomy(
                 progress(done, total_steps)
     await repository.insert_rows(session, TaxonomyCategory, batch)
     done += len(batch)
+    await repository.refresh_search_index(session, platform, country)
     await repository.retire_views(session, retired)
     for start in range(0, len(view_rows), repository.BATCH):
         await repository.insert_rows(session, ProductTypeView, view_rows[start : start + repository.BATCH])
@@ -261,11 +263,17 @@ async def active_connection(session: AsyncSession, account_id: str, marketplace_
 
 
 async def search(
-    session: AsyncSession, account_id: str, marketplace_id: str, text: str | None, limit: int, offset: int
+    reader: DriverReader, account_id: str, marketplace_id: str, text: str | None, limit: int, offset: int
 ) -> tuple[list[LeafRow], int]:
-    connection = await active_connection(session, account_id, marketplace_id)
+    """The caller's active connection's site searched (404 as `active_connection` answers); on the raw driver: a
+    hot read of two statements (docs/perf/catalog.md)."""
+    site = await repository.site_of_connection(reader, account_id, marketplace_id)
+    if site is None:
+        raise NotFound("No marketplace connection with this id.")
+    if not site.active:
+        raise NotFound("No active marketplace connection with this id.")
     text = (text or "").strip() or None
-    return await repository.search_leaves(session, connection.platform, connection.country, text, limit, offset)
+    return await repository.search_leaves(reader, site.platform, site.country, text, limit, offset)
 
 
 @dataclass(frozen=True)

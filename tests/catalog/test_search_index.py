@@ -1,0 +1,220 @@
+"""POST /api/product-types/Search through the text index (migration 0015: SQLite FTS5 trigram, PostgreSQL pg_trgm)
+answers exactly what decision 0083's rule answers: the leaves whose lower-cased name contains the trimmed,
+lower-cased SearchText (wildcards literal), plus the leaf whose id equals a number, in tree order.
+
+The rule is written out below in Python and compared with the API on names and texts that an FTS query language or
+a case folding would treat specially: quotes, operators (AND, OR, NOT, NEAR, *, -, ^, :, parentheses), LIKE
+wildcards, texts shorter than a trigram (the scan), and Unicode whose lower case differs from a simple folding."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any
+
+import httpx
+
+from marketsync.catalog import service
+from marketsync.catalog.taxonomy import PATH_SEPARATOR, CategorySpec, Taxonomy
+from marketsync.marketplaces.sandbox import taxonomies as shipped
+from marketsync.runtime import Runtime
+from tests.catalog.support import TEST_SIZE, anchor_id
+from tests.support.factories import Tenant, make_tenant
+
+TRICKY_NAMES = [
+    'Men\'s "Quoted" Shirts',
+    "Stars * and Co",
+    "Rock AND Roll",
+    "NOT OR NEAR Gadgets",
+    "Half-Price - Deals",
+    "Col:umn ^Caret (Paren) +Plus",
+    "100% Cotton_Blend",
+    "Back\\slash/Slash //",
+    "İstanbul Rugs",
+    "STRASSE Straße",
+    "ΣΊΣΥΦΟΣ Books",
+    "Ｆｕｌｌｗｉｄｔｈ Letters",
+    "日本の陶器",
+    "Emoji 🎸 Guitars",
+    "Café Crème",
+    "Cafe\u0301 Decomposed",
+    "Ǆemal Titlecase",
+    "Kelvin \u212a Thermometers",
+    "ﬁligree Ligature",
+    "Double  Space",
+    "2024 Calendars",
+    "x",
+]
+
+TEXTS = [
+    '"',
+    '""',
+    '"quoted"',
+    's "quoted" s',
+    "*",
+    "* and",
+    "and",
+    "AND",
+    "rock and",
+    "OR",
+    "not or near",
+    "NEAR",
+    "-",
+    " - ",
+    "half-price",
+    "^caret",
+    "col:umn",
+    "(paren)",
+    "+plus",
+    "%",
+    "100%",
+    "%_",
+    "n_b",
+    "_",
+    "/",
+    "//",
+    "\\",
+    "k\\s",
+    "İ",
+    "i̇stanbul",
+    "istanbul",
+    "ß",
+    "straße",
+    "strasse",
+    "σ",
+    "ΣΟΣ",
+    "σίσυφος",
+    "σίσυφοσ",
+    "ｆｕｌｌ",
+    "full",
+    "陶器",
+    "日本の陶器",
+    "🎸",
+    "🎸 guitars",
+    "café",
+    "cafe",
+    "e\u0301",
+    "ǆ",
+    "ǅemal",
+    "kelvin k",
+    "\u212a",
+    "fi",
+    "ﬁ",
+    "double  space",
+    "double space",
+    "2024",
+    "20",
+    "2",
+    "x",
+    "xx",
+    "s",
+    "sh",
+    "shi",
+    "  SHIRTS  ",
+    "t-shirts",
+    "T-SHIRTS",
+    "zzz-nothing",
+    "   ",
+    "",
+]
+
+
+def tricky_taxonomy() -> Taxonomy:
+    """The shipped P1 test taxonomy with some leaves renamed (their paths follow)."""
+    base = shipped.generate("P1", 1, TEST_SIZE)
+    keep = set(shipped.ANCHOR_IDS["P1"].values())
+    renamable = [c for c in base.leaves if c.category_id not in keep][: len(TRICKY_NAMES)]
+    names = dict(zip((c.category_id for c in renamable), TRICKY_NAMES, strict=True))
+    categories = []
+    for category in base.categories:
+        name = names.get(category.category_id)
+        if name is not None:
+            parent_path = category.path.rsplit(PATH_SEPARATOR, 1)[0]
+            category = dataclasses.replace(category, name=name, path=f"{parent_path}{PATH_SEPARATOR}{name}")
+        categories.append(category)
+    return Taxonomy("P1", 1, tuple(categories))
+
+
+def expected(leaves: list[CategorySpec], text: str | None) -> list[dict[str, str]]:
+    """Decision 0083's rule, in Python."""
+    stripped = (text or "").strip()
+    if stripped:
+        needle = stripped.lower()
+        leaves = [c for c in leaves if needle in c.name.lower() or (stripped.isdigit() and c.category_id == stripped)]
+    return [{"CategoryId": c.category_id, "Title": c.name, "Path": c.path} for c in leaves]
+
+
+async def search(api: httpx.AsyncClient, tenant: Tenant, text: str | None, **paging: int) -> dict[str, Any]:
+    body: dict[str, Any] = {"MarketplaceId": tenant.marketplace("P1").id, **paging}
+    if text is not None:
+        body["SearchText"] = text
+    response = await api.post("/api/product-types/Search", json=body, headers=tenant.headers)
+    assert response.status_code == 200, (text, response.text)
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+async def loaded(rt: Runtime, api: httpx.AsyncClient, taxonomy: Taxonomy) -> Tenant:
+    async with rt.db.transaction() as session:
+        await service.import_taxonomy(rt, session, taxonomy, "UK")
+    return await make_tenant(rt, api, scopes=("InventoryRead",), marketplaces=(("P1", "UK"),))
+
+
+async def test_special_texts_and_names_answer_what_the_rule_answers(rt: Runtime, api: httpx.AsyncClient) -> None:
+    taxonomy = tricky_taxonomy()
+    tenant = await loaded(rt, api, taxonomy)
+    leaves = taxonomy.leaves
+    ids = [anchor_id("P1", "T-Shirts"), leaves[0].category_id, leaves[0].category_id[:2]]
+    for text in [*TEXTS, *ids, *TRICKY_NAMES, *(name.upper() for name in TRICKY_NAMES), None]:
+        want = expected(leaves, text)
+        got = await search(api, tenant, text, Limit=200)
+        assert (got["TotalCount"], got["ProductTypes"]) == (len(want), want[:200]), text
+    assert (await search(api, tenant, '"quoted"'))["TotalCount"] == 1
+    assert (await search(api, tenant, "i̇stanbul"))["TotalCount"] == 1  # "İ".lower() is two code points
+    assert (await search(api, tenant, "istanbul"))["TotalCount"] == 0
+
+
+async def test_substrings_of_every_name_and_their_pages_answer_what_the_rule_answers(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    taxonomy = tricky_taxonomy()
+    tenant = await loaded(rt, api, taxonomy)
+    leaves = taxonomy.leaves
+    rng = random.Random(83)
+    names = [c.name for c in leaves]
+    for _ in range(40):
+        name = rng.choice(names)
+        start = rng.randrange(len(name))
+        text = name[start : start + rng.randint(1, 6)]
+        want = expected(leaves, text)
+        for offset in (0, 3, len(want) - 1, len(want), len(want) + 5):
+            if offset < 0:
+                continue
+            got = await search(api, tenant, text, Limit=4, Offset=offset)
+            assert (got["TotalCount"], got["ProductTypes"]) == (len(want), want[offset : offset + 4]), (text, offset)
+
+
+async def test_a_reimport_replaces_the_indexed_names(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """The index follows the taxonomy: a renamed leaf is found by its new name only, a removed one no more."""
+    taxonomy = tricky_taxonomy()
+    tenant = await loaded(rt, api, taxonomy)
+    renamed, removed = (c for c in taxonomy.leaves if c.name in ("Rock AND Roll", "Emoji 🎸 Guitars"))
+    categories = []
+    for category in taxonomy.categories:
+        if category.category_id == removed.category_id:
+            continue
+        if category.category_id == renamed.category_id:
+            category = dataclasses.replace(
+                category, name="Jazz Records", path=category.path.replace("Rock AND Roll", "Jazz Records")
+            )
+        categories.append(category)
+    revised = Taxonomy("P1", 2, tuple(categories))
+    async with rt.db.transaction() as session:
+        await service.import_taxonomy(rt, session, revised, "UK")
+
+    assert (await search(api, tenant, "rock and roll"))["TotalCount"] == 0
+    assert [p["CategoryId"] for p in (await search(api, tenant, "JAZZ RECORDS"))["ProductTypes"]] == [
+        renamed.category_id
+    ]
+    assert (await search(api, tenant, "guitars"))["ProductTypes"] == expected(revised.leaves, "guitars")
+    assert removed.category_id not in {p["CategoryId"] for p in (await search(api, tenant, "🎸"))["ProductTypes"]}
