@@ -62,7 +62,7 @@ def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
         version=__version__,
         summary="Marketplace Inventory and Orders Service",
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # openapi.install_docs: Swagger UI from the service itself, no CDN
         redoc_url=None,
         # Observability is structlog + Prometheus (DESIGN.md section 2); FastAPI's OpenTelemetry hooks would
         # otherwise ask the OpenTelemetry API for its providers on every request (~3% of the fixed cost).
@@ -75,6 +75,7 @@ def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
         # (~70 µs a request; docs/decisions/0013). The routes already carry their full paths and tags.
         app.router.routes.extend(router.routes)
     _add_operational_routes(app, rt)
+    openapi.install_docs(app)
     # After the API's routes: an API request never walks the app's routes first.
     console_pages.install(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=rt.settings.max_body_bytes)

@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
+import fastapi_offline
+from fastapi import FastAPI, Request
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
+from starlette.responses import HTMLResponse
+from starlette.staticfiles import StaticFiles
 
 from marketsync.openapi_examples import EXAMPLES, REQUEST_EXAMPLES
 from marketsync.webhooks.payloads import openapi_webhooks
@@ -345,3 +350,29 @@ def build(app: FastAPI, routes: list[APIRoute], servers: list[Schema]) -> Schema
                 if "429" in responses:
                     responses["429"]["headers"]["Retry-After"] = _ref_header("Retry-After")
     return copy.deepcopy(document)
+
+
+# ---------------------------------------------------------------- /docs, with no request leaving the service
+
+DOCS_ASSETS_URL = "/docs/assets"
+_DOCS_ASSETS = Path(fastapi_offline.__file__).parent / "static"
+# The online validator badge would send the document to a third party; nothing on the page leaves the host.
+_SWAGGER_UI_PARAMETERS = {"validatorUrl": None, "defaultModelsExpandDepth": 0, "persistAuthorization": False}
+
+
+def install_docs(app: FastAPI) -> None:
+    """Swagger UI at /docs with its assets served by the service from a package (fastapi-offline ships Swagger UI
+    5, which reads OpenAPI 3.1): the page works with no internet and references only this origin."""
+    app.mount(DOCS_ASSETS_URL, StaticFiles(directory=_DOCS_ASSETS), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(
+            openapi_url=f"{root}{app.openapi_url}",
+            title=f"{app.title} API",
+            swagger_js_url=f"{root}{DOCS_ASSETS_URL}/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}{DOCS_ASSETS_URL}/swagger-ui.css",
+            swagger_favicon_url=f"{root}{DOCS_ASSETS_URL}/favicon.png",
+            swagger_ui_parameters=_SWAGGER_UI_PARAMETERS,
+        )

@@ -3,6 +3,7 @@ problems, an example per operation that matches its own schema, and the `webhook
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -142,3 +143,26 @@ async def test_the_six_events_are_in_the_webhooks_section(rt: Runtime, api: http
         assert payload["additionalProperties"] is False, event
     inventory = document["components"]["schemas"]["InventoryChanged"]
     assert set(inventory["required"]) == {"occurredAt", "source", "changed", "truncated", "totalChanged"}
+
+
+async def test_docs_page_works_offline_from_same_origin_assets(rt: Runtime, api: httpx.AsyncClient) -> None:
+    page = await api.get("/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    html = page.text
+    # No absolute or protocol-relative URL at all: every asset is fetched from the service itself.
+    assert re.search(r"(?:https?:)?//", html) is None, html
+    references = re.findall(r'(?:src|href)="([^"]+)"', html) + re.findall(r"url: '([^']+)'", html)
+    expected = {
+        "/docs/assets/swagger-ui-bundle.js": "javascript",
+        "/docs/assets/swagger-ui.css": "text/css",
+        "/docs/assets/favicon.png": "image/png",
+        "/openapi.json": "application/json",
+    }
+    assert set(references) == set(expected)
+    for reference, media_type in expected.items():
+        asset = await api.get(reference)
+        assert asset.status_code == 200, reference
+        assert media_type in asset.headers["content-type"], (reference, asset.headers["content-type"])
+    bundle = (await api.get("/docs/assets/swagger-ui-bundle.js")).text
+    assert "SwaggerUIBundle" in bundle and len(bundle) > 500_000  # the real bundle, not a stub
+    assert '"validatorUrl": null' in html  # the online validator badge would send the document elsewhere
