@@ -10,7 +10,6 @@ A test fails when a route is missing from OPERATIONS, so a new endpoint cannot b
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -284,10 +283,27 @@ def _hoist(node: Any, schemas: Schema) -> Any:
     title = hoisted.get("title")
     if isinstance(title, str) and "properties" in hoisted:
         name = SCHEMA_NAMES.get(title, title)
+        hoisted["title"] = name  # generators name their classes after the title
         if schemas.get(name, hoisted) == hoisted:
             schemas[name] = hoisted
             return {"$ref": f"#/components/schemas/{name}"}
     return hoisted
+
+
+def _drop_derived_titles(node: Any) -> Any:
+    """Drop the titles pydantic derives from property names (`CancelReason` -> "Cancelreason"): generators name
+    nested classes after them (`CancelRequestCancelreason`); without one they use the property's own name."""
+    if isinstance(node, list):
+        return [_drop_derived_titles(value) for value in node]
+    if not isinstance(node, dict):
+        return node
+    result = {key: _drop_derived_titles(value) for key, value in node.items()}
+    properties = result.get("properties")
+    if isinstance(properties, dict):
+        for name, schema in properties.items():
+            if isinstance(schema, dict) and schema.get("title") == name.replace("_", " ").title():
+                del schema["title"]
+    return result
 
 
 def build(app: FastAPI, routes: list[APIRoute], servers: list[Schema]) -> Schema:
@@ -326,6 +342,15 @@ def build(app: FastAPI, routes: list[APIRoute], servers: list[Schema]) -> Schema
             responses.pop("422", None)  # FastAPI's own: validation failures here are 400 problem details
             body = operation.get("requestBody")
             if body is not None:
+                for media in body["content"].values():
+                    branches = media["schema"].get("anyOf", [])
+                    if len(branches) == 2 and {"type": "null"} in branches:
+                        # An optional body (`Model | None`): "no body" is what required=false says; a schema
+                        # allowing a literal null makes generators send their own "unset" marker as JSON.
+                        media["schema"] = next(b for b in branches if b != {"type": "null"})
+                        body["required"] = False
+                    if "properties" in media["schema"]:
+                        media["schema"].setdefault("title", f"{spec.operation_id}Request")
                 operation["requestBody"] = body = _hoist(body, schemas)
                 request_example = REQUEST_EXAMPLES.get(spec.operation_id)
                 if request_example is not None:
@@ -349,7 +374,7 @@ def build(app: FastAPI, routes: list[APIRoute], servers: list[Schema]) -> Schema
                         responses[status].setdefault("headers", {"X-Request-Id": _ref_header("X-Request-Id")})
                 if "429" in responses:
                     responses["429"]["headers"]["Retry-After"] = _ref_header("Retry-After")
-    return copy.deepcopy(document)
+    return _drop_derived_titles(document)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------- /docs, with no request leaving the service
