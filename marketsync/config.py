@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     # hot reads: docs/decisions/0162-keys-and-settings.md). Size against max_connections or a PgBouncer pool.
     db_pool_size: int = Field(10, ge=1, le=200)
     db_max_overflow: int = Field(10, ge=0, le=200)
+    # Longest wait for PostgreSQL to open a connection or answer a statement (LISTEN checked as often): a connection
+    # that went silent fails instead of waiting forever (docs/reliability.md, Database faults).
+    db_command_timeout_s: float = Field(30.0, gt=0, le=3600)
     base_url: str = "http://127.0.0.1:8000"
     var_dir: Path = Path("./var")
 

@@ -16,8 +16,9 @@ from typing import Any, TypeVar
 from sqlalchemy import event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from marketsync import wakeups
 from marketsync.db_fast import (
@@ -75,8 +76,17 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
 class Database:
     """The one coordination point: a reader and a writer session factory over one database."""
 
-    def __init__(self, url: str, *, echo: bool = False, pool_size: int = 10, max_overflow: int = 10) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        echo: bool = False,
+        pool_size: int = 10,
+        max_overflow: int = 10,
+        command_timeout_s: float | None = 30.0,
+    ) -> None:
         self.url = async_url(url)
+        self.command_timeout_s = command_timeout_s
         parsed = make_url(self.url)
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
         sqlite_file = parsed.database if self.is_sqlite and parsed.database not in (None, "", ":memory:") else None
@@ -91,6 +101,8 @@ class Database:
             _configure_sqlite(self.write_engine, immediate=True)
         else:
             # hide_parameters: an error's log line never carries bound values (customer data, secrets' hashes).
+            # No pool_pre_ping: a lost connection found by a statement invalidates the whole pool at once (one
+            # request answers 503, the next checkout reconnects), without a round trip on every checkout.
             self.engine = create_async_engine(
                 self.url,
                 echo=echo,
@@ -98,14 +110,41 @@ class Database:
                 max_overflow=max_overflow,
                 pool_pre_ping=False,
                 hide_parameters=True,
+                connect_args=bounded_waits(command_timeout_s),
             )
+            _treat_timeouts_as_lost_connections(self.engine)
             self.write_engine = self.engine
         self._reader = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False)
         self._writer = async_sessionmaker(self.write_engine, expire_on_commit=False, autoflush=False)
-        self.wakeups = wakeups.WakeUps(None if self.is_sqlite else asyncpg_connect_args(self.url, self.engine.dialect))
-        self.fast = FastReads(
-            self.url, self.engine.dialect, sqlite_file=sqlite_file, engine=self.engine, read_session=self.read
+        self.wakeups = wakeups.WakeUps(
+            None if self.is_sqlite else self.driver_connect_args(), check_every_s=command_timeout_s
         )
+        self.fast = FastReads(
+            self.url,
+            self.engine.dialect,
+            sqlite_file=sqlite_file,
+            engine=self.engine,
+            read_session=self.read,
+            driver_waits=bounded_waits(command_timeout_s),
+        )
+
+    def driver_connect_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """asyncpg.connect's arguments for a connection of this database outside the pool, its waits bounded."""
+        args, kwargs = asyncpg_connect_args(self.url, self.engine.dialect)
+        return args, {**kwargs, **bounded_waits(self.command_timeout_s)}
+
+    @asynccontextmanager
+    async def unbounded_engine(self) -> AsyncIterator[AsyncEngine]:
+        """An engine whose statements may run as long as they need (migrations, which may wait for another
+        process's upgrade lock): one connection, no command timeout. SQLite: the writer engine."""
+        if self.is_sqlite:
+            yield self.write_engine
+            return
+        engine = create_async_engine(self.url, poolclass=NullPool, hide_parameters=True)
+        try:
+            yield engine
+        finally:
+            await engine.dispose()
 
     @property
     def dialect(self) -> str:
@@ -149,6 +188,28 @@ class Database:
         await self.engine.dispose()
         if self.write_engine is not self.engine:
             await self.write_engine.dispose()
+
+
+def bounded_waits(command_timeout_s: float | None) -> dict[str, Any]:
+    """asyncpg arguments bounding every wait on a PostgreSQL connection: opening it and each statement.
+
+    A connection whose peer vanished without closing it (a network partition, a dropped NAT or firewall entry, a
+    host that died) never answers: without a bound a statement on it waits forever, and a worker whose side tasks
+    wait so stops scheduling work. With it the statement fails (TimeoutError) and the connection is discarded."""
+    if command_timeout_s is None:
+        return {}
+    return {"command_timeout": command_timeout_s, "timeout": command_timeout_s}
+
+
+def _treat_timeouts_as_lost_connections(engine: AsyncEngine) -> None:
+    """A statement that timed out on the driver leaves its asyncpg connection mid-protocol (the answer, if it ever
+    comes, is still owed): SQLAlchemy is told it is a lost connection, so the connection is discarded and the pool's
+    others are replaced at their next checkout, instead of going back to the pool unusable."""
+
+    @event.listens_for(engine.sync_engine, "handle_error")
+    def _on_error(context: ExceptionContext) -> None:
+        if isinstance(context.original_exception, TimeoutError):
+            context.is_disconnect = True
 
 
 def insert_for(session: AsyncSession, table: Any) -> sqlite.Insert | postgresql.Insert:

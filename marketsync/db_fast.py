@@ -161,8 +161,11 @@ class _PostgresReadConnections:
     Connections are opened with the arguments SQLAlchemy's asyncpg dialect would use.
     """
 
-    def __init__(self, url: str, dialect: Dialect, size: int) -> None:
-        self._connect_args = asyncpg_connect_args(url, dialect)
+    def __init__(self, url: str, dialect: Dialect, size: int, waits: Mapping[str, Any]) -> None:
+        args, kwargs = asyncpg_connect_args(url, dialect)
+        # `waits`: asyncpg's command_timeout and connect timeout (db.bounded_waits): a silent connection raises
+        # TimeoutError (an OSError: lost, so discarded) instead of holding the read forever.
+        self._connect_args = args, {**kwargs, **waits}
         self.dialect = dialect
         # First come, first served (asyncio.Semaphore queues fairly; a queue of connections let newcomers overtake
         # woken waiters: p99 500 ms under 32 connections).
@@ -236,8 +239,10 @@ class FastReads:
         sqlite_file: str | None,
         engine: AsyncEngine,
         read_session: Callable[[], AbstractAsyncContextManager[AsyncSession]],
+        driver_waits: Mapping[str, Any] | None = None,
     ) -> None:
         postgres = dialect.name == "postgresql"
+        waits = driver_waits or {}
         self._read_session = read_session
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         # An in-memory database is private to its connection: a second one would see no tables.
@@ -245,10 +250,10 @@ class FastReads:
         # Driver reads have connections of their own: a token lookup never runs inside a page's snapshot.
         self._sqlite_driver_reads = _SqliteReadConnections(sqlite_file, dialect) if sqlite_file else None
         self._postgres_prepared = (
-            _PostgresReadConnections(url, dialect, _POSTGRES_PREPARED_CONNECTIONS) if postgres else None
+            _PostgresReadConnections(url, dialect, _POSTGRES_PREPARED_CONNECTIONS, waits) if postgres else None
         )
         self._postgres_driver_reads = (
-            _PostgresReadConnections(url, dialect, _POSTGRES_DRIVER_READ_CONNECTIONS) if postgres else None
+            _PostgresReadConnections(url, dialect, _POSTGRES_DRIVER_READ_CONNECTIONS, waits) if postgres else None
         )
 
     async def _autocommit_first(self, statement: Executable, params: Mapping[str, Any] | None) -> Row[Any] | None:

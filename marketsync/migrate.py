@@ -47,7 +47,8 @@ async def current_revision(db: Database) -> str | None:
 
 
 async def upgrade(db: Database, revision: str = "head") -> None:
-    async with db.write_engine.begin() as connection:
+    # Not bounded by MARKETSYNC_DB_COMMAND_TIMEOUT_S: a migration, or the wait for another process's, may be long.
+    async with db.unbounded_engine() as engine, engine.begin() as connection:
         if not db.is_sqlite:
             await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK})
         await connection.run_sync(_upgrade, revision)

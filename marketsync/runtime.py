@@ -25,7 +25,12 @@ class Runtime:
         settings = settings or Settings()
         return cls(
             settings=settings,
-            db=Database(settings.database_url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow),
+            db=Database(
+                settings.database_url,
+                pool_size=settings.db_pool_size,
+                max_overflow=settings.db_max_overflow,
+                command_timeout_s=settings.db_command_timeout_s,
+            ),
             clock=clock or SystemClock(),
             limiter=RateLimiter(settings.redis_url),
         )

@@ -41,8 +41,14 @@ def _set(event: asyncio.Event, *_callback_args: Any) -> None:
 class WakeUps:
     """This process's wake-up signal, fed by its own commits and, on PostgreSQL, by every process's NOTIFY."""
 
-    def __init__(self, connect_args: tuple[tuple[Any, ...], dict[str, Any]] | None) -> None:
-        self._connect_args = connect_args  # asyncpg's, when the database is PostgreSQL
+    def __init__(
+        self, connect_args: tuple[tuple[Any, ...], dict[str, Any]] | None, *, check_every_s: float | None = None
+    ) -> None:
+        self._connect_args = connect_args  # asyncpg's, when the database is PostgreSQL (with bounded waits)
+        # A LISTEN connection only reads: one whose peer vanished without closing it (a partition, a dropped NAT
+        # entry) would never say so, and wake-ups would silently stop. Every `check_every_s` it runs a statement,
+        # bounded by the connection's command_timeout; a failure reconnects.
+        self._check_every_s = check_every_s
         self._signal = asyncio.Event()
 
     def signal(self) -> None:
@@ -75,7 +81,7 @@ class WakeUps:
                 await connection.add_listener(CHANNEL, functools.partial(_set, self._signal))
                 self._signal.set()
                 delay = 0.1
-                await lost.wait()
+                await self._until_lost(connection, lost)
                 log.warning("wakeup_listener_lost")
             except asyncio.CancelledError:
                 raise
@@ -87,3 +93,16 @@ class WakeUps:
                         await asyncio.shield(connection.close(timeout=2))
             await asyncio.sleep(delay)
             delay = min(delay * 2, RECONNECT_MAX_S)
+
+    async def _until_lost(self, connection: Any, lost: asyncio.Event) -> None:
+        """Return when the connection is closed under us, or stops answering its periodic check."""
+        while True:
+            try:
+                await asyncio.wait_for(lost.wait(), timeout=self._check_every_s)
+                return
+            except TimeoutError:
+                pass
+            try:
+                await connection.fetchval("SELECT 1")
+            except (OSError, asyncpg.InterfaceError, asyncpg.PostgresError):  # TimeoutError is an OSError
+                return
