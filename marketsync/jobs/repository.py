@@ -126,13 +126,19 @@ _running = aliased(Job)
 
 
 def _not_behind_a_running_one() -> ColumnElement[bool]:
+    """Nothing of the connection ahead of it: no job running, and no OLDER one that started and went back to the
+    queue (throttled, its feed still processing, an outage). That one may have sent its feed already; it is still in
+    line (a later run_after would otherwise let newer pushes overtake it and its late outcome be recorded last)."""
     return or_(
         Job.type.not_in(ONE_AT_A_TIME),
         Job.marketplace_id.is_(None),
         ~exists().where(
             _running.marketplace_id == Job.marketplace_id,
             _running.type == Job.type,
-            _running.status == IN_PROCESS,
+            or_(
+                _running.status == IN_PROCESS,
+                and_(_running.status.in_(QUEUED), _running.started_at.is_not(None), _running.id < Job.id),
+            ),
         ),
     )
 

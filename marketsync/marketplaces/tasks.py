@@ -9,6 +9,8 @@ recorded twice.
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import structlog
 
 from marketsync.jobs.registry import schedule, task
@@ -33,6 +35,43 @@ async def health_checks(rt: Runtime) -> None:
             log.exception("health_check_failed", marketplace_id=connection.id)
 
 
+# The lines a PriceStockPush sends, in its job state: [listing row id, external SKU, price or None, quantity or None].
+SENT_LINES = "PriceStockLines"
+
+
+def _encoded(line: PriceStockLine) -> list[str | int | None]:
+    return [line.external_sku, None if line.price is None else str(line.price), line.quantity]
+
+
+def _sent_lines(job: JobRun) -> tuple[list[PriceStockLine] | None, dict[str, str]]:
+    """The lines an earlier run of this job kept before sending its feed (None: no run got that far)."""
+    kept = job.state.get(SENT_LINES)
+    if kept is None:
+        return None, {}
+    lines = [
+        PriceStockLine(sku, None if price is None else Decimal(price), quantity) for _, sku, price, quantity in kept
+    ]
+    return lines, {sku: row_id for row_id, sku, _, _ in kept}
+
+
+async def _lines_to_send(
+    rt: Runtime, connection_id: str, product_ids: list[str] | None, *, accepts_zero_price: bool
+) -> tuple[list[PriceStockLine], dict[str, str]]:
+    """Per listing, the catalogue's values that differ from what the marketplace is known to hold."""
+    async with rt.db.read() as session:
+        rows = await repository.listing_lines(session, connection_id, product_ids)
+    lines: list[PriceStockLine] = []
+    row_ids: dict[str, str] = {}
+    for row in rows:
+        values = rules.price_stock_values(
+            row.price, row.quantity, row.held_price, row.held_quantity, accepts_zero_price=accepts_zero_price
+        )
+        if values is not None:
+            lines.append(PriceStockLine(row.external_sku, *values))
+            row_ids[row.external_sku] = row.listing_row_id
+    return lines, row_ids
+
+
 @task(JobType.PRICE_STOCK_PUSH)
 async def push_price_stock(rt: Runtime, job: JobRun) -> FeedResult | None:
     """Send the job's products' price and stock to one marketplace as one feed: per listing only the values
@@ -45,19 +84,16 @@ async def push_price_stock(rt: Runtime, job: JobRun) -> FeedResult | None:
     connection = await service.usable_connection(rt, job)
     if connection is None:
         return None
-    product_ids = None if args.AllListings else args.ProductIds
-    async with rt.db.read() as session:
-        rows = await repository.listing_lines(session, connection.id, product_ids)
-    accepts_zero_price = kind_of(connection.platform).accepts_zero_price
-    lines: list[PriceStockLine] = []
-    row_ids: dict[str, str] = {}
-    for row in rows:
-        values = rules.price_stock_values(
-            row.price, row.quantity, row.held_price, row.held_quantity, accepts_zero_price=accepts_zero_price
-        )
-        if values is not None:
-            lines.append(PriceStockLine(row.external_sku, *values))
-            row_ids[row.external_sku] = row.listing_row_id
+    lines, row_ids = _sent_lines(job)
+    if lines is None:
+        product_ids = None if args.AllListings else args.ProductIds
+        accepts_zero_price = kind_of(connection.platform).accepts_zero_price
+        lines, row_ids = await _lines_to_send(rt, connection.id, product_ids, accepts_zero_price=accepts_zero_price)
+        if lines:
+            # Kept with the job before the feed is sent: a run resumed after a crash or a retry polls the feed already
+            # sent and must record the values THAT feed carried. Values read again would be the catalogue's by then:
+            # recorded as the marketplace's, they made a later push of the same values look needless (kill -9).
+            await job.remember(**{SENT_LINES: [[row_ids[line.external_sku], *_encoded(line)] for line in lines]})
     total = len(lines)
     if not lines:
         async with rt.db.transaction() as session:

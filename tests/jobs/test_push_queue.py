@@ -5,6 +5,7 @@ a connection's pushes run one at a time, in the order they were queued."""
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 from marketsync.jobs import repository
 from marketsync.jobs import service as job_service
@@ -88,3 +89,26 @@ async def test_a_connections_pushes_run_one_at_a_time_in_queue_order(rt: Runtime
     async with rt.db.transaction() as session:
         taken = await repository.claim_next(session, "w2", rt.clock.now(), 30, [JobType.PRICE_STOCK_PUSH])
         assert taken is not None and taken[0].id == second
+
+
+async def test_a_push_that_started_and_went_back_to_the_queue_stays_ahead_of_newer_ones(rt: Runtime) -> None:
+    """Its feed may be at the marketplace already: a newer push overtaking it (its run_after is later once throttled)
+    would have its outcome recorded before the older feed's (found by the kill -9 proof)."""
+    account_id = await make_account(rt)
+    uk = await make_connection(rt, account_id, "P1", "UK")
+    async with rt.db.transaction() as session:
+        first = await job_service.enqueue_price_stock_push(session, rt.clock.now(), account_id, uk.id, ["P-0"])
+    async with rt.db.transaction() as session:  # ran, sent its feed, throttled for 60 s
+        now = rt.clock.now()
+        claimed = await repository.claim_next(session, "w1", now, 30, [JobType.PRICE_STOCK_PUSH])
+        assert claimed is not None and claimed[0].id == first
+        await repository.requeue(session, first, "w1", now, now + timedelta(seconds=60))
+    async with rt.db.transaction() as session:
+        second = await job_service.enqueue_price_stock_push(session, rt.clock.now(), account_id, uk.id, ["P-1"])
+    assert second != first
+    async with rt.db.transaction() as session:
+        assert await repository.claim_next(session, "w2", rt.clock.now(), 30, [JobType.PRICE_STOCK_PUSH]) is None
+    async with rt.db.transaction() as session:
+        later = rt.clock.now() + timedelta(seconds=61)
+        taken = await repository.claim_next(session, "w2", later, 30, [JobType.PRICE_STOCK_PUSH])
+        assert taken is not None and taken[0].id == first

@@ -12,6 +12,7 @@ from marketsync.jobs import service as jobs_service
 from marketsync.jobs.types import PriceStockPushPayload
 from marketsync.marketplaces import feeds, service
 from marketsync.marketplaces.connector import AuthorizationRevoked, Throttled, Unavailable
+from marketsync.models import Job
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
 from tests.marketplaces import support
@@ -89,3 +90,39 @@ async def test_a_revoked_authorisation_is_recorded_on_the_connection_and_fails_t
     async with rt.db.read() as session:
         connection = await service.get(session, account_id, marketplace_id)
     assert connection.requires_reauthorization is True and connection.is_healthy is False
+
+
+@pytest.mark.parametrize("settings_overrides", [{"job_lease_s": 30.0}])
+async def test_a_resumed_push_records_the_values_its_feed_carried_not_the_catalogues_new_ones(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Found by the kill -9 proof: a push resumed after its feed was sent (a recovery after a crash, or a retry)
+    recorded the catalogue's values of that moment as the marketplace's; the catalogue had moved on meanwhile, so the
+    next push found nothing to send and the marketplace kept the old quantity for good."""
+    fake = FakeConnector.install(rt, "P1")
+    fake.fail_next("feed_result", Throttled(600.0))  # the feed is sent, then the job waits in the queue
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    connection = tenant.marketplace("P1")
+    product = await support.listed_product(rt, connection, "DRIFT-1", price="10.00", quantity=5)
+    await support.set_product_values(rt, product.id, None, 6)
+    async with rt.db.transaction() as session:
+        first = await jobs_service.enqueue_price_stock_push(
+            session, rt.clock.now(), tenant.account_id, connection.id, [product.id]
+        )
+    await Worker(rt).drain(timeout_s=5)
+    assert (await support.job(rt, first)).status == "Published"  # waiting out the throttle, its feed sent
+    await support.set_product_values(rt, product.id, None, 7)  # the catalogue moves while it waits
+    async with rt.db.transaction() as session:
+        second = await jobs_service.enqueue_price_stock_push(
+            session, rt.clock.now(), tenant.account_id, connection.id, [product.id]
+        )
+        throttled = await session.get(Job, first)
+        assert throttled is not None and second != first
+        throttled.run_after = rt.clock.now()
+
+    await Worker(rt).drain()
+
+    assert [(await support.job(rt, job_id)).status for job_id in (first, second)] == ["Completed", "Completed"]
+    assert [[line.quantity for line in lines] for _, lines in fake.submitted] == [[6], [7]]
+    listing = await support.our_listing(rt, connection, product.id)
+    assert listing is not None and listing.marketplace_quantity == 7
