@@ -39,6 +39,7 @@ from marketsync_api.models import (
     DeleteSubscriptionRequest,
     GetTokenRequest,
     GetTokenRequestGrantType,
+    JobStatus,
     ListOrdersRequest,
     ListProductsRequest,
     Order,
@@ -52,7 +53,6 @@ from marketsync_api.models import (
     Token,
     UpdateOrderRequest,
 )
-from marketsync_api.types import Unset
 
 
 def token(base_url: str, client_id: str, client_secret: str) -> str:
@@ -172,6 +172,7 @@ def every_operation(client: AuthenticatedClient, webhook_url: str) -> dict[str, 
         job = get_job.sync(pushed.job_ids[0], client=client)
         assert not isinstance(job, Problem) and job is not None
         done: bool = job.is_complete
+        assert job.status in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED) or not done
         progress: int | None = job.progress_done
         assert isinstance(done, bool) and (progress is None or progress >= 0)
 
@@ -198,8 +199,8 @@ async def asynchronously(client: AuthenticatedClient) -> int:
     assert not isinstance(page, Problem) and page is not None
     products = await list_products.asyncio(client=client)
     assert not isinstance(products, Problem) and products is not None
-    modified: str | Unset = products.products[0].last_modified_date if products.products else ""
-    assert modified is not None
+    modified: datetime.datetime | None = products.products[0].last_modified_date if products.products else None
+    assert modified is None or modified.tzinfo is not None
     return len(page.orders)
 
 

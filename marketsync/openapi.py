@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import fastapi_offline
 from fastapi import FastAPI, Request
@@ -22,6 +22,9 @@ from fastapi.routing import APIRoute
 from starlette.responses import HTMLResponse
 from starlette.staticfiles import StaticFiles
 
+from marketsync.catalog.taxonomy import AttributeType
+from marketsync.inventory.rules import PUSH_OUTCOMES
+from marketsync.jobs.types import JobStatus
 from marketsync.openapi_examples import EXAMPLES, REQUEST_EXAMPLES
 from marketsync.webhooks.payloads import openapi_webhooks
 
@@ -157,6 +160,34 @@ SCHEMA_NAMES = {
     "DeleteSubscriptionIn": "DeleteSubscriptionRequest",
     "DeleteSubscriptionOut": "DeleteSubscriptionResult",
 }
+
+# What some response models type as a plain `str` (they are built from rows), said precisely: closed sets the spec
+# fixes, taken from the code's own constants, and timestamps. Open sets stay open (Job.Type, EventTypes: the spec
+# lets kinds and events be added, and a generated client refuses an enum value it does not know).
+_TIMESTAMP: Schema = {"format": "date-time"}
+REFINEMENTS: dict[tuple[str, str], Schema] = {
+    ("Job", "Status"): {"enum": [status.value for status in JobStatus]},
+    ("Job", "StartedAt"): _TIMESTAMP,
+    ("PushResultLine", "Result"): {"enum": list(PUSH_OUTCOMES)},
+    ("CreateProductResult", "ListingAction"): {"enum": ["Create", "Revise"]},  # catalog/service.py create_product
+    ("Attribute", "Type"): {"enum": list(get_args(AttributeType))},
+    ("ProductSummary", "LastModifiedDate"): _TIMESTAMP,
+    **{
+        (schema, field): _TIMESTAMP
+        for schema in ("Subscription", "NewSubscription")
+        for field in ("DisabledDate", "LastSuccessDate", "CreatedDate")
+    },
+}
+
+
+def _refine(schemas: Schema) -> None:
+    for (name, field), extra in REFINEMENTS.items():
+        prop = schemas[name]["properties"][field]
+        targets = [b for b in prop.get("anyOf", ()) if b.get("type") == "string"] if "anyOf" in prop else [prop]
+        assert targets, (name, field)  # a refinement that no longer applies is a bug, not a no-op
+        for target in targets:
+            target.update(extra)
+
 
 PROBLEM_SCHEMA: Schema = {
     "type": "object",
@@ -325,6 +356,7 @@ def build(app: FastAPI, routes: list[APIRoute], servers: list[Schema]) -> Schema
     components["schemas"] = schemas = {SCHEMA_NAMES.get(k, k): v for k, v in components["schemas"].items()}
     for name, schema in schemas.items():
         schema["title"] = name
+    _refine(schemas)
     schemas["Problem"] = PROBLEM_SCHEMA
     document["webhooks"] = openapi_webhooks(schemas)
     components["headers"] = HEADERS

@@ -179,7 +179,7 @@ EXAMPLES: dict[str, Any] = {
     },
     "GetJob": {
         "JobId": _JOB_ID,
-        "Type": "PriceQuantityPush",
+        "Type": "PriceStockPush",
         "Status": "Completed",
         "IsComplete": True,
         "IsSuccessful": True,

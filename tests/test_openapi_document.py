@@ -9,6 +9,8 @@ from typing import Any
 import httpx
 
 from marketsync.app import api_routes
+from marketsync.inventory.rules import PUSH_OUTCOMES
+from marketsync.jobs.types import JobStatus
 from marketsync.openapi import OPERATIONS, TAGS
 from marketsync.runtime import Runtime
 from marketsync.webhooks.outbox import EVENT_TYPES
@@ -89,6 +91,11 @@ async def test_money_is_documented_as_the_numbers_the_service_writes(rt: Runtime
     for schema, fields in money.items():
         for name in fields:
             assert schemas[schema]["properties"][name]["type"] == "number", (schema, name)
+    # Closed sets the spec fixes are enums, from the code's constants; timestamps carry their format.
+    assert schemas["Job"]["properties"]["Status"]["enum"] == [status.value for status in JobStatus]
+    assert schemas["PushResultLine"]["properties"]["Result"]["enum"] == list(PUSH_OUTCOMES)
+    assert {"type": "string", "format": "date-time"} in schemas["Job"]["properties"]["StartedAt"]["anyOf"]
+    assert "enum" not in schemas["Job"]["properties"]["Type"]  # kinds may be added: an open set
     price = schemas["PushItem"]["properties"]["Price"]
     assert {"type": "number"} in price["anyOf"] and all(b.get("type") != "string" for b in price["anyOf"])
 
