@@ -7,11 +7,15 @@ import json
 
 import httpx
 
-from marketsync.marketplaces import events
+from marketsync.marketplaces import tasks as marketplace_tasks
+from marketsync.orders import tasks as order_tasks
 from marketsync.runtime import Runtime
 from marketsync.webhooks import verify
 from marketsync.webhooks.outbox import EVENT_TYPES
+from marketsync.worker import Worker
 from tests.catalog.support import run_jobs
+from tests.marketplaces.support import update_seller
+from tests.orders.support import sandbox_orders_arrive, set_feed_fault
 from tests.support.factories import make_tenant
 from tests.support.openapi import problems
 from tests.webhooks.receiver import Receiver
@@ -26,7 +30,10 @@ async def test_every_delivery_matches_the_webhooks_section(
     connection = tenant.marketplace("P1")
     created = await subscribe(api, tenant, receiver.url(), list(EVENT_TYPES))
 
-    # InventoryChanged and ListingPublished from the API's own writes: a create, its publish job, a push.
+    # Every event from what really causes it: a create and its publish job (ListingPublished), a push
+    # (InventoryChanged), a propagated push the marketplace answers with item errors (FeedOutcome), orders arriving
+    # at the marketplace and the scheduled pull (OrdersDownloaded), an authorisation revoked and restored at the
+    # marketplace, seen by the health checks (MarketplaceUnhealthy, MarketplaceRestored).
     create = {"Sku": "TEE-1", "MarketplaceId": connection.id, "Quantity": 2}
     response = await api.post("/api/products/Create", json=create, headers=tenant.headers)
     assert response.status_code == 200, response.text
@@ -34,12 +41,20 @@ async def test_every_delivery_matches_the_webhooks_section(
     push = {"Items": [{"Sku": "TEE-1", "Price": 12.5, "Quantity": 0}], "PropagateToListings": False}
     response = await api.post("/api/inventory/price-quantity", json=push, headers=tenant.headers)
     assert response.json()["Updated"] == 1
-    # The marketplace-side events, built by the code the order pull, feeds and health checks use.
-    async with rt.db.transaction() as session:
-        events.orders_downloaded(rt, session, connection, 3)
-        events.feed_outcome(rt, session, connection, "Price & stock", "ProcessedWithErrors", "Done", 2)
-        events.health_changed(rt, session, connection, "MarketplaceUnhealthy", "UnAuthorized", "token revoked")
-        events.health_changed(rt, session, connection, "MarketplaceRestored", "Healthy", "reconnected")
+    await set_feed_fault(rt, connection, "item-errors")
+    push = {"Items": [{"Sku": "TEE-1", "Quantity": 7}]}
+    response = await api.post("/api/inventory/price-quantity", json=push, headers=tenant.headers)
+    assert response.json()["JobIds"], response.text
+    await run_jobs(rt)
+    await set_feed_fault(rt, connection, "none")
+    await sandbox_orders_arrive(rt, connection, 2)
+    await order_tasks.schedule_order_pulls(rt)
+    await Worker(rt).drain()
+    await marketplace_tasks.health_checks(rt)
+    await update_seller(rt, connection, auth_revoked=True)
+    await marketplace_tasks.health_checks(rt)
+    await update_seller(rt, connection, auth_revoked=False)
+    await marketplace_tasks.health_checks(rt)
 
     def every_event_arrived() -> bool:
         return {r.headers["x-svc-event"] for r in receiver.received} == set(EVENT_TYPES)
@@ -55,6 +70,9 @@ async def test_every_delivery_matches_the_webhooks_section(
             value = request.headers.get(parameter["name"].lower())
             assert value is not None, (event, parameter["name"])
             assert problems(document, parameter["schema"], value) == [], (event, parameter["name"], value)
+    assert {json.loads(r.body)["Outcome"] for r in receiver.received if r.headers["x-svc-event"] == "FeedOutcome"} == {
+        "ProcessedWithErrors"
+    }
     inventory = [json.loads(r.body) for r in receiver.received if r.headers["x-svc-event"] == "InventoryChanged"]
     assert {"sku": "TEE-1", "price": 12.5, "quantity": 0} in [
         change for body in inventory for change in body["changed"]
