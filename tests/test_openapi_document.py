@@ -3,10 +3,14 @@ problems, an example per operation that matches its own schema, and the `webhook
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
 import httpx
+import pytest
+from openapi_spec_validator import validate
+from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
 from marketsync.app import api_routes
 from marketsync.inventory.rules import PUSH_OUTCOMES
@@ -39,6 +43,15 @@ def operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]
         for path, methods in document["paths"].items()
         for method, operation in methods.items()
     ]
+
+
+async def test_the_document_is_valid_openapi_3_1(rt: Runtime, api: httpx.AsyncClient) -> None:
+    document = await document_of(api)
+    validate(document)  # the OpenAPI 3.1 meta-schema (openapi-spec-validator): raises on any violation
+    broken = copy.deepcopy(document)
+    broken["paths"]["/api/marketplaces"]["get"]["responses"]["200"] = {"content": {}}  # no description
+    with pytest.raises(OpenAPIValidationError):
+        validate(broken)
 
 
 async def test_every_operation_is_named_tagged_and_has_an_example(rt: Runtime, api: httpx.AsyncClient) -> None:
