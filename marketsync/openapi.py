@@ -230,6 +230,15 @@ HEADERS: Schema = {
         "schema": {"type": "string"},
     },
     "Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer", "minimum": 1}},
+    "Cache-Control": {
+        "description": "`no-store`: answers are per account (orders carry customer data); no cache may keep them.",
+        "schema": {"type": "string", "enum": ["no-store"]},
+    },
+    "WWW-Authenticate": {
+        "description": 'The challenge: `Bearer realm="marketsync"` with `error` and, on a 403, the `scope` needed; '
+        "at the token endpoint a `Basic` challenge.",
+        "schema": {"type": "string"},
+    },
     "Idempotent-Replayed": {
         "description": "`true` when this is the stored answer to an earlier request with the same "
         "Idempotency-Key and body; absent otherwise.",
@@ -400,12 +409,18 @@ def build(app: FastAPI, routes: list[APIRoute], servers: list[Schema]) -> Schema
             # The body checks (size, media type) run in the middleware, before the route: every POST can meet them.
             for status, problem in _problems(spec, api=api, has_body=method == "post").items():
                 responses.setdefault(status, problem)
-            if not api:
-                for status in ("400", "401", "429"):
-                    if status in responses:
-                        responses[status].setdefault("headers", {"X-Request-Id": _ref_header("X-Request-Id")})
-                if "429" in responses:
-                    responses["429"]["headers"]["Retry-After"] = _ref_header("Retry-After")
+            # Every answer under /api is `Cache-Control: no-store` (middleware); the token endpoint's own answers
+            # are too. 401 and 403 carry the challenge (Bearer under /api, Basic at the token endpoint).
+            token_answers = ("200", "400", "401", "429")
+            for status, response in responses.items():
+                headers = response.setdefault("headers", {})
+                headers.setdefault("X-Request-Id", _ref_header("X-Request-Id"))
+                if api or status in token_answers:
+                    headers["Cache-Control"] = _ref_header("Cache-Control")
+                if status in ("401", "403") and (api or status == "401"):
+                    headers["WWW-Authenticate"] = _ref_header("WWW-Authenticate")
+                if status == "429":
+                    headers["Retry-After"] = _ref_header("Retry-After")
     return _drop_derived_titles(document)  # type: ignore[no-any-return]
 
 

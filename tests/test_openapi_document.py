@@ -121,6 +121,8 @@ async def test_headers_and_problems_are_documented_where_they_happen(rt: Runtime
         "RateLimit-Policy",
         "Retry-After",
         "Idempotent-Replayed",
+        "Cache-Control",
+        "WWW-Authenticate",
     }
     for method, path, operation in operations(document):
         name = operation["operationId"]
@@ -139,6 +141,7 @@ async def test_headers_and_problems_are_documented_where_they_happen(rt: Runtime
             assert {"RateLimit", "RateLimit-Policy"} <= success_headers, name
             assert "Retry-After" in responses["429"]["headers"], name
         assert ("Idempotent-Replayed" in success_headers) == idempotent, name
+        assert "Cache-Control" in success_headers and "WWW-Authenticate" in responses["401"]["headers"], name
         for status, response in responses.items():
             if status != "200" and "content" in response:
                 assert "X-Request-Id" in response.get("headers", {}), (name, status)

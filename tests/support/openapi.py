@@ -82,7 +82,9 @@ class Conformance:
                 value = int(value)
             assert problems(self.document, schema, value) == [], f"{where}: header {name}={value!r}"
         for name in response.headers:
-            if name.lower() in ("idempotent-replayed", "retry-after", "ratelimit", "ratelimit-policy"):
+            documented_names = ("idempotent-replayed", "retry-after", "ratelimit", "ratelimit-policy", "cache-control",
+                                "www-authenticate")  # fmt: skip
+            if name.lower() in documented_names:
                 assert any(h.lower() == name.lower() for h in documented.get("headers", {})), (
                     f"{where}: header {name} is sent but not documented"
                 )
