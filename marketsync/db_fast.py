@@ -388,6 +388,48 @@ class _SessionDriverReader:
         return list(await self._driver.execute_fetchall(sql, arguments))
 
 
+class SessionDriver:
+    """The raw driver connection (aiosqlite / asyncpg) under a write session's transaction, for the statements of
+    a hot write path (the price/stock push): hand-written SQL (`?` on SQLite, `$n` on PostgreSQL), no Core
+    compilation, no result processing. It runs inside the session's transaction: committed or rolled back with it.
+    """
+
+    def __init__(self, driver: Any, postgres: bool) -> None:
+        self._driver = driver
+        self.postgres = postgres
+
+    async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
+        if self.postgres:
+            rows: list[Sequence[Any]] = await self._driver.fetch(sql, *arguments)
+            return rows
+        return list(await self._driver.execute_fetchall(sql, arguments))
+
+    async def execute(self, sql: str, arguments: Sequence[Any]) -> None:
+        if self.postgres:
+            await self._driver.execute(sql, *arguments)
+        else:
+            await self._driver.execute(sql, arguments)
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if self.postgres:
+            await self._driver.executemany(sql, rows)
+        else:
+            await self._driver.executemany(sql, rows)
+
+
+async def session_driver(session: AsyncSession) -> SessionDriver:
+    """A SessionDriver on `session`'s connection, its transaction begun (SQLAlchemy's asyncpg adapter begins lazily,
+    at its first statement: a raw statement before that would run outside the transaction)."""
+    connection = await session.connection()
+    adapted = await connection.get_raw_connection()
+    postgres = session.get_bind().dialect.name == "postgresql"
+    if postgres:
+        adapter: Any = adapted.dbapi_connection
+        if adapter._transaction is None and adapter.isolation_level != "autocommit":
+            await adapter._start_transaction()
+    return SessionDriver(adapted.driver_connection, postgres)
+
+
 async def session_reader(session: AsyncSession) -> DriverReader:
     """A DriverReader inside `session`'s transaction (e.g. reading back what a write just flushed)."""
     connection = await session.connection()

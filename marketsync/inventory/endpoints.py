@@ -16,7 +16,6 @@ from marketsync.inventory.schemas import (
     ProductsOut,
     PushIn,
     PushOut,
-    listing_dicts,
     parse_push,
 )
 from marketsync.kit import jsonio
@@ -41,11 +40,8 @@ def _json(body: dict[str, Any]) -> Response:
     },
 )
 async def push_price_quantity(request: Request, caller: InventoryWriter, rt: RuntimeDep) -> Response:
-    body = parse_push(await request.body())
-    async with rt.db.transaction() as session:
-        result = await service.push_price_quantity(
-            rt, session, caller.account_id, body.items(), propagate=body.propagate
-        )
+    items, propagate = parse_push(await request.body())
+    result = await service.push_price_quantity_committed(rt, caller.account_id, items, propagate=propagate)
     return _json(
         {
             "RequestId": current_request_id(),
@@ -62,41 +58,19 @@ async def list_products(
     caller: InventoryReader, rt: RuntimeDep, body: Annotated[ProductListIn | None, Body()] = None
 ) -> Response:
     query = body or ProductListIn()
-    async with rt.db.read() as session:
-        views, total = await service.list_products(
-            session,
+    page = await rt.db.driver_read(
+        lambda reader: service.products_page(
+            reader,
             caller.account_id,
             sku=query.Sku,
             modified_since=query.ModifiedSince,
             limit=query.Limit or DEFAULT_LIMIT,
             offset=query.Offset or 0,
         )
-    return _json(
-        {
-            "Products": [
-                {
-                    "Sku": view.product.sku,
-                    "Quantity": view.product.quantity,
-                    "LastModifiedDate": rules.wire_timestamp(view.product.modified_at),
-                    "Listings": listing_dicts(view.listings),
-                }
-                for view in views
-            ],
-            "TotalCount": total,
-        }
     )
+    return _json(page)
 
 
 @router.get("/api/products/{sku:path}", response_model=ProductEnvelopeOut, summary="One product by SKU")
 async def get_product(sku: str, caller: InventoryReader, rt: RuntimeDep) -> Response:
-    async with rt.db.read() as session:
-        view = await service.get_product(session, caller.account_id, sku)
-    return _json(
-        {
-            "Product": {
-                "Sku": view.product.sku,
-                "Quantity": view.product.quantity,
-                "Listings": listing_dicts(view.listings),
-            }
-        }
-    )
+    return _json(await rt.db.driver_read(lambda reader: service.product_document(reader, caller.account_id, sku)))

@@ -6,12 +6,14 @@ one executemany; no ORM unit of work and no per-SKU round trip on the happy path
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
+import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import BigInteger, String, Table, any_, bindparam, func, select, text, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError
@@ -19,18 +21,25 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 
 from marketsync.db import dialect_of, insert_for
-from marketsync.inventory.rules import DATA_KINDS, DATA_OWNERS, DataKind, DataOwner, StoredProduct
+from marketsync.db_fast import POSTGRES_UNAVAILABLE, DriverReader, session_driver
+from marketsync.inventory.rules import (
+    DATA_KINDS,
+    DATA_OWNERS,
+    PRICE_DECIMAL_PLACES,
+    DataKind,
+    DataOwner,
+    StoredProduct,
+)
 from marketsync.kinds import ConnectionState
 from marketsync.models import Account, Listing, MarketplaceConnection, Product
-from marketsync.models.base import UTCDateTime, money_to_storage
+from marketsync.models.base import UTCDateTime
 from marketsync.models.inventory import DataFlow, InventoryImport
 
 _PRODUCTS = Product.__table__
 assert isinstance(_PRODUCTS, Table)
 
 
-@dataclass(frozen=True)
-class ProductWrite:
+class ProductWrite(NamedTuple):
     """The full new values of one locked product row (unmoved values are written back unchanged)."""
 
     id: str
@@ -60,6 +69,31 @@ def _stored(rows: Sequence[Any]) -> list[StoredProduct]:
     return [StoredProduct(id=row.id, sku=row.sku, price=row.price, quantity=row.quantity) for row in rows]
 
 
+_LOCK_BY_KEYS_SQLITE = (
+    "SELECT id, sku, price, quantity FROM products WHERE account_id = ? AND sku_lower IN ({marks}) ORDER BY id"
+)
+_LOCK_BY_KEYS_POSTGRES = (
+    "SELECT id, sku, price, quantity FROM products WHERE account_id = $1 AND sku_lower = ANY($2::varchar[]) "
+    "ORDER BY id FOR UPDATE"
+)
+
+
+def stored_price(value: int | None) -> Decimal | None:
+    """A stored (scaled BIGINT) price as the exact Decimal it stands for (compared by value, never shown)."""
+    return None if value is None else Decimal(value).scaleb(-PRICE_DECIMAL_PLACES)
+
+
+def storage_price(value: Decimal | None) -> int | None:
+    """A price as stored: the exact scaled integer (prices were checked to carry at most 4 decimal places)."""
+    if value is None:
+        return None
+    scaled = value.scaleb(PRICE_DECIMAL_PLACES)
+    integral = int(scaled)
+    if integral != scaled:
+        raise ValueError("amount has more than 4 decimal places")
+    return integral
+
+
 async def lock_products_by_sku_keys(
     session: AsyncSession, account_id: str, keys: Collection[str]
 ) -> list[StoredProduct]:
@@ -67,16 +101,16 @@ async def lock_products_by_sku_keys(
 
     Locks are taken in id order, the same order every inventory writer uses, so concurrent batches
     over the same SKUs queue instead of deadlocking (PostgreSQL; SQLite already has one writer).
+    One statement on the raw driver, in the session's transaction (the push's hot path).
     """
     if not keys:
         return []
-    result = await session.execute(
-        select(Product.id, Product.sku, Product.price, Product.quantity)
-        .where(Product.account_id == account_id, _one_of(session, Product.sku_lower, keys))
-        .order_by(Product.id)
-        .with_for_update()
-    )
-    return _stored(result.all())
+    driver = await session_driver(session)
+    if driver.postgres:
+        rows = await driver.fetch(_LOCK_BY_KEYS_POSTGRES, (account_id, list(keys)))
+    else:
+        rows = await driver.fetch(_LOCK_BY_KEYS_SQLITE.format(marks=",".join("?" * len(keys))), (account_id, *keys))
+    return [StoredProduct(id, sku, stored_price(price), quantity) for id, sku, price, quantity in rows]
 
 
 async def lock_products_by_id(session: AsyncSession, account_id: str, ids: Collection[str]) -> list[StoredProduct]:
@@ -116,43 +150,65 @@ def write_time(value: Any) -> datetime:
     return value.astimezone(UTC).replace(tzinfo=None)
 
 
-async def write_product_values(session: AsyncSession, writes: Sequence[ProductWrite]) -> set[str]:
-    """Write the batch in one statement (id order); returns the ids whose write failed.
+class BatchWriteFailed(Exception):
+    """The push's one-statement write failed for some row: its transaction must be rolled back and the push run
+    again with each row in its own savepoint (`write_product_values(..., isolate=True)`)."""
 
-    The batch runs inside a savepoint. If any row fails, the savepoint is rolled back and the rows are
-    retried one by one, each in its own savepoint, so one bad row never stops the others (spec §4,
-    rule 4) and never aborts the caller's transaction.
+
+_SQLITE_WRITE_ROWS = "UPDATE products SET price = ?, quantity = ?, modified_at = ? WHERE id = ?"
+_POSTGRES_WRITE_ROWS = (
+    "UPDATE products AS p SET price = v.price, quantity = v.quantity, modified_at = v.modified_at "
+    "FROM unnest($1::varchar[], $2::bigint[], $3::integer[], $4::timestamp[]) AS v(id, price, quantity, modified_at) "
+    "WHERE p.id = v.id"
+)
+
+
+async def write_product_values(
+    session: AsyncSession, writes: Sequence[ProductWrite], *, isolate: bool | None = None
+) -> set[str]:
+    """Write the batch (id order); returns the ids whose write failed.
+
+    `isolate=False` (the push's first attempt): one statement on the raw driver, no savepoint; if any row fails,
+    BatchWriteFailed (the caller rolls back and runs again with `isolate=True`). `isolate=True`: each row in its
+    own savepoint, so one bad row never stops the others (spec §4, rule 4) nor aborts the caller's transaction.
+    `None` (writers that share their transaction with other work: the mirror, product create): the batch in a
+    savepoint, falling back to row by row if it fails.
     """
     if not writes:
+        return set()
+    ordered = sorted(writes, key=lambda w: w.id)
+    if isolate is False:
+        await _write_batch_raw(session, ordered)
         return set()
     params = [
         {
             "b_id": write.id,
-            "b_price": money_to_storage(write.price),
+            "b_price": storage_price(write.price),
             "b_quantity": write.quantity,
             "b_modified_at": write.modified_at,
         }
-        for write in sorted(writes, key=lambda w: w.id)
+        for write in ordered
     ]
     connection = await session.connection()
-    try:
-        async with connection.begin_nested():
-            if dialect_of(session) == "postgresql":
-                await connection.execute(
-                    _PG_WRITE_VALUES,
-                    {
-                        "ids": [row["b_id"] for row in params],
-                        "prices": [row["b_price"] for row in params],
-                        "quantities": [row["b_quantity"] for row in params],
-                        "times": [write_time(row["b_modified_at"]) for row in params],
-                    },
-                )
-            else:
-                await connection.execute(_WRITE_VALUES, params)
-        return set()
-    except DBAPIError as exc:
-        if exc.connection_invalidated:
-            raise  # the database went away: not one SKU's failure (the request answers 503, nothing written)
+    if isolate is None:
+        try:
+            async with connection.begin_nested():
+                if dialect_of(session) == "postgresql":
+                    await connection.execute(
+                        _PG_WRITE_VALUES,
+                        {
+                            "ids": [row["b_id"] for row in params],
+                            "prices": [row["b_price"] for row in params],
+                            "quantities": [row["b_quantity"] for row in params],
+                            "times": [write_time(row["b_modified_at"]) for row in params],
+                        },
+                    )
+                else:
+                    await connection.execute(_WRITE_VALUES, params)
+            return set()
+        except DBAPIError as exc:
+            if exc.connection_invalidated:
+                raise  # the database went away: not one SKU's failure (the request answers 503, nothing written)
     failed: set[str] = set()
     for row in params:
         try:
@@ -165,46 +221,84 @@ async def write_product_values(session: AsyncSession, writes: Sequence[ProductWr
     return failed
 
 
-@dataclass(frozen=True)
-class ListedOn:
-    """A product listed (marketplace listing id known) on an active connection, with that connection's state."""
+async def _write_batch_raw(session: AsyncSession, ordered: Sequence[ProductWrite]) -> None:
+    driver = await session_driver(session)
+    try:
+        if driver.postgres:
+            await driver.execute(
+                _POSTGRES_WRITE_ROWS,
+                (
+                    [write.id for write in ordered],
+                    [storage_price(write.price) for write in ordered],
+                    [write.quantity for write in ordered],
+                    [write_time(write.modified_at) for write in ordered],
+                ),
+            )
+        else:
+            await driver.executemany(
+                _SQLITE_WRITE_ROWS,
+                [(storage_price(w.price), w.quantity, sqlite_time(w.modified_at), w.id) for w in ordered],
+            )
+    except POSTGRES_UNAVAILABLE:
+        raise  # the database went away: not one SKU's failure (the request answers 503, nothing written)
+    except (sqlite3.Error, asyncpg.PostgresError) as exc:
+        raise BatchWriteFailed(str(exc)) from exc
 
-    marketplace_id: str
-    product_id: str
+
+def sqlite_time(value: datetime) -> str:
+    """A UTC instant as SQLite stores it (naive UTC text with microseconds: sorts as text)."""
+    return write_time(value).isoformat(sep=" ", timespec="microseconds")
+
+
+@dataclass(frozen=True)
+class ActiveConnection:
+    """An active connection of the account, with its state (the push's warnings name it)."""
+
+    id: str
     platform: str
     country: str
     requires_reauthorization: bool
 
 
-async def listed_connections(session: AsyncSession, account_id: str, product_ids: Collection[str]) -> list[ListedOn]:
-    """Every listing of these products on an active connection.
+_ACTIVE_CONNECTIONS = (
+    "SELECT id, platform, country, requires_reauthorization FROM marketplace_connections "
+    "WHERE account_id = {} AND state = {}"
+)
 
-    Only listings that exist at the marketplace (their listing id is known) receive price/stock pushes.
-    """
-    if not product_ids:
-        return []
-    result = await session.execute(
-        select(
-            Listing.marketplace_id,
-            Listing.product_id,
-            MarketplaceConnection.platform,
-            MarketplaceConnection.country,
-            MarketplaceConnection.requires_reauthorization,
-        )
-        .join(MarketplaceConnection, MarketplaceConnection.id == Listing.marketplace_id)
-        .where(
-            Listing.account_id == account_id,
-            _one_of(session, Listing.product_id, product_ids),
-            Listing.listing_id.is_not(None),
-            MarketplaceConnection.account_id == account_id,
-            MarketplaceConnection.state == ConnectionState.ACTIVE,
-        )
-        .order_by(Listing.marketplace_id, Listing.product_id)
-    )
-    return [
-        ListedOn(row.marketplace_id, row.product_id, row.platform, row.country, bool(row.requires_reauthorization))
-        for row in result.all()
-    ]
+
+async def active_connections(session: AsyncSession, account_id: str) -> dict[str, ActiveConnection]:
+    driver = await session_driver(session)
+    sql = _ACTIVE_CONNECTIONS.format(*(("$1", "$2") if driver.postgres else ("?", "?")))
+    rows = await driver.fetch(sql, (account_id, ConnectionState.ACTIVE.value))
+    return {row[0]: ActiveConnection(row[0], row[1], row[2], bool(row[3])) for row in rows}
+
+
+_LISTED_SQLITE = (
+    "SELECT marketplace_id, group_concat(product_id) FROM listings WHERE account_id = ? AND product_id IN ({marks}) "
+    "AND listing_id IS NOT NULL GROUP BY marketplace_id"
+)
+_LISTED_POSTGRES = (
+    "SELECT marketplace_id, array_agg(product_id) FROM listings WHERE account_id = $1 "
+    "AND product_id = ANY($2::varchar[]) AND listing_id IS NOT NULL GROUP BY marketplace_id"
+)
+
+
+async def listed_products(
+    session: AsyncSession, account_id: str, product_ids: Collection[str], connections: Collection[str]
+) -> dict[str, list[str]]:
+    """The products (sorted ids) listed on each of these connections (their listing id known: they exist at the
+    marketplace, and only those receive price/stock pushes); connections listing none are left out."""
+    if not product_ids or not connections:
+        return {}
+    driver = await session_driver(session)
+    if driver.postgres:
+        rows = await driver.fetch(_LISTED_POSTGRES, (account_id, list(product_ids)))
+        listed = {row[0]: sorted(row[1]) for row in rows}
+    else:
+        marks = ",".join("?" * len(product_ids))
+        rows = await driver.fetch(_LISTED_SQLITE.format(marks=marks), (account_id, *product_ids))
+        listed = {row[0]: sorted(row[1].split(",")) for row in rows}  # ids are ULIDs: no commas
+    return {connection: listed[connection] for connection in sorted(connections) if connection in listed}
 
 
 # --- reads -----------------------------------------------------------------------------------------
@@ -391,3 +485,113 @@ async def save_import_progress(session: AsyncSession, import_id: str, last_line:
     await session.execute(
         update(InventoryImport).where(InventoryImport.id == import_id).values(last_line=last_line, report=report)
     )
+
+
+# -- the API's catalogue reads on the raw driver (db.driver_read: one snapshot, no session) ----------------------
+
+
+class _Sql:
+    """Parameters in the driver's own placeholder style ($n for asyncpg, ? for sqlite3). The SQL texts below only
+    interpolate this module's column names and these placeholders; every value is a bound parameter."""
+
+    def __init__(self, postgres: bool) -> None:
+        self.postgres = postgres
+        self.params: list[Any] = []
+
+    def bind(self, value: Any) -> str:
+        self.params.append(value)
+        return f"${len(self.params)}" if self.postgres else "?"
+
+    def bind_time(self, value: datetime) -> str:
+        naive = write_time(value)
+        return self.bind(naive if self.postgres else naive.isoformat(sep=" ", timespec="microseconds"))
+
+    def bind_in(self, column: str, values: Collection[str]) -> str:
+        if self.postgres:
+            return f"{column} = ANY({self.bind(list(values))}::varchar[])"
+        return f"{column} IN ({', '.join(self.bind(value) for value in values)})"
+
+
+def _read_filter(sql: _Sql, account_id: str, key: str | None, modified_since: datetime | None) -> str:
+    where = f"account_id = {sql.bind(account_id)}"
+    if key is not None:
+        where += f" AND sku_lower = {sql.bind(key)}"
+    if modified_since is not None:
+        # Inclusive: a walk resumed at the last LastModifiedDate repeats that product, never skips one.
+        where += f" AND modified_at >= {sql.bind_time(modified_since)}"
+    return where
+
+
+async def page_of_products(
+    reader: DriverReader,
+    account_id: str,
+    *,
+    key: str | None,
+    modified_since: datetime | None,
+    limit: int,
+    offset: int,
+) -> list[Sequence[Any]]:
+    """(id, sku, quantity, modified_at) of one page: oldest change first with `modified_since`, else by id."""
+    sql = _Sql(reader.postgres)
+    where = _read_filter(sql, account_id, key, modified_since)
+    order = "modified_at, id" if modified_since is not None else "id"
+    text_ = (
+        f"SELECT id, sku, quantity, modified_at FROM products WHERE {where} ORDER BY {order} "  # noqa: S608
+        f"LIMIT {sql.bind(limit)} OFFSET {sql.bind(offset)}"
+    )
+    return await reader.fetch(text_, sql.params)
+
+
+async def count_of_products(
+    reader: DriverReader, account_id: str, *, key: str | None, modified_since: datetime | None, at_most: int | None
+) -> int:
+    """How many products match the filter; with `at_most`, counting stops there (the count is then a lower bound:
+    docs/decisions/0241-walk-total-count.md)."""
+    sql = _Sql(reader.postgres)
+    where = _read_filter(sql, account_id, key, modified_since)
+    if at_most is None:
+        text_ = f"SELECT count(*) FROM products WHERE {where}"  # noqa: S608
+    else:
+        text_ = f"SELECT count(*) FROM (SELECT 1 FROM products WHERE {where} LIMIT {sql.bind(at_most)}) AS bounded"  # noqa: S608
+    rows = await reader.fetch(text_, sql.params)
+    return int(rows[0][0])
+
+
+async def products_of_key(reader: DriverReader, account_id: str, key: str) -> list[Sequence[Any]]:
+    """(id, sku, quantity) of the products whose SKU matches the key case-insensitively, by id."""
+    sql = _Sql(reader.postgres)
+    text_ = (
+        f"SELECT id, sku, quantity FROM products WHERE account_id = {sql.bind(account_id)} "  # noqa: S608
+        f"AND sku_lower = {sql.bind(key)} ORDER BY id"
+    )
+    return await reader.fetch(text_, sql.params)
+
+
+async def listing_documents(
+    reader: DriverReader, account_id: str, product_ids: Collection[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """The listings (spec §2 Listing, as sent) of these products, in one query, by product."""
+    listings: dict[str, list[dict[str, Any]]] = {}
+    if not product_ids:
+        return listings
+    sql = _Sql(reader.postgres)
+    text_ = (
+        "SELECT l.product_id, c.platform, c.country, l.listing_id, l.external_sku, l.listing_url "  # noqa: S608
+        "FROM listings l JOIN marketplace_connections c ON c.id = l.marketplace_id "
+        f"WHERE l.account_id = {sql.bind(account_id)} AND {sql.bind_in('l.product_id', product_ids)} "
+        "AND l.listing_id IS NOT NULL ORDER BY l.product_id, c.platform, c.country"
+    )
+    for product_id, platform, country, listing_id, external_sku, listing_url in await reader.fetch(text_, sql.params):
+        document = {
+            "Platform": platform,
+            "Country": country,
+            "ListingId": listing_id,
+            "ExternalSku": external_sku,
+            "ListingUrl": listing_url,
+        }
+        found = listings.get(product_id)
+        if found is None:
+            listings[product_id] = [document]
+        else:
+            found.append(document)
+    return listings

@@ -1,5 +1,8 @@
 """Pure rules of the catalogue and the price/stock push (spec sections 4 and 6). No I/O here.
 
+The values a push makes 500 of (items, stored products, changes) are named tuples: built in a fraction of a frozen
+dataclass's time, as immutable.
+
 Everything the push decides (which item wins, which product a SKU names, what moved, what the
 InventoryChanged event says, which warnings apply) is a function of plain values, tested in
 tests/unit/test_inventory_rules.py.
@@ -11,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_DOWN, Decimal, InvalidOperation
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from marketsync.kinds import KINDS, marketplace_name
 from marketsync.kit.clock import iso
@@ -42,8 +45,7 @@ MAX_OFFSET = 2**31 - 1
 _PRICE_QUANTUM = Decimal(1).scaleb(-PRICE_DECIMAL_PLACES)
 
 
-@dataclass(frozen=True)
-class SkuChange:
+class SkuChange(NamedTuple):
     """Values to set on one product; None means not provided (left alone, never zero)."""
 
     product_id: str
@@ -60,8 +62,7 @@ class ChangeSource:
     user_platform_id: str | None = None
 
 
-@dataclass(frozen=True)
-class AppliedChange:
+class AppliedChange(NamedTuple):
     """A product whose values actually moved. `price`/`quantity` are the new values, None when unmoved."""
 
     product_id: str
@@ -70,8 +71,7 @@ class AppliedChange:
     quantity: int | None
 
 
-@dataclass(frozen=True)
-class StoredProduct:
+class StoredProduct(NamedTuple):
     """The stored values of one product, as read (and locked) before a write."""
 
     id: str
@@ -80,8 +80,7 @@ class StoredProduct:
     quantity: int
 
 
-@dataclass(frozen=True)
-class PushItem:
+class PushItem(NamedTuple):
     """One item of a push request (or one row of an import file)."""
 
     sku: str
@@ -140,8 +139,7 @@ def resolve_sku(sku: str, candidates: Sequence[StoredProduct]) -> StoredProduct 
 Resolution = StoredProduct | Literal["NotFound", "Ambiguous"]
 
 
-@dataclass(frozen=True)
-class ResolvedItem:
+class ResolvedItem(NamedTuple):
     """One distinct SKU of a push after collapsing: the winning (last) occurrence and what it names."""
 
     position: int  # index of the winning occurrence in the request (the import maps it to a file line)

@@ -90,8 +90,52 @@ def _is_unicode_text(value: Any) -> bool:
     return True
 
 
-def parse_push(raw: bytes) -> PushIn:
-    """The push body with exact decimals; every bad field in one 400 keyed like `Items[3].Price`."""
+_ITEM_FIELDS = frozenset(("Sku", "Price", "Quantity"))
+_PUSH_FIELDS = frozenset(("Items", "PropagateToListings"))
+
+
+def _checked_item(item: Any) -> PushItem | None:
+    """One push item checked by hand as PushItemIn would, or None when PushItemIn must say what is wrong."""
+    if type(item) is not dict or not item.keys() <= _ITEM_FIELDS:
+        return None
+    sku = item.get("Sku")
+    price = item.get("Price")
+    quantity = item.get("Quantity")
+    if type(sku) is not str or rules.sku_problem(sku):
+        return None
+    if price is not None:
+        if type(price) is int:
+            price = Decimal(price)
+        elif type(price) is not Decimal or rules.price_problem(price):
+            return None
+    if quantity is not None and (type(quantity) is not int or rules.quantity_problem(quantity)):
+        return None
+    return PushItem(sku, price, quantity)
+
+
+def _checked_push(data: Any) -> tuple[list[PushItem], bool] | None:
+    """The push body checked by hand (PushIn's rules, without building 500 models), or None when PushIn must
+    report what is wrong: a valid body gets the same values either way, an invalid one the same 400."""
+    if type(data) is not dict or not data.keys() <= _PUSH_FIELDS:
+        return None
+    raw_items = data.get("Items")
+    propagate = data.get("PropagateToListings")
+    if type(raw_items) is not list or not 1 <= len(raw_items) <= MAX_PUSH_ITEMS:
+        return None
+    if propagate is not None and type(propagate) is not bool:
+        return None
+    items = []
+    for raw_item in raw_items:
+        item = _checked_item(raw_item)
+        if item is None:
+            return None
+        items.append(item)
+    return items, propagate is not False
+
+
+def parse_push(raw: bytes) -> tuple[list[PushItem], bool]:
+    """The push body with exact decimals, as (items, propagate); every bad field in one 400 keyed like
+    `Items[3].Price`."""
     try:
         data = json.loads(raw or b"null", parse_float=Decimal, parse_constant=_reject_constant)
     except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser's stack
@@ -100,10 +144,14 @@ def parse_push(raw: bytes) -> PushIn:
     # can hold; only an escape can produce one, so bodies without `\u` skip the walk.
     if b"\\u" in raw and not _is_unicode_text(data):
         raise ValidationFailed(errors={"body": ["Strings must be valid Unicode text (no lone surrogates)."]})
+    checked = _checked_push(data)
+    if checked is not None:
+        return checked
     try:
-        return PushIn.model_validate(data)
+        body = PushIn.model_validate(data)
     except ValidationError as exc:
         raise ValidationFailed(errors=validation_errors(exc.errors())) from None
+    return body.items(), body.propagate
 
 
 class ListingOut(BaseModel):
@@ -160,7 +208,10 @@ class ProductEntryOut(BaseModel):
 
 class ProductsOut(BaseModel):
     Products: list[ProductEntryOut]
-    TotalCount: int
+    TotalCount: int = Field(
+        description="How many products match. With ModifiedSince, counted up to Offset + 10,000: exact when fewer "
+        "remain, else Offset + 10,000 (keep paging while Offset < TotalCount)."
+    )
 
 
 class ProductOut(BaseModel):

@@ -13,12 +13,13 @@ import io
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from marketsync.db import DriverReader
 from marketsync.errors import Conflict, NotFound, ValidationFailed
 from marketsync.inventory import repository, rules
 from marketsync.inventory.repository import ListingView, ProductWrite
@@ -61,6 +62,8 @@ __all__ = [
     "import_inventory",
     "import_inventory_file",
     "list_products",
+    "product_document",
+    "products_page",
     "push_price_quantity",
     "recent_imports",
     "run_import",
@@ -104,8 +107,10 @@ async def _apply_locked(
     stored: Sequence[StoredProduct],
     changes: Sequence[SkuChange],
     source: ChangeSource,
+    *,
+    isolate: bool | None = None,
 ) -> BatchOutcome:
-    """The shared core, on rows the caller already locked."""
+    """The shared core, on rows the caller already locked (`isolate`: see repository.write_product_values)."""
     # Taken after the row locks: writers of the same products see increasing times in commit order.
     now = rt.clock.now()
     by_id = {product.id: product for product in stored}
@@ -134,7 +139,7 @@ async def _apply_locked(
         )
         for (product, change), modified_at in zip(moves, times, strict=True)
     ]
-    outcome.failed = await repository.write_product_values(session, writes)
+    outcome.failed = await repository.write_product_values(session, writes, isolate=isolate)
     outcome.applied = [change for _, change in moves if change.product_id not in outcome.failed]
     if outcome.applied:
         payload = rules.inventory_changed_payload(now, source, outcome.applied)
@@ -143,17 +148,12 @@ async def _apply_locked(
 
 
 async def _enqueue_pushes(
-    rt: Runtime, session: AsyncSession, account_id: str, listed: Sequence[repository.ListedOn]
+    rt: Runtime, session: AsyncSession, account_id: str, per_connection: dict[str, list[str]]
 ) -> list[str]:
     """One PriceStockPush per connection holding a moved product, coalesced into a queued one if there is one."""
-    per_connection: dict[str, set[str]] = defaultdict(set)
-    for row in listed:
-        per_connection[row.marketplace_id].add(row.product_id)
     now = rt.clock.now()
     return [
-        await jobs.enqueue_price_stock_push(
-            session, now, account_id, marketplace_id, sorted(per_connection[marketplace_id])
-        )
+        await jobs.enqueue_price_stock_push(session, now, account_id, marketplace_id, per_connection[marketplace_id])
         for marketplace_id in sorted(per_connection)
     ]
 
@@ -180,6 +180,38 @@ class PushResult:
         return sum(1 for line in self.results if line.result == outcome)
 
 
+async def push_price_quantity_committed(
+    rt: Runtime,
+    account_id: str,
+    items: Sequence[PushItem],
+    *,
+    propagate: bool,
+    source: ChangeSource | None = None,
+    then: Callable[[AsyncSession, PushResult], Awaitable[None]] | None = None,
+) -> PushResult:
+    """`push_price_quantity` in a transaction of its own, committed (and `then(session, result)` inside it).
+
+    The batch is written in one statement without a savepoint: isolation costs nothing while every SKU writes.
+    If a row fails, the transaction is rolled back whole (nothing of it stays, no event, no job) and the push runs
+    again with each SKU in its own savepoint, so only the failing SKUs come back Failed (spec §4, rule 4).
+    """
+    try:
+        async with rt.db.transaction() as session:
+            result = await push_price_quantity(
+                rt, session, account_id, items, propagate=propagate, source=source, isolate=False
+            )
+            if then is not None:
+                await then(session, result)
+        return result
+    except repository.BatchWriteFailed:
+        pass
+    async with rt.db.transaction() as session:
+        result = await push_price_quantity(rt, session, account_id, items, propagate=propagate, source=source)
+        if then is not None:
+            await then(session, result)
+    return result
+
+
 async def push_price_quantity(
     rt: Runtime,
     session: AsyncSession,
@@ -188,9 +220,13 @@ async def push_price_quantity(
     *,
     propagate: bool,
     source: ChangeSource | None = None,
+    isolate: bool = True,
 ) -> PushResult:
     """Spec §4 price/stock push, in the caller's transaction: collapse repeats, match SKUs, write what
-    differs (one failing SKU never stops the rest), one event, one job per affected connection."""
+    differs (one failing SKU never stops the rest), one event, one job per affected connection.
+
+    `isolate=False` writes the batch in one statement and raises repository.BatchWriteFailed if a row fails (the
+    caller rolls back and runs it again isolated: `push_price_quantity_committed`)."""
     if not 1 <= len(items) <= MAX_PUSH_ITEMS:
         raise ValidationFailed(errors={"Items": [f"Send 1 to {MAX_PUSH_ITEMS} items."]})
     source = source or ChangeSource(writer="MerchantPush", channel="Api")
@@ -207,7 +243,7 @@ async def push_price_quantity(
         for entry in resolved
         if isinstance(entry.match, StoredProduct)
     ]
-    outcome = await _apply_locked(rt, session, account_id, stored, changes, source)
+    outcome = await _apply_locked(rt, session, account_id, stored, changes, source, isolate=None if isolate else False)
     applied_ids = {change.product_id for change in outcome.applied}
 
     results = []
@@ -240,18 +276,41 @@ async def push_price_quantity(
         and entry.item.price == 0
         and entry.match.id not in outcome.failed
     }
-    listed = await repository.listed_connections(session, account_id, sorted(applied_ids | set(zero_priced)))
-    warnings.extend(
-        rules.zero_price_warnings([(row.platform, row.country, row.product_id) for row in listed], zero_priced)
-    )
+    to_push = applied_ids if propagate else set()
     job_ids: list[str] = []
-    if propagate and outcome.applied:
-        to_push = [row for row in listed if row.product_id in applied_ids]
-        job_ids = await _enqueue_pushes(rt, session, account_id, to_push)
+    if not (to_push or zero_priced):
+        return PushResult(results=results, job_ids=job_ids, warnings=warnings, changed_count=len(outcome.applied))
+    # Listings are read only when something is to be sent, or a zero price to be warned about.
+    connections = await repository.active_connections(session, account_id)
+    listed = await repository.listed_products(session, account_id, sorted(to_push | set(zero_priced)), connections)
+    warnings.extend(
+        rules.zero_price_warnings(
+            [
+                (connections[marketplace_id].platform, connections[marketplace_id].country, product_id)
+                for marketplace_id, product_ids in listed.items()
+                for product_id in product_ids
+                if product_id in zero_priced
+            ],
+            zero_priced,
+        )
+    )
+    if to_push:
+        per_connection = {
+            marketplace_id: moved
+            for marketplace_id, product_ids in listed.items()
+            if (moved := [product_id for product_id in product_ids if product_id in to_push])
+        }
+        job_ids = await _enqueue_pushes(rt, session, account_id, per_connection)
         # A connection only a person can repair (spec: RequiresReauthorization): the job will fail (0027).
         warnings.extend(
             rules.reauthorization_warning(name)
-            for name in sorted({(row.platform, row.country) for row in to_push if row.requires_reauthorization})
+            for name in sorted(
+                {
+                    (connections[marketplace_id].platform, connections[marketplace_id].country)
+                    for marketplace_id in per_connection
+                    if connections[marketplace_id].requires_reauthorization
+                }
+            )
         )
     return PushResult(results=results, job_ids=job_ids, warnings=warnings, changed_count=len(outcome.applied))
 
@@ -298,6 +357,74 @@ async def get_product(session: AsyncSession, account_id: str, sku: str) -> Produ
             "request one of them with its exact casing."
         )
     return (await _with_listings(session, account_id, [chosen]))[0]
+
+
+# With ModifiedSince, TotalCount counts this many products past Offset at most (docs/decisions/0241).
+WALK_COUNT_AHEAD = 10_000
+
+
+def _wire_time(stored: Any) -> str:
+    """LastModifiedDate on the wire from the driver's value: naive UTC text (SQLite) or naive UTC datetime."""
+    if isinstance(stored, str):
+        if len(stored) == 26:  # 'YYYY-MM-DD HH:MM:SS.ffffff', the form UTCDateTime stores
+            return f"{stored[:10]}T{stored[11:]}Z"
+        stored = datetime.fromisoformat(stored)
+    return rules.wire_timestamp(stored.replace(tzinfo=UTC))
+
+
+async def products_page(
+    reader: DriverReader,
+    account_id: str,
+    *,
+    sku: str | None,
+    modified_since: datetime | None,
+    limit: int,
+    offset: int,
+) -> dict[str, Any]:
+    """The products List response (spec §4) on the raw driver, one snapshot: the page, TotalCount, the listings."""
+    key = rules.sku_key(sku) if sku is not None else None
+    rows = await repository.page_of_products(
+        reader, account_id, key=key, modified_since=modified_since, limit=limit, offset=offset
+    )
+    # A ModifiedSince walk counts at most WALK_COUNT_AHEAD products past Offset, so a page's cost does not grow
+    # with the catalogue (docs/decisions/0241-walk-total-count.md); exact whenever fewer remain.
+    at_most = offset + WALK_COUNT_AHEAD if modified_since is not None else None
+    total = await repository.count_of_products(
+        reader, account_id, key=key, modified_since=modified_since, at_most=at_most
+    )
+    listings = await repository.listing_documents(reader, account_id, [row[0] for row in rows])
+    return {
+        "Products": [
+            {
+                "Sku": sku_,
+                "Quantity": quantity,
+                "LastModifiedDate": _wire_time(modified_at),
+                "Listings": listings.get(product_id, []),
+            }
+            for product_id, sku_, quantity, modified_at in rows
+        ],
+        "TotalCount": total,
+    }
+
+
+async def product_document(reader: DriverReader, account_id: str, sku: str) -> dict[str, Any]:
+    """`GET /api/products/{sku}` (spec §4) on the raw driver: exact casing wins; several case variants and none
+    exact is a conflict."""
+    rows = await repository.products_of_key(reader, account_id, rules.sku_key(sku))
+    if not rows:
+        raise NotFound("No product with this SKU.")
+    exact = [row for row in rows if row[1] == sku]
+    if exact:
+        chosen = exact[0]
+    elif len(rows) == 1:
+        chosen = rows[0]
+    else:
+        raise Conflict(
+            f"{len(rows)} products differ from this SKU only by letter case and none matches it exactly; "
+            "request one of them with its exact casing."
+        )
+    listings = await repository.listing_documents(reader, account_id, [chosen[0]])
+    return {"Product": {"Sku": chosen[1], "Quantity": chosen[2], "Listings": listings.get(chosen[0], [])}}
 
 
 async def _with_listings(session: AsyncSession, account_id: str, products: Sequence[Product]) -> list[ProductView]:
@@ -446,26 +573,32 @@ async def import_inventory(
     last_line = resume_after_line
     unflushed = 0  # rows read since the last batch was committed
 
+    async def record(session: AsyncSession, result: PushResult | None) -> None:
+        """The batch's outcome into the report, in the batch's transaction (run once, by the attempt committed)."""
+        if result is not None:
+            report.events += 1 if result.changed_count else 0
+            report.job_ids.extend(result.job_ids)
+            warnings.update(result.warnings)
+            for line_result in result.results:
+                report.counts[line_result.result] += 1
+                if line_result.result in ("NotFound", "Ambiguous", "Failed"):
+                    line = batch[line_result.position][0]
+                    message = _IMPORT_MESSAGES[line_result.result]
+                    report.errors.append(ImportRowError(line, line_result.sku, message))
+        report.errors.sort(key=lambda error: error.line)
+        report.warnings = sorted(warnings)
+        if after_batch is not None:
+            await after_batch(session, report, last_line)
+
     async def flush() -> None:
         nonlocal unflushed
-        async with rt.db.transaction() as session:
-            if batch:
-                result = await push_price_quantity(
-                    rt, session, account_id, [item for _, item in batch], propagate=propagate, source=source
-                )
-                report.events += 1 if result.changed_count else 0
-                report.job_ids.extend(result.job_ids)
-                warnings.update(result.warnings)
-                for line_result in result.results:
-                    report.counts[line_result.result] += 1
-                    if line_result.result in ("NotFound", "Ambiguous", "Failed"):
-                        line = batch[line_result.position][0]
-                        message = _IMPORT_MESSAGES[line_result.result]
-                        report.errors.append(ImportRowError(line, line_result.sku, message))
-            report.errors.sort(key=lambda error: error.line)
-            report.warnings = sorted(warnings)
-            if after_batch is not None:
-                await after_batch(session, report, last_line)
+        if batch:
+            await push_price_quantity_committed(
+                rt, account_id, [item for _, item in batch], propagate=propagate, source=source, then=record
+            )
+        else:
+            async with rt.db.transaction() as session:
+                await record(session, None)
         batch.clear()
         unflushed = 0
 

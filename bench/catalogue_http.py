@@ -1,0 +1,415 @@
+"""The catalogue's hot paths over HTTP against their floors (bench/floors.py), same run, alternating.
+
+    .venv/bin/python -m bench.catalogue_http [--products 100000] [--backends sqlite,postgresql] [--pushes 40]
+        [--pages 150] [--gets 300] [--listings 4] [--only push,propagate,walk,get]
+
+One `marketsync serve` (workers in process, logs at WARNING) and one floor app (uvicorn + uvloop + httptools,
+Starlette, orjson, raw sqlite3 in WAL / asyncpg) on loopback, each on its own scratch database holding the same
+catalogue (seeded with the raw driver: `--products` products, each listed on `--listings` connections), the
+same bearer token. One client (httpx, bodies pre-serialised), requests alternating between the two servers
+(which goes first alternates too):
+  - push: 500 random SKUs, every SKU's price and quantity changing, PropagateToListings false (Updated = 500
+    asserted on both sides); then the same with PropagateToListings true (the service schedules one job per
+    connection holding a moved SKU; the floor schedules nothing);
+  - walk: a ModifiedSince walk from the oldest product, Limit 200, resuming at each page's last LastModifiedDate
+    (`--pages` pages on each side); products/s = new products per page / page time;
+  - get: `GET /api/products/{sku}` for random SKUs, next to the authenticated no-op route of
+    bench/foundation_http.py (the service's fixed cost of a request) served by a third process.
+Prints p50/p99 per side and the ratio, with the load average before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import orjson
+
+from bench import floors
+from bench.foundation_http import FIXED_COST_PATH, service_env
+from bench.support import create_scratch_pg, drop_scratch_pg, free_port, marketsync, percentile, process
+from marketsync.kit.ids import new_id
+
+BATCH = 500
+WARMUP = 5
+PLATFORMS = (("P1", "UK"), ("P2", "DE"), ("P3", "US"), ("P4", "FR"))
+
+
+def loadavg() -> str:
+    with open("/proc/loadavg") as handle:
+        return " ".join(handle.read().split()[:3])
+
+
+def catalogue(count: int) -> tuple[list[str], list[datetime]]:
+    base = datetime(2026, 1, 1)
+    return [f"BENCH-{i:07d}" for i in range(count)], [base + timedelta(microseconds=i) for i in range(count)]
+
+
+def listing_values(index: int, platform: str, country: str) -> tuple[str, str, str]:
+    listing_id = f"{platform}{country}-{index:08d}"
+    return listing_id, f"BENCH-{index:07d}", f"https://{platform.lower()}.example/{country.lower()}/{listing_id}"
+
+
+def _chunks(count: int, size: int = 50_000) -> range:
+    return range(0, count, size)
+
+
+async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, str, str]], count: int,
+                       listings: int) -> None:  # fmt: skip
+    """The service's products and listings, bulk-inserted with the raw driver (ids in SKU order)."""
+    skus, times = catalogue(count)
+    now = datetime(2026, 1, 1)
+    ids = [new_id() for _ in range(count)]
+    product_columns = ("id", "account_id", "sku", "sku_lower", "price", "quantity", "title", "modified_at",
+                       "created_at")  # fmt: skip
+    listing_columns = ("id", "account_id", "product_id", "marketplace_id", "listing_id", "external_sku", "listing_url",
+                       "attributes", "status", "created_at", "updated_at")  # fmt: skip
+
+    def product_rows(start: int, stop: int, text: bool) -> list[tuple[Any, ...]]:
+        return [
+            (ids[i], account_id, skus[i], skus[i].lower(), 100_000, 10, None,
+             times[i].isoformat(sep=" ", timespec="microseconds") if text else times[i],
+             now.isoformat(sep=" ", timespec="microseconds") if text else now)
+            for i in range(start, stop)
+        ]  # fmt: skip
+
+    def listing_rows(start: int, stop: int, text: bool) -> list[tuple[Any, ...]]:
+        stamp: Any = now.isoformat(sep=" ", timespec="microseconds") if text else now
+        return [
+            (new_id(), account_id, ids[i], marketplace_id, *listing_values(i, platform, country), "{}", "Live",
+             stamp, stamp)
+            for i in range(start, stop)
+            for marketplace_id, platform, country in marketplaces[:listings]
+        ]  # fmt: skip
+
+    if url.startswith("sqlite:///"):
+        db = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        db.execute("BEGIN")
+        for start in _chunks(count):
+            stop = min(start + 50_000, count)
+            db.executemany(f"INSERT INTO products VALUES ({','.join('?' * 9)})", product_rows(start, stop, True))
+            db.executemany(
+                f"INSERT INTO listings ({','.join(listing_columns)}) VALUES ({','.join('?' * 11)})",
+                listing_rows(start, stop, True),
+            )
+        db.execute("COMMIT")
+        db.execute("ANALYZE")
+        db.close()
+        return
+    connection = await asyncpg.connect(url)
+    try:
+        for start in _chunks(count):
+            stop = min(start + 50_000, count)
+            await connection.copy_records_to_table(
+                "products", records=product_rows(start, stop, False), columns=product_columns
+            )
+            await connection.copy_records_to_table(
+                "listings", records=listing_rows(start, stop, False), columns=listing_columns
+            )
+        await connection.execute("ANALYZE")
+    finally:
+        await connection.close()
+
+
+async def seed_floor(url: str, token: str, count: int, listings: int) -> None:
+    skus, times = catalogue(count)
+
+    def listing_rows(start: int, stop: int) -> list[tuple[Any, ...]]:
+        return [(i, platform, country, *listing_values(i, platform, country))
+                for i in range(start, stop) for platform, country in PLATFORMS[:listings]]  # fmt: skip
+
+    if url.startswith("sqlite:///"):
+        db = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        for statement in floors.SQLITE_SCHEMA:
+            db.execute(statement)
+        db.execute("BEGIN")
+        db.execute("INSERT INTO tokens VALUES (?, ?)", (floors.token_hash(token), "floor"))
+        for start in _chunks(count):
+            stop = min(start + 50_000, count)
+            db.executemany(
+                "INSERT INTO products VALUES (?, ?, ?, ?, ?, ?)",
+                [(i, skus[i], skus[i].lower(), 100_000, 10, floors.wire_time(times[i])) for i in range(start, stop)],
+            )
+            db.executemany("INSERT INTO listings VALUES (?, ?, ?, ?, ?, ?)", listing_rows(start, stop))
+        db.execute("COMMIT")
+        db.execute("ANALYZE")
+        db.close()
+        return
+    connection = await asyncpg.connect(url)
+    try:
+        for statement in floors.POSTGRES_SCHEMA:
+            await connection.execute(statement)
+        await connection.execute("INSERT INTO tokens VALUES ($1, $2)", floors.token_hash(token), "floor")
+        for start in _chunks(count):
+            stop = min(start + 50_000, count)
+            await connection.copy_records_to_table(
+                "products",
+                records=[(i, skus[i], skus[i].lower(), 100_000, 10, times[i]) for i in range(start, stop)],
+            )
+            await connection.copy_records_to_table("listings", records=listing_rows(start, stop))
+        await connection.execute("ANALYZE")
+    finally:
+        await connection.close()
+
+
+Call = Callable[[httpx.AsyncClient, int], Awaitable[None]]
+
+
+async def alternate(
+    clients: dict[str, httpx.AsyncClient], call: Call, rounds: int, warmup: int
+) -> dict[str, list[float]]:
+    """`call(client, round)` on every side each round, the side going first alternating; ms per call."""
+    timings: dict[str, list[float]] = {name: [] for name in clients}
+    names = list(clients)
+    for round_number in range(warmup + rounds):
+        order = names if round_number % 2 == 0 else names[::-1]
+        for name in order:
+            started = time.perf_counter()
+            await call(clients[name], round_number)
+            elapsed = (time.perf_counter() - started) * 1000
+            if round_number >= warmup:
+                timings[name].append(elapsed)
+    return timings
+
+
+def summary(timings: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    return {name: {"p50": statistics.median(t), "p99": percentile(t, 0.99), "n": len(t)} for name, t in timings.items()}
+
+
+async def bench_push(clients: dict[str, httpx.AsyncClient], skus: list[str], pushes: int, propagate: bool,
+                     seed: int) -> dict[str, list[float]]:  # fmt: skip
+    rng = random.Random(seed)
+    bodies = []
+    for round_number in range(WARMUP + pushes):
+        chosen = rng.sample(skus, BATCH)
+        step = seed * 1000 + round_number
+        items = [{"Sku": sku, "Price": 11 + step + (i % 100) / 100, "Quantity": 1000 + step} for i, sku in
+                 enumerate(chosen)]  # fmt: skip
+        bodies.append(orjson.dumps({"Items": items, "PropagateToListings": propagate}))
+
+    async def call(client: httpx.AsyncClient, round_number: int) -> None:
+        response = await client.post("/api/inventory/price-quantity", content=bodies[round_number])
+        body = response.json()
+        assert response.status_code == 200 and body["Updated"] == BATCH and not body["Warnings"], body
+        assert bool(body["JobIds"]) == (propagate and client.headers.get("x-side") == "ours"), body["JobIds"]
+
+    return await alternate(clients, call, pushes, WARMUP)
+
+
+async def bench_walk(clients: dict[str, httpx.AsyncClient], pages: int) -> tuple[dict[str, list[float]], int]:
+    cursors = {name: "2025-12-31T00:00:00Z" for name in clients}
+    sizes: list[int] = []
+
+    async def call(client: httpx.AsyncClient, _round: int) -> None:
+        side = client.headers["x-side"]
+        body = orjson.dumps({"ModifiedSince": cursors[side], "Limit": 200})
+        response = await client.post("/api/products/List", content=body)
+        page = response.json()
+        assert response.status_code == 200 and len(page["Products"]) == 200, page
+        cursors[side] = page["Products"][-1]["LastModifiedDate"]
+        sizes.append(len(page["Products"]))
+
+    timings = await alternate(clients, call, pages, 2)
+    assert len(set(cursors.values())) == 1, cursors  # both sides walked the same products
+    return timings, 199  # inclusive bound: each page after the first repeats the previous page's last product
+
+
+async def bench_get(clients: dict[str, httpx.AsyncClient], skus: list[str], gets: int) -> dict[str, list[float]]:
+    rng = random.Random(5)
+    chosen = [rng.choice(skus) for _ in range(gets + 20)]
+
+    async def call(client: httpx.AsyncClient, round_number: int) -> None:
+        if client.headers["x-side"] == "no-op":
+            response = await client.get(FIXED_COST_PATH)
+            assert response.status_code == 200
+            return
+        response = await client.get(f"/api/products/{chosen[round_number]}")
+        assert response.status_code == 200 and response.json()["Product"]["Sku"] == chosen[round_number]
+
+    return await alternate(clients, call, gets, 20)
+
+
+@contextlib.asynccontextmanager
+async def scratch_database(backend: str, directory: str) -> AsyncIterator[str]:
+    if backend == "sqlite":
+        yield f"sqlite:///{tempfile.mkdtemp(prefix='msbench-', dir=directory)}/bench.db"
+        return
+    name, url = await create_scratch_pg("ms_catalogue")
+    try:
+        yield url
+    finally:
+        await drop_scratch_pg(name)
+
+
+async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {"backend": backend, "load_before": loadavg()}
+    only = set(args.only.split(","))
+    directory = tempfile.mkdtemp(prefix="msbench-catalogue-")
+    async with scratch_database(backend, directory) as url, scratch_database(backend, directory) as floor_url:
+        var_dir = f"{directory}/var"
+        env = service_env(url, var_dir)
+        env["MARKETSYNC_LOG_LEVEL"] = "WARNING"
+        account = str(marketsync(env, "admin", "account", "create", "--name", "bench")["AccountId"])
+        credential = marketsync(env, "admin", "credential", "create", "--account", account, "--name", "bench",
+                                "--scopes", "InventoryRead InventoryWrite MarketplacesRead")  # fmt: skip
+        for platform, country in PLATFORMS:
+            marketsync(env, "admin", "marketplace", "connect", "--account", account, "--platform", platform,
+                       "--country", country)  # fmt: skip
+        for kind in ("Price", "Stock"):
+            marketsync(env, "admin", "dataflow", "set", "--account", account, "--kind", kind, "--owner", "Merchant")
+        raw_url = url.replace("postgresql+asyncpg://", "postgresql://")
+        marketplaces = await _marketplaces(raw_url, account)
+        started = time.perf_counter()
+        await seed_service(raw_url, account, marketplaces, args.products, args.listings)
+        results["seed_service_s"] = time.perf_counter() - started
+        port, floor_port, noop_port = free_port(), free_port(), free_port()
+        serve = [sys.executable, "-m", "marketsync", "serve", "--port", str(port)]
+        with process(serve, env, f"http://127.0.0.1:{port}/readyz") as served:
+            profile = profiler(args.profile, served.pid, backend)
+            token = httpx.post(
+                f"http://127.0.0.1:{port}/connect/token",
+                data={"grant_type": "client_credentials", "client_id": credential["client_id"],
+                      "client_secret": credential["client_secret"]},
+            ).json()["access_token"]  # fmt: skip
+            started = time.perf_counter()
+            await seed_floor(floor_url, token, args.products, args.listings)
+            results["seed_floor_s"] = time.perf_counter() - started
+            floor_env = {**os.environ, "FLOOR_DATABASE": floor_url}
+            floor_cmd = [sys.executable, "-m", "uvicorn", "bench.floors:app", "--port", str(floor_port),
+                         "--log-level", "warning", "--no-access-log"]  # fmt: skip
+            with process(floor_cmd, floor_env, f"http://127.0.0.1:{floor_port}/readyz"):
+                skus, _ = catalogue(args.products)
+                headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+                async with (
+                    httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers={**headers, "x-side": "ours"},
+                                      timeout=120) as ours,
+                    httpx.AsyncClient(base_url=f"http://127.0.0.1:{floor_port}",
+                                      headers={**headers, "x-side": "floor"}, timeout=120) as floor,
+                ):  # fmt: skip
+                    clients = {"ours": ours, "floor": floor}
+                    if "walk" in only:
+                        with profile("walk"):
+                            walk, new_per_page = await bench_walk(clients, args.pages)
+                        results["walk"] = summary(walk)
+                        results["walk_new_per_page"] = new_per_page
+                    if "get" in only:
+                        noop_cmd = [sys.executable, "-m", "bench.foundation_http", "--serve-fixed-cost",
+                                    str(noop_port)]  # fmt: skip
+                        with process(noop_cmd, env, f"http://127.0.0.1:{noop_port}/readyz"):
+                            async with httpx.AsyncClient(
+                                base_url=f"http://127.0.0.1:{noop_port}", headers={**headers, "x-side": "no-op"}
+                            ) as noop:
+                                with profile("get"):
+                                    timings = await bench_get({**clients, "no-op": noop}, skus, args.gets)
+                                results["get"] = summary(timings)
+                    if "push" in only:
+                        with profile("push"):
+                            timings = await bench_push(clients, skus, args.pushes, False, 1)
+                        results["push"] = summary(timings)
+                    if "propagate" in only:
+                        with profile("propagate"):
+                            timings = await bench_push(clients, skus, args.pushes, True, 2)
+                        results["propagate"] = summary(timings)
+    shutil.rmtree(directory, ignore_errors=True)
+    results["load_after"] = loadavg()
+    return results
+
+
+def profiler(directory: str | None, pid: int, backend: str) -> Callable[[str], contextlib.AbstractContextManager[None]]:
+    """`with profile(phase)`: py-spy samples the service process during the phase (collapsed stacks in DIR)."""
+
+    @contextlib.contextmanager
+    def profile(phase: str) -> Iterator[None]:
+        if directory is None:
+            yield
+            return
+        out = f"{directory}/{phase}-{backend}.txt"
+        spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(pid), "-o", out,
+                                "-f", "raw", "-r", "250", "--nonblocking"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+        time.sleep(1)
+        try:
+            yield
+        finally:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=60)
+
+    return profile
+
+
+async def _marketplaces(url: str, account: str) -> list[tuple[str, str, str]]:
+    query = "SELECT id, platform, country FROM marketplace_connections WHERE account_id = {} ORDER BY platform"
+    if url.startswith("sqlite:///"):
+        db = sqlite3.connect(url.removeprefix("sqlite:///"))
+        rows = db.execute(query.format("?"), (account,)).fetchall()
+        db.close()
+        return [tuple(row) for row in rows]
+    connection = await asyncpg.connect(url)
+    try:
+        return [tuple(row) for row in await connection.fetch(query.format("$1"), account)]
+    finally:
+        await connection.close()
+
+
+def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    print(f"\ncatalogue {args.products:,} products, {args.listings} listings each\n")
+    print("| backend | path | ours p50 ms | ours p99 ms | floor p50 ms | floor p99 ms | ratio p50 | load avg |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        load = f"{r['load_before']} → {r['load_after']}"
+        for key, label in (("push", "500-SKU push"), ("propagate", "500-SKU push, propagate to 4")):
+            if key in r:
+                o, f = r[key]["ours"], r[key]["floor"]
+                print(f"| {r['backend']} | {label} | {o['p50']:.1f} | {o['p99']:.1f} | {f['p50']:.1f} | {f['p99']:.1f} "
+                      f"| {o['p50'] / f['p50']:.2f}x | {load} |")  # fmt: skip
+        if "walk" in r:
+            o, f = r["walk"]["ours"], r["walk"]["floor"]
+            new = r["walk_new_per_page"]
+            print(f"| {r['backend']} | ModifiedSince walk page (200) | {o['p50']:.2f} ({new / o['p50'] * 1000:,.0f} "
+                  f"products/s) | {o['p99']:.2f} | {f['p50']:.2f} ({new / f['p50'] * 1000:,.0f}/s) | {f['p99']:.2f} "
+                  f"| {o['p50'] / f['p50']:.2f}x | {load} |")  # fmt: skip
+        if "get" in r:
+            o, f, n = r["get"]["ours"], r["get"]["floor"], r["get"]["no-op"]
+            print(f"| {r['backend']} | GET /api/products/{{sku}} | {o['p50']:.2f} | {o['p99']:.2f} | {f['p50']:.2f} "
+                  f"| {f['p99']:.2f} | {o['p50'] / f['p50']:.2f}x; {o['p50'] / n['p50']:.2f}x of the authenticated "
+                  f"no-op ({n['p50']:.2f} / {n['p99']:.2f}) | {load} |")  # fmt: skip
+    print()
+    print(json.dumps(results))
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--products", type=int, default=100_000)
+    parser.add_argument("--listings", type=int, default=4, choices=range(0, 5))
+    parser.add_argument("--pushes", type=int, default=40)
+    parser.add_argument("--pages", type=int, default=150)
+    parser.add_argument("--gets", type=int, default=300)
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--only", default="walk,get,push,propagate")
+    parser.add_argument("--profile", metavar="DIR", help="py-spy the service during each phase (collapsed stacks)")
+    args = parser.parse_args()
+    results = [await run_backend(backend, args) for backend in args.backends.split(",")]
+    report(results, args)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
