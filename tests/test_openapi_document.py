@@ -163,6 +163,8 @@ async def test_the_six_events_are_in_the_webhooks_section(rt: Runtime, api: http
         schema = operation["requestBody"]["content"]["application/json"]["schema"]
         payload = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
         assert payload["additionalProperties"] is False, event
+        example = operation["requestBody"]["content"]["application/json"]["example"]
+        assert problems(document, schema, example) == [], event
     inventory = document["components"]["schemas"]["InventoryChanged"]
     assert set(inventory["required"]) == {"occurredAt", "source", "changed", "truncated", "totalChanged"}
 

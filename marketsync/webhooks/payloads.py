@@ -6,6 +6,7 @@ document them, closed (`additionalProperties: false`), and tests validate real d
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
@@ -114,10 +115,13 @@ DELIVERY_HEADERS: list[tuple[str, str, dict[str, Any]]] = [
     (rules.HEADER_ATTEMPT, "Attempt number, starting at 1.", {"type": "string", "pattern": "^[1-9][0-9]*$"}),
 ]
 
+_EXAMPLE_TIME = datetime(2026, 11, 24, 9, 20, tzinfo=UTC)
+
 _RECEIVER = (
-    "Answer any 2xx within 10 seconds (acknowledge first, process afterwards). A non-2xx (4xx other than 408 and "
-    "429 excepted) or a timeout is retried after 1 min, 5 min, 15 min, 1 h, 3 h and 6 h with the same body and "
-    "X-SVC-Delivery-Id; after 6 consecutive failed deliveries the subscription is disabled."
+    "Answer any 2xx within 10 seconds (acknowledge first, process afterwards). A non-2xx answer, a timeout or a "
+    "transport failure is retried after 1 min, 5 min, 15 min, 1 h, 3 h and 6 h with the same body and "
+    "X-SVC-Delivery-Id (a 4xx other than 408 and 429 is not retried); after 6 consecutive failed deliveries the "
+    "subscription is disabled. Verify X-SVC-Signature over the raw body before parsing it."
 )
 
 
@@ -144,7 +148,13 @@ def openapi_webhooks(schemas: dict[str, Any]) -> dict[str, Any]:
                 "parameters": [*parameters[:2], event_header, *parameters[3:]],
                 "requestBody": {
                     "required": True,
-                    "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}},
+                    "content": {
+                        "application/json": {
+                            "schema": {"$ref": f"#/components/schemas/{model.__name__}"},
+                            # The app's "send a sample" payload: the exact shape, naming nothing real.
+                            "example": rules.sample_payload(event, _EXAMPLE_TIME),
+                        }
+                    },
                 },
                 "responses": {
                     "200": {"description": "Any 2xx acknowledges the delivery."},
