@@ -83,6 +83,7 @@ class Operation:
     operation_id: str
     tag: str
     idempotent: bool = False  # accepts an Idempotency-Key
+    not_found: bool = False  # can answer 404 (an unknown id in the path, the query or the body)
     conflict: str | None = None  # a 409 the operation itself can answer, beside the idempotency one
 
 
@@ -91,22 +92,22 @@ _AMBIGUOUS = "Several products differ only in the case of this SKU and none matc
 OPERATIONS: dict[tuple[str, str], Operation] = {
     ("POST", "/connect/token"): Operation("GetToken", "Token"),
     ("POST", "/api/orders/List"): Operation("ListOrders", "Orders"),
-    ("GET", "/api/orders/{order_id}"): Operation("GetOrder", "Orders"),
+    ("GET", "/api/orders/{order_id}"): Operation("GetOrder", "Orders", not_found=True),
     ("POST", "/api/orders/Confirm"): Operation("ConfirmOrders", "Orders", idempotent=True),
     ("POST", "/api/orders/Cancel"): Operation("CancelOrders", "Orders", idempotent=True),
     ("POST", "/api/orders/Refund"): Operation("RefundOrders", "Orders", idempotent=True),
-    ("POST", "/api/orders/Update"): Operation("UpdateOrder", "Orders", idempotent=True),
+    ("POST", "/api/orders/Update"): Operation("UpdateOrder", "Orders", not_found=True, idempotent=True),
     ("POST", "/api/inventory/price-quantity"): Operation("PushPriceQuantity", "Inventory"),
     ("POST", "/api/products/List"): Operation("ListProducts", "Products"),
-    ("GET", "/api/products/{sku}"): Operation("GetProduct", "Products", conflict=_AMBIGUOUS),
-    ("POST", "/api/products/Create"): Operation("CreateProduct", "Products", idempotent=True),
-    ("POST", "/api/product-types/Search"): Operation("SearchProductTypes", "Product types"),
-    ("GET", "/api/product-types/Schema"): Operation("GetProductTypeSchema", "Product types"),
+    ("GET", "/api/products/{sku}"): Operation("GetProduct", "Products", not_found=True, conflict=_AMBIGUOUS),
+    ("POST", "/api/products/Create"): Operation("CreateProduct", "Products", not_found=True, idempotent=True),
+    ("POST", "/api/product-types/Search"): Operation("SearchProductTypes", "Product types", not_found=True),
+    ("GET", "/api/product-types/Schema"): Operation("GetProductTypeSchema", "Product types", not_found=True),
     ("GET", "/api/marketplaces"): Operation("ListMarketplaces", "Marketplaces"),
-    ("GET", "/api/jobs/{id}"): Operation("GetJob", "Jobs"),
+    ("GET", "/api/jobs/{id}"): Operation("GetJob", "Jobs", not_found=True),
     ("POST", "/api/webhooks/Create"): Operation("CreateWebhook", "Webhooks", idempotent=True),
     ("POST", "/api/webhooks/List"): Operation("ListWebhooks", "Webhooks"),
-    ("POST", "/api/webhooks/Delete"): Operation("DeleteWebhook", "Webhooks"),
+    ("POST", "/api/webhooks/Delete"): Operation("DeleteWebhook", "Webhooks", not_found=True),
 }
 
 # The code's model names (suffixed In/Out to tell request from response models apart) -> the names a generated
@@ -278,7 +279,8 @@ def _problems(operation: Operation, *, api: bool, has_body: bool) -> dict[str, S
         problems["400"] = _problem("Validation failed: `errors` names every bad field.", *rate)
         problems["401"] = _problem("Missing, invalid or expired bearer token (`WWW-Authenticate` says which).")
         problems["403"] = _problem("The token lacks the scope this operation needs.", *rate)
-        problems["404"] = _problem("Unknown id, or one of another account.", *rate)
+        if operation.not_found:
+            problems["404"] = _problem("Unknown id, or one of another account.", *rate)
     conflicts = [operation.conflict] if operation.conflict else []
     if operation.idempotent:
         conflicts.append("A request with this Idempotency-Key is still running (code `idempotency-in-flight`).")

@@ -28,6 +28,17 @@ from marketsync.webhooks.rules import (
 from tests.support.openapi import problems
 
 IDEMPOTENT = {"ConfirmOrders", "CancelOrders", "RefundOrders", "UpdateOrder", "CreateProduct", "CreateWebhook"}
+# Where an unknown id is a 404 (orders writes name unknown items in a 400 instead; lists and the push never 404).
+NOT_FOUND = {
+    "GetOrder",
+    "UpdateOrder",
+    "GetProduct",
+    "CreateProduct",
+    "SearchProductTypes",
+    "GetProductTypeSchema",
+    "GetJob",
+    "DeleteWebhook",
+}
 
 
 async def document_of(api: httpx.AsyncClient) -> dict[str, Any]:
@@ -131,6 +142,7 @@ async def test_headers_and_problems_are_documented_where_they_happen(rt: Runtime
         idempotent = {"$ref": "#/components/parameters/IdempotencyKey"} in parameters
         assert idempotent == (name in IDEMPOTENT), name
         assert ("422" in responses) == idempotent, name  # a reused key; validation failures are 400s
+        assert ("404" in responses) == (name in NOT_FOUND), name
         assert "409" in responses if idempotent or name == "GetProduct" else "409" not in responses, name
         assert ("413" in responses) == (method == "POST"), name
         assert ("415" in responses) == (method == "POST" and path.startswith("/api/")), name
