@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select, true, update
+from sqlalchemy import and_, delete, select, true, update
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -252,6 +252,34 @@ async def refresh_search_index(session: AsyncSession, platform: str, country: st
         ),
         site,
     )
+
+
+async def connection_category_view(
+    session: AsyncSession, account_id: str, marketplace_id: str, category_id: str | None
+) -> tuple[MarketplaceConnection | None, TaxonomyCategory | None, ProductTypeView | None]:
+    """The account's connection `marketplace_id` (any state), the category `category_id` of its site, and that
+    category's view (None where absent), in one query."""
+    of_account = (MarketplaceConnection.id == marketplace_id, MarketplaceConnection.account_id == account_id)
+    if category_id is None:
+        connection = (await session.execute(select(MarketplaceConnection).where(*of_account))).scalar_one_or_none()
+        return connection, None, None
+    query = (
+        select(MarketplaceConnection, TaxonomyCategory, ProductTypeView)
+        .outerjoin(
+            TaxonomyCategory,
+            and_(
+                TaxonomyCategory.platform == MarketplaceConnection.platform,
+                TaxonomyCategory.country == MarketplaceConnection.country,
+                TaxonomyCategory.category_id == category_id,
+            ),
+        )
+        .outerjoin(ProductTypeView, ProductTypeView.id == TaxonomyCategory.view_id)
+        .where(*of_account)
+    )
+    row = (await session.execute(query)).first()
+    if row is None:
+        return None, None, None
+    return row[0], row[1], row[2]
 
 
 async def get_category(session: AsyncSession, platform: str, country: str, category_id: str) -> TaxonomyCategory | None:

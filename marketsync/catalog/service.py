@@ -18,7 +18,7 @@ from marketsync.catalog.repository import LeafRow
 from marketsync.catalog.taxonomy import AttributeSpec, Taxonomy
 from marketsync.db import DriverReader
 from marketsync.errors import NotFound, ValidationFailed
-from marketsync.inventory.service import ChangeSource, SkuChange, apply_inventory_changes
+from marketsync.inventory.service import ChangeSource, SkuChange, apply_inventory_changes, record_first_values
 from marketsync.jobs import service as jobs
 from marketsync.jobs.run import JobRun, RetryLater
 from marketsync.jobs.types import JobStatus, ListingPublishPayload
@@ -368,10 +368,16 @@ async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
     category: TaxonomyCategory | None = None
     view: ProductTypeView | None = None
 
+    leaf_view: ProductTypeView | None = None
     if request.marketplace_id is not None:
-        try:
-            connection = await active_connection(session, account_id, request.marketplace_id)
-        except NotFound:
+        # One query: the connection, and the category of its site with the category's current view.
+        found, category, leaf_view = await repository.connection_category_view(
+            session, account_id, request.marketplace_id, request.category_id
+        )
+        if found is not None and found.state == ConnectionState.ACTIVE:
+            connection = found
+        else:
+            category = None
             not_found["MarketplaceId"] = "No active marketplace connection with this MarketplaceId."
 
     if request.category_id is None and "CategoryId" not in errors:
@@ -392,14 +398,13 @@ async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
 
     if connection is not None and request.category_id is not None:
         # The site's own tree: a category (and a view) of P1 UK is not one of P1 DE.
-        category = await repository.get_category(session, connection.platform, connection.country, request.category_id)
         if category is None:
             site = marketplace_name(connection.platform, connection.country)
             not_found["CategoryId"] = f"CategoryId {request.category_id} is not a category of {site}."
         elif not category.is_leaf or category.view_id is None:
             rules.add_error(errors, "CategoryId", _NOT_A_LEAF)
         else:
-            view = await repository.get_view(session, category.view_id)
+            view = leaf_view
         if request.product_type_view_id is not None and category is not None:
             problem = await _view_problem(session, connection, category.category_id, request.product_type_view_id)
             if problem:
@@ -498,30 +503,31 @@ async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: _Pla
     sku = request.sku or ""
     title = plan.attributes.get("Title") if plan.attributes else None
     product = plan.product
+    source = ChangeSource("MerchantPush", "Api", None)
     if product is None:
+        # Born with its stock: the InventoryChanged is the one apply_inventory_changes would record for it, without
+        # re-reading and locking the row just inserted (docs/perf/catalog.md).
         product = Product(
             id=new_id(),
             account_id=account_id,
             sku=sku,
             sku_lower=sku.lower(),
             price=None,
-            quantity=0,
+            quantity=request.quantity or 0,
             title=title if isinstance(title, str) else None,
             modified_at=now,
             created_at=now,
         )
         session.add(product)
-        await session.flush()
-    elif isinstance(title, str) and title != product.title:
-        product.title = title
-    if request.quantity is not None and request.quantity != product.quantity:
-        await apply_inventory_changes(
-            rt,
-            session,
-            account_id,
-            [SkuChange(product.id, None, request.quantity)],
-            ChangeSource("MerchantPush", "Api", None),
-        )
+        await session.flush()  # before the listing that refers to it
+        record_first_values(session, account_id, product, source)
+    else:
+        if isinstance(title, str) and title != product.title:
+            product.title = title
+        if request.quantity is not None and request.quantity != product.quantity:
+            await apply_inventory_changes(
+                rt, session, account_id, [SkuChange(product.id, None, request.quantity)], source
+            )
 
     job_id = new_id()  # the journey is the job: ListingPublished's JourneyId matches the JobId create returns
     listing = plan.listing

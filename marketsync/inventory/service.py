@@ -66,6 +66,7 @@ __all__ = [
     "products_page",
     "push_price_quantity",
     "recent_imports",
+    "record_first_values",
     "run_import",
     "set_data_owner",
     "start_import",
@@ -98,6 +99,31 @@ async def apply_inventory_changes(
     stored = await repository.lock_products_by_id(session, account_id, list(latest))
     outcome = await _apply_locked(rt, session, account_id, stored, list(latest.values()), source)
     return outcome.applied
+
+
+def record_first_values(
+    session: AsyncSession,
+    account_id: str,
+    product: Product,
+    source: ChangeSource,
+) -> AppliedChange | None:
+    """A product inserted by this transaction with its first values: the InventoryChanged that
+    `apply_inventory_changes` records when it moves a new product's values (no price, quantity 0) to these, without
+    reading back (and locking) a row no other transaction can see yet. Nothing moved (no price, quantity 0): no event.
+    """
+    price = product.price
+    quantity = product.quantity if product.quantity != 0 else None
+    if price is None and quantity is None:
+        return None
+    change = AppliedChange(product.id, product.sku, price, quantity)
+    record_event(
+        session,
+        account_id,
+        "InventoryChanged",
+        rules.inventory_changed_payload(product.modified_at, source, [change]),
+        product.modified_at,
+    )
+    return change
 
 
 async def _apply_locked(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -330,6 +331,36 @@ async def test_quantity_moves_stock_through_inventory_and_fires_inventory_change
     assert events[0]["source"] == {"writer": "MerchantPush", "channel": "Api", "userPlatformId": None}
     product, _ = await _listing(rt, tenant.account_id, "PHONE-1")
     assert product.quantity == 0
+
+
+async def test_a_new_product_is_born_with_its_stock_and_the_inventory_changed_of_that_move(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Create writes a new product's Quantity with the row (no read-back): the same InventoryChanged as a move from
+    0, none for 0 or no Quantity; an existing product's Title and Quantity still move together."""
+    tenant = await _tenant(rt, api)
+    for sku, extra in (("NEW-0", {"Quantity": 0}), ("NEW-NONE", {}), ("NEW-5", {"Quantity": 5})):
+        payload = await create_payload(api, tenant, "P2", "Smartphones", sku, **extra)
+        assert (await create(api, tenant, payload)).status_code == 200
+    events = await events_of(rt, tenant.account_id, "InventoryChanged")
+    assert [e["changed"] for e in events] == [[{"sku": "NEW-5", "price": None, "quantity": 5}]]
+    assert events[0]["source"] == {"writer": "MerchantPush", "channel": "Api", "userPlatformId": None}
+    assert (events[0]["truncated"], events[0]["totalChanged"]) == (False, 1)
+    born, _ = await _listing(rt, tenant.account_id, "NEW-5")
+    assert born.quantity == 5
+    # occurredAt is the product's LastModifiedDate (the event carries milliseconds)
+    assert datetime.fromisoformat(events[0]["occurredAt"]) == born.modified_at.replace(
+        microsecond=born.modified_at.microsecond // 1000 * 1000
+    )
+    assert [(await _listing(rt, tenant.account_id, sku))[0].quantity for sku in ("NEW-0", "NEW-NONE")] == [0, 0]
+
+    attributes = phone_attributes(Title="Acme Phone 13")
+    payload = await create_payload(api, tenant, "P2", "Smartphones", "NEW-5", Quantity=6, Attributes=attributes)
+    assert (await create(api, tenant, payload)).status_code == 200
+    moved, _ = await _listing(rt, tenant.account_id, "NEW-5")
+    assert (moved.title, moved.quantity) == ("Acme Phone 13", 6)
+    events = await events_of(rt, tenant.account_id, "InventoryChanged")
+    assert [e["changed"] for e in events][1:] == [[{"sku": "NEW-5", "price": None, "quantity": 6}]]
 
 
 async def test_sku_upserts_on_exact_casing_and_creates_case_variants(rt: Runtime, api: httpx.AsyncClient) -> None:
