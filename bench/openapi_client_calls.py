@@ -30,8 +30,8 @@ from marketsync_api.api.token import get_token
 from marketsync_api.api.webhooks import create_webhook, delete_webhook, list_webhooks
 from marketsync_api.models import (
     CancelItem,
+    CancelReason,
     CancelRequest,
-    CancelRequestCancelReason,
     ConfirmItem,
     ConfirmRequest,
     CreateProductRequest,
@@ -43,12 +43,13 @@ from marketsync_api.models import (
     ListOrdersRequest,
     ListProductsRequest,
     Order,
+    OrderStatus,
     Problem,
     PushItem,
     PushRequest,
     RefundItem,
+    RefundReason,
     RefundRequest,
-    RefundRequestReason,
     SearchProductTypesRequest,
     Token,
     UpdateOrderRequest,
@@ -91,8 +92,8 @@ def every_operation(client: AuthenticatedClient, webhook_url: str) -> dict[str, 
     if page.orders:
         one = get_order.sync(page.orders[0].service_order_id, client=client, include_customer_data=True)
         assert not isinstance(one, Problem) and one is not None
-        status: str = one.order.status.value
-        assert status and one.order.service_order_id == page.orders[0].service_order_id
+        status: OrderStatus = one.order.status  # one enum for orders, items and filters alike
+        assert status in OrderStatus and one.order.service_order_id == page.orders[0].service_order_id
         updated = update_order.sync(
             client=client,
             body=UpdateOrderRequest(service_order_id=one.order.service_order_id, external_reference="ERP-1"),
@@ -121,7 +122,7 @@ def every_operation(client: AuthenticatedClient, webhook_url: str) -> dict[str, 
         cancel = cancel_orders.sync(
             client=client,
             body=CancelRequest(
-                cancel_reason=CancelRequestCancelReason.OUTOFSTOCK,
+                cancel_reason=CancelReason.OUTOFSTOCK,
                 order_items=[CancelItem(order_item_id=cancelled)],
             ),
         )
@@ -129,7 +130,7 @@ def every_operation(client: AuthenticatedClient, webhook_url: str) -> dict[str, 
         refund = refund_orders.sync(
             client=client,
             body=RefundRequest(
-                reason=RefundRequestReason.CUSTOMERRETURN,
+                reason=RefundReason.CUSTOMERRETURN,
                 currency=page.orders[0].currency,
                 order_items=[RefundItem(order_item_id=shipped, amount=1.5, quantity=0)],
             ),

@@ -26,6 +26,7 @@ from marketsync.catalog.taxonomy import AttributeType
 from marketsync.inventory.rules import PUSH_OUTCOMES
 from marketsync.jobs.types import JobStatus
 from marketsync.openapi_examples import EXAMPLES, REQUEST_EXAMPLES
+from marketsync.orders.rules import ORDER_STATUSES, CancelReason, RefundReason
 from marketsync.webhooks.payloads import openapi_webhooks
 
 Schema = dict[str, Any]
@@ -188,6 +189,27 @@ def _refine(schemas: Schema) -> None:
         assert targets, (name, field)  # a refinement that no longer applies is a bug, not a no-op
         for target in targets:
             target.update(extra)
+
+
+# Closed sets used in several places become one named component each, so a generated client has one `OrderStatus`
+# enum instead of one per field (`OrderItemStatus`, `OrderItemResultStatus`, `ListOrdersRequest...Item`, ...).
+NAMED_ENUMS: dict[str, list[str]] = {
+    "OrderStatus": list(ORDER_STATUSES),
+    "CancelReason": list(get_args(CancelReason)),
+    "RefundReason": list(get_args(RefundReason)),
+}
+
+
+def _name_enums(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_name_enums(value) for value in node]
+    if not isinstance(node, dict):
+        return node
+    for name, values in NAMED_ENUMS.items():
+        if node.get("type") == "string" and node.get("enum") == values:
+            extra = {key: value for key, value in node.items() if key not in ("type", "enum", "title")}
+            return {"$ref": f"#/components/schemas/{name}", **extra}
+    return {key: _name_enums(value) for key, value in node.items()}
 
 
 PROBLEM_SCHEMA: Schema = {
@@ -423,7 +445,10 @@ def build(app: FastAPI, routes: list[APIRoute], servers: list[Schema]) -> Schema
                     headers["WWW-Authenticate"] = _ref_header("WWW-Authenticate")
                 if status == "429":
                     headers["Retry-After"] = _ref_header("Retry-After")
-    return _drop_derived_titles(document)  # type: ignore[no-any-return]
+    document = _name_enums(_drop_derived_titles(document))
+    for name, values in NAMED_ENUMS.items():
+        document["components"]["schemas"][name] = {"type": "string", "enum": values, "title": name}
+    return document  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------- /docs, with no request leaving the service

@@ -4,6 +4,7 @@ problems, an example per operation that matches its own schema, and the `webhook
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
@@ -16,6 +17,7 @@ from marketsync.app import api_routes
 from marketsync.inventory.rules import PUSH_OUTCOMES
 from marketsync.jobs.types import JobStatus
 from marketsync.openapi import OPERATIONS, TAGS
+from marketsync.orders.rules import ORDER_STATUSES
 from marketsync.runtime import Runtime
 from marketsync.webhooks.outbox import EVENT_TYPES
 from marketsync.webhooks.rules import (
@@ -120,6 +122,11 @@ async def test_money_is_documented_as_the_numbers_the_service_writes(rt: Runtime
     assert schemas["PushResultLine"]["properties"]["Result"]["enum"] == list(PUSH_OUTCOMES)
     assert {"type": "string", "format": "date-time"} in schemas["Job"]["properties"]["StartedAt"]["anyOf"]
     assert "enum" not in schemas["Job"]["properties"]["Type"]  # kinds may be added: an open set
+    # One named enum per closed set used in several places, referenced everywhere it is used.
+    assert schemas["OrderStatus"]["enum"] == list(ORDER_STATUSES)
+    for schema, field in (("Order", "Status"), ("OrderItem", "Status"), ("OrderItemResult", "Status")):
+        assert schemas[schema]["properties"][field] == {"$ref": "#/components/schemas/OrderStatus"}, schema
+    assert json.dumps(schemas).count(json.dumps(list(ORDER_STATUSES))) == 1
     price = schemas["PushItem"]["properties"]["Price"]
     assert {"type": "number"} in price["anyOf"] and all(b.get("type") != "string" for b in price["anyOf"])
 
