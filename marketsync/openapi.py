@@ -1,4 +1,4 @@
-"""The OpenAPI 3.1 document, assembled once from the routes and the tables below (docs/decisions/0225-0228).
+"""The OpenAPI 3.1 document, assembled once from the routes and the tables below (docs/decisions/0225-0229).
 
 FastAPI derives paths, parameters and schemas from the routes; this module adds what a route cannot say about
 itself: a readable operationId and tag per operation (OPERATIONS), component names without the code's `In`/`Out`
