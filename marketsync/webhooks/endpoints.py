@@ -7,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
 from marketsync.auth.dependencies import RuntimeDep, WebhooksWriter
+from marketsync.errors import ValidationFailed
 from marketsync.kit import idempotency, jsonio
 from marketsync.kit.requestid import current_request_id
 from marketsync.webhooks import service
@@ -54,10 +55,26 @@ async def create_subscription(
 
 
 @router.post("/api/webhooks/List", response_model=SubscriptionsOut, summary="Subscriptions with their health")
-async def list_subscriptions(caller: WebhooksWriter, rt: RuntimeDep) -> SubscriptionsOut:
+async def list_subscriptions(request: Request, caller: WebhooksWriter, rt: RuntimeDep) -> SubscriptionsOut:
+    _refuse_fields(await request.body())
     async with rt.db.read() as session:
         subscriptions = await service.list_subscriptions(session, caller.account_id)
         return SubscriptionsOut(Subscriptions=[SubscriptionOut.of(s) for s in subscriptions])
+
+
+def _refuse_fields(raw: bytes) -> None:
+    """List takes no parameters: a body may be absent, empty or `{}`; a field in it is unknown, and refused like an
+    unknown field of any other operation (never silently ignored)."""
+    if not raw.strip():
+        return
+    try:
+        body = jsonio.loads(raw)
+    except ValueError:
+        raise ValidationFailed(errors={"body": ["The body must be a JSON object (or absent)."]}) from None
+    if not isinstance(body, dict):
+        raise ValidationFailed(errors={"body": ["The body must be a JSON object (or absent)."]})
+    if body:
+        raise ValidationFailed(errors={str(name): ["Unknown field; field names are case-exact."] for name in body})
 
 
 @router.post(

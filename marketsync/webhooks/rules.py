@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import re
+import socket
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -154,6 +156,9 @@ def disabled_reason(consecutive_failures: int, last_error: str) -> str:
 # --- subscription input ------------------------------------------------------------------------------------------
 
 MAX_URL_LENGTH = 2048
+# What a host name may hold once in its DNS form (letters, digits, hyphens, underscores, dots; a trailing dot):
+# anything else (%, @, a backslash) is a trick on some parser, never a name a resolver would look up.
+_DNS_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?")
 
 
 def url_problems(url: str) -> list[str]:
@@ -172,9 +177,13 @@ def url_problems(url: str) -> list[str]:
     if not parts.hostname:
         return ["Must be an absolute https URL with a host."]
     if parse_ip_literal(parts.hostname) is None:
+        if looks_numeric(parts.hostname):
+            return ["The host is not a valid IP address."]
         try:
-            ascii_host(parts.hostname)
+            dns_form = ascii_host(parts.hostname)
         except ValueError:
+            return ["The host is not a valid (internationalised) domain name."]
+        if parse_ip_literal(dns_form) is None and (looks_numeric(dns_form) or not _DNS_NAME.fullmatch(dns_form)):
             return ["The host is not a valid (internationalised) domain name."]
     if parts.username is not None or parts.password is not None:
         return ["Must not carry credentials; authenticate deliveries with the signature instead."]
@@ -265,11 +274,35 @@ def address_refusal(address: IPAddress, allowed: Iterable[IPNetwork] = ()) -> st
     return None
 
 
+# An IPv4 address as inet_aton (and so getaddrinfo) reads it: 1 to 4 parts, each decimal, octal (leading 0) or hex
+# (0x): 2130706433, 0x7f000001, 0177.0.0.1 and 127.1 are all 127.0.0.1.
+_NUMERIC_V4 = re.compile(r"(?i)(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}")
+
+
+_NUMERIC_LABEL = re.compile(r"(?i)0x[0-9a-f]*|[0-9]+")
+
+
+def looks_numeric(host: str) -> bool:
+    """A host whose last label is a number: meant as an address, never a DNS name (no top-level domain is all
+    numeric, RFC 3696 section 2)."""
+    return _NUMERIC_LABEL.fullmatch(host.removesuffix(".").rpartition(".")[2]) is not None
+
+
 def parse_ip_literal(host: str) -> IPAddress | None:
+    """The address a host names literally, in every form a resolver would also accept (so none of them reaches a
+    resolver): `[v6]`, dotted quads with a trailing dot, and inet_aton's decimal, octal and hex forms."""
+    candidate = host.strip("[]")
+    candidate = candidate.removesuffix(".") if candidate.count(".") and not candidate.endswith("..") else candidate
     try:
-        return ipaddress.ip_address(host.strip("[]"))
+        return ipaddress.ip_address(candidate)
     except ValueError:
-        return None
+        pass
+    if _NUMERIC_V4.fullmatch(candidate):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(candidate))
+        except OSError:
+            return None
+    return None
 
 
 # --- samples (the app's "send a sample") ------------------------------------------------------------------------

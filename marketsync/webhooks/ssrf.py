@@ -104,7 +104,9 @@ async def check(rt: Runtime, url: str) -> Target:
             host = rules.ascii_host(host)
         except ValueError:
             raise ResolutionFailed("not a valid domain name") from None
-        addresses = await resolver_of(rt).resolve(host, port)
+        # A name whose DNS form is an address (①②⑦.⓪.⓪.①, 127。0。0。1) is that address: no resolver is asked.
+        literal = rules.parse_ip_literal(host)
+        addresses = [literal] if literal is not None else await resolver_of(rt).resolve(host, port)
         if not addresses:
             raise ResolutionFailed(host)
     for address in addresses:
