@@ -9,33 +9,14 @@ import re
 
 import httpx
 import pytest
-from sqlalchemy import text
 
 from marketsync.console.guards import SESSION_COOKIE
-from marketsync.models import Base
 from marketsync.runtime import Runtime
 from marketsync.webhooks.ssrf import RESOLVER_KEY, StaticResolver
 from tests.console.support import make_person, signed_in
 from tests.orders.support import BUYER_EMAIL, BUYER_NAME, BUYER_PHONE, STREET, ingest, pulled_order, tenant_with
+from tests.support.scan import CUSTOMER_TABLES, every_value
 from tests.webhooks.support import subscribe
-
-CUSTOMER_TABLES = {"orders", "sandbox_orders"}
-
-
-async def _every_value(rt: Runtime) -> dict[str, str]:
-    """Each table's rows as one text (bytes decoded), to search for secrets in clear."""
-    dumped: dict[str, str] = {}
-    async with rt.db.read() as session:
-        for table in Base.metadata.sorted_tables:
-            rows = (await session.execute(text(f'SELECT * FROM "{table.name}"'))).all()
-            parts = []
-            for row in rows:
-                for value in row:
-                    parts.append(
-                        value.decode(errors="replace") if isinstance(value, bytes | memoryview) else str(value)
-                    )
-            dumped[table.name] = "\n".join(parts)
-    return dumped
 
 
 async def test_no_secret_token_or_customer_data_leaks_into_the_database_or_the_logs(
@@ -67,7 +48,7 @@ async def test_no_secret_token_or_customer_data_leaks_into_the_database_or_the_l
         "app password": person.password,
         "session token": session_token,
     }
-    database = await _every_value(rt)
+    database = await every_value(rt)
     for table, values in database.items():
         for name, secret in secrets.items():
             assert secret not in values, f"{name} in clear in table {table}"
