@@ -10,7 +10,9 @@ same bearer token. One client (httpx, bodies pre-serialised), requests alternati
 (which goes first alternates too):
   - push: 500 random SKUs, every SKU's price and quantity changing, PropagateToListings false (Updated = 500
     asserted on both sides); then the same with PropagateToListings true (the service schedules one job per
-    connection holding a moved SKU; the floor schedules nothing);
+    connection holding a moved SKU; the floor schedules nothing), back to back (the in-process workers send the
+    previous pushes' jobs meanwhile) and drained (before each request the previous push's jobs are complete,
+    waited for untimed);
   - walk: a ModifiedSince walk from the oldest product, Limit 200, resuming at each page's last LastModifiedDate
     (`--pages` pages on each side); products/s = new products per page / page time;
   - get: `GET /api/products/{sku}` for random SKUs, next to the authenticated no-op route of
@@ -175,14 +177,21 @@ Call = Callable[[httpx.AsyncClient, int], Awaitable[None]]
 
 
 async def alternate(
-    clients: dict[str, httpx.AsyncClient], call: Call, rounds: int, warmup: int
+    clients: dict[str, httpx.AsyncClient],
+    call: Call,
+    rounds: int,
+    warmup: int,
+    between: Callable[[int], Awaitable[None]] | None = None,
 ) -> dict[str, list[float]]:
-    """`call(client, round)` on every side each round, the side going first alternating; ms per call."""
+    """`call(client, round)` on every side each round, the side going first alternating; ms per call.
+    `between(round)` runs untimed after each call."""
     timings: dict[str, list[float]] = {name: [] for name in clients}
     names = list(clients)
     for round_number in range(warmup + rounds):
         order = names if round_number % 2 == 0 else names[::-1]
         for name in order:
+            if between is not None:
+                await between(round_number)
             started = time.perf_counter()
             await call(clients[name], round_number)
             elapsed = (time.perf_counter() - started) * 1000
@@ -195,8 +204,18 @@ def summary(timings: dict[str, list[float]]) -> dict[str, dict[str, float]]:
     return {name: {"p50": statistics.median(t), "p99": percentile(t, 0.99), "n": len(t)} for name, t in timings.items()}
 
 
+async def drain(client: httpx.AsyncClient, job_ids: list[str]) -> None:
+    """Wait (untimed) until these jobs are complete: the next push then meets idle workers."""
+    deadline = time.monotonic() + 120
+    for job_id in job_ids:
+        while time.monotonic() < deadline:
+            if (await client.get(f"/api/jobs/{job_id}")).json()["IsComplete"]:
+                break
+            await asyncio.sleep(0.02)
+
+
 async def bench_push(clients: dict[str, httpx.AsyncClient], skus: list[str], pushes: int, propagate: bool,
-                     seed: int) -> dict[str, list[float]]:  # fmt: skip
+                     seed: int, drained: bool = False) -> dict[str, list[float]]:  # fmt: skip
     rng = random.Random(seed)
     bodies = []
     for round_number in range(WARMUP + pushes):
@@ -211,8 +230,16 @@ async def bench_push(clients: dict[str, httpx.AsyncClient], skus: list[str], pus
         body = response.json()
         assert response.status_code == 200 and body["Updated"] == BATCH and not body["Warnings"], body
         assert bool(body["JobIds"]) == (propagate and client.headers.get("x-side") == "ours"), body["JobIds"]
+        if drained:
+            pending.extend(body["JobIds"])
 
-    return await alternate(clients, call, pushes, WARMUP)
+    pending: list[str] = []
+
+    async def drain_between(round_number: int) -> None:
+        await drain(clients["ours"], pending)
+        pending.clear()
+
+    return await alternate(clients, call, pushes, WARMUP, between=drain_between if drained else None)
 
 
 async def bench_walk(clients: dict[str, httpx.AsyncClient], pages: int) -> tuple[dict[str, list[float]], int]:
@@ -325,6 +352,10 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
                         with profile("push"):
                             timings = await bench_push(clients, skus, args.pushes, False, 1)
                         results["push"] = summary(timings)
+                    if "drained" in only:
+                        with profile("drained"):
+                            timings = await bench_push(clients, skus, args.pushes, True, 3, drained=True)
+                        results["drained"] = summary(timings)
                     if "propagate" in only:
                         with profile("propagate"):
                             timings = await bench_push(clients, skus, args.pushes, True, 2)
@@ -342,6 +373,7 @@ def profiler(directory: str | None, pid: int, backend: str) -> Callable[[str], c
         if directory is None:
             yield
             return
+        os.makedirs(directory, exist_ok=True)
         out = f"{directory}/{phase}-{backend}.txt"
         spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(pid), "-o", out,
                                 "-f", "raw", "-r", "250", "--nonblocking"], stdout=subprocess.DEVNULL,
@@ -376,7 +408,11 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
         load = f"{r['load_before']} → {r['load_after']}"
-        for key, label in (("push", "500-SKU push"), ("propagate", "500-SKU push, propagate to 4")):
+        for key, label in (
+            ("push", "500-SKU push"),
+            ("propagate", "500-SKU push, propagate to 4, back to back (workers sending the last pushes)"),
+            ("drained", "500-SKU push, propagate to 4, the jobs of the last push done before the next"),
+        ):
             if key in r:
                 o, f = r[key]["ours"], r[key]["floor"]
                 print(f"| {r['backend']} | {label} | {o['p50']:.1f} | {o['p99']:.1f} | {f['p50']:.1f} | {f['p99']:.1f} "
@@ -404,7 +440,7 @@ async def main() -> None:
     parser.add_argument("--pages", type=int, default=150)
     parser.add_argument("--gets", type=int, default=300)
     parser.add_argument("--backends", default="sqlite,postgresql")
-    parser.add_argument("--only", default="walk,get,push,propagate")
+    parser.add_argument("--only", default="walk,get,push,propagate,drained")
     parser.add_argument("--profile", metavar="DIR", help="py-spy the service during each phase (collapsed stacks)")
     args = parser.parse_args()
     results = [await run_backend(backend, args) for backend in args.backends.split(",")]
