@@ -310,6 +310,8 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         results["seed_service_s"] = time.perf_counter() - started
         port, floor_port, noop_port = free_port(), free_port(), free_port()
         serve = [sys.executable, "-m", "marketsync", "serve", "--port", str(port)]
+        if args.no_workers:  # diagnosis only: what the in-process workers cost the requests
+            serve.append("--no-workers")
         with process(serve, env, f"http://127.0.0.1:{port}/readyz") as served:
             profile = profiler(args.profile, served.pid, backend)
             token = httpx.post(
@@ -441,6 +443,7 @@ async def main() -> None:
     parser.add_argument("--gets", type=int, default=300)
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--only", default="walk,get,push,propagate,drained")
+    parser.add_argument("--no-workers", action="store_true", help="serve without workers (diagnosis only)")
     parser.add_argument("--profile", metavar="DIR", help="py-spy the service during each phase (collapsed stacks)")
     args = parser.parse_args()
     results = [await run_backend(backend, args) for backend in args.backends.split(",")]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import socket
 from datetime import timedelta
@@ -35,6 +36,8 @@ class Worker:
         self._running: dict[str, asyncio.Task[None]] = {}
         self._last_cycle: float | None = None  # loop time of the last cycle (the health endpoint reads it)
         self._side_tasks: dict[str, asyncio.Task[None]] = {}
+        # When each schedule was last looked at (loop time): see _start_side_work.
+        self._schedule_looked_at: dict[str, float] = {}
         registry.load_all(rt.settings)
 
     @property
@@ -115,10 +118,17 @@ class Worker:
             key = f"poller:{name}"
             if key not in self._side_tasks or self._side_tasks[key].done():
                 self._side_tasks[key] = asyncio.create_task(self._guard(key, fn(self.rt, self.worker_id)))
+        # Schedules are looked at once a poll interval at most, as an idle loop would: a wake-up (a job, an event:
+        # every push) is not theirs, and claiming each of them is a write transaction (on SQLite, the one writer).
+        now = asyncio.get_running_loop().time()
         for spec in registry.SCHEDULES.values():
             key = f"schedule:{spec.name}"
-            if key not in self._side_tasks or self._side_tasks[key].done():
-                self._side_tasks[key] = asyncio.create_task(self._guard(key, self._run_schedule(spec)))
+            if key in self._side_tasks and not self._side_tasks[key].done():
+                continue
+            if now - self._schedule_looked_at.get(key, -math.inf) < self.rt.settings.worker_poll_s:
+                continue
+            self._schedule_looked_at[key] = now
+            self._side_tasks[key] = asyncio.create_task(self._guard(key, self._run_schedule(spec)))
 
     async def _guard(self, key: str, work: object) -> None:
         try:

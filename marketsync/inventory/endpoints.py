@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body, Request
 from starlette.responses import Response
 
 from marketsync.auth.dependencies import InventoryReader, InventoryWriter, RuntimeDep
-from marketsync.inventory import rules, service
+from marketsync.inventory import service
 from marketsync.inventory.schemas import (
     ProductEnvelopeOut,
     ProductListIn,
@@ -46,7 +46,7 @@ async def push_price_quantity(request: Request, caller: InventoryWriter, rt: Run
         {
             "RequestId": current_request_id(),
             "Results": [{"Sku": line.sku, "Result": line.result} for line in result.results],
-            **{outcome: result.count(outcome) for outcome in rules.PUSH_OUTCOMES},
+            **result.counts(),
             "JobIds": result.job_ids,
             "Warnings": result.warnings,
         }

@@ -46,6 +46,7 @@ class ProductWrite(NamedTuple):
     price: Decimal | None
     quantity: int
     modified_at: datetime
+    rowid: int | None = None  # SQLite's rowid, when the lock read returned it
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def _stored(rows: Sequence[Any]) -> list[StoredProduct]:
 
 
 _LOCK_BY_KEYS_SQLITE = (
-    "SELECT id, sku, price, quantity FROM products WHERE account_id = ? AND sku_lower IN ({marks}) ORDER BY id"
+    "SELECT id, sku, price, quantity, rowid FROM products WHERE account_id = ? AND sku_lower IN ({marks}) ORDER BY id"
 )
 _LOCK_BY_KEYS_POSTGRES = (
     "SELECT id, sku, price, quantity FROM products WHERE account_id = $1 AND sku_lower = ANY($2::varchar[]) "
@@ -108,9 +109,9 @@ async def lock_products_by_sku_keys(
     driver = await session_driver(session)
     if driver.postgres:
         rows = await driver.fetch(_LOCK_BY_KEYS_POSTGRES, (account_id, list(keys)))
-    else:
-        rows = await driver.fetch(_LOCK_BY_KEYS_SQLITE.format(marks=",".join("?" * len(keys))), (account_id, *keys))
-    return [StoredProduct(id, sku, stored_price(price), quantity) for id, sku, price, quantity in rows]
+        return [StoredProduct(id, sku, stored_price(price), quantity) for id, sku, price, quantity in rows]
+    rows = await driver.fetch(_LOCK_BY_KEYS_SQLITE.format(marks=",".join("?" * len(keys))), (account_id, *keys))
+    return [StoredProduct(id, sku, stored_price(price), quantity, rowid) for id, sku, price, quantity, rowid in rows]
 
 
 async def lock_products_by_id(session: AsyncSession, account_id: str, ids: Collection[str]) -> list[StoredProduct]:
@@ -147,6 +148,8 @@ _PG_WRITE_VALUES = text(
 def write_time(value: Any) -> datetime:
     """A UTC instant as stored (naive UTC), for statements that bypass the column type."""
     assert isinstance(value, datetime)
+    if value.tzinfo is UTC:
+        return value.replace(tzinfo=None)
     return value.astimezone(UTC).replace(tzinfo=None)
 
 
@@ -156,6 +159,9 @@ class BatchWriteFailed(Exception):
 
 
 _SQLITE_WRITE_ROWS = "UPDATE products SET price = ?, quantity = ?, modified_at = ? WHERE id = ?"
+# The same by rowid (the lock read's): the row without a probe of the id index. `id` is still matched, so a row
+# that is not the one read is never written.
+_SQLITE_WRITE_ROWIDS = "UPDATE products SET price = ?, quantity = ?, modified_at = ? WHERE rowid = ? AND id = ?"
 _POSTGRES_WRITE_ROWS = (
     "UPDATE products AS p SET price = v.price, quantity = v.quantity, modified_at = v.modified_at "
     "FROM unnest($1::varchar[], $2::bigint[], $3::integer[], $4::timestamp[]) AS v(id, price, quantity, modified_at) "
@@ -233,6 +239,11 @@ async def _write_batch_raw(session: AsyncSession, ordered: Sequence[ProductWrite
                     [write.quantity for write in ordered],
                     [write_time(write.modified_at) for write in ordered],
                 ),
+            )
+        elif all(w.rowid is not None for w in ordered):
+            await driver.executemany(
+                _SQLITE_WRITE_ROWIDS,
+                [(storage_price(w.price), w.quantity, sqlite_time(w.modified_at), w.rowid, w.id) for w in ordered],
             )
         else:
             await driver.executemany(

@@ -78,6 +78,8 @@ class StoredProduct(NamedTuple):
     sku: str
     price: Decimal | None
     quantity: int
+    # SQLite's rowid of the row when the push read it: its write then finds the row without an index probe.
+    rowid: int | None = None
 
 
 class PushItem(NamedTuple):

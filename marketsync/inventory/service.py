@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -162,6 +162,7 @@ async def _apply_locked(
             price=change.price if change.price is not None else product.price,
             quantity=change.quantity if change.quantity is not None else product.quantity,
             modified_at=modified_at,
+            rowid=product.rowid,
         )
         for (product, change), modified_at in zip(moves, times, strict=True)
     ]
@@ -187,8 +188,7 @@ async def _enqueue_pushes(
 # --- POST /api/inventory/price-quantity -----------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PushResultLine:
+class PushResultLine(NamedTuple):
     sku: str
     result: PushOutcome
     # Index of the winning occurrence in the request (the import maps it back to a file line).
@@ -204,6 +204,13 @@ class PushResult:
 
     def count(self, outcome: PushOutcome) -> int:
         return sum(1 for line in self.results if line.result == outcome)
+
+    def counts(self) -> dict[str, int]:
+        """Every outcome's count (spec §4 response: Updated, Unchanged, NotFound, Ambiguous, Failed)."""
+        counted: dict[str, int] = dict.fromkeys(rules.PUSH_OUTCOMES, 0)
+        for line in self.results:
+            counted[line.result] += 1
+        return counted
 
 
 async def push_price_quantity_committed(
