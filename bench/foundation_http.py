@@ -21,7 +21,8 @@ from starlette.responses import Response
 
 from bench.support import free_port, marketsync, process, scratch_database, wrk
 from marketsync.app import create_app
-from marketsync.auth.dependencies import MarketplacesReader, RuntimeDep
+from marketsync.auth.dependencies import REQUEST_DEPENDENCIES, MarketplacesReader, RuntimeDep
+from marketsync.kit import lean_routes
 from marketsync.marketplaces.endpoints import router as marketplaces_router
 from marketsync.runtime import Runtime
 
@@ -61,6 +62,8 @@ def fixed_cost_app(rt: Runtime) -> FastAPI:
     (route,) = router.routes
     position = next(i for i, existing in enumerate(app.router.routes) if existing in marketplaces_router.routes)
     app.router.routes.insert(position, route)
+    # The same direct call as the service's routes (kit/lean_routes.py): it was added after create_app installed it.
+    lean_routes.install(app, REQUEST_DEPENDENCIES)
     return app
 
 

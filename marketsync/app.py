@@ -14,12 +14,15 @@ from starlette.responses import JSONResponse, Response
 
 from marketsync import __version__, connectors, observability, openapi
 from marketsync.auth import endpoints as auth_endpoints
+from marketsync.auth.dependencies import REQUEST_DEPENDENCIES
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import endpoints as catalog_endpoints
 from marketsync.console import pages as console_pages
 from marketsync.errors import install_error_handlers
 from marketsync.inventory import endpoints as inventory_endpoints
 from marketsync.jobs import endpoints as jobs_endpoints
+from marketsync.kit import lean_routes
+from marketsync.kit.route_index import RouteIndex
 from marketsync.marketplaces import endpoints as marketplaces_endpoints
 from marketsync.middleware import RequestContextMiddleware
 from marketsync.orders import endpoints as orders_endpoints
@@ -78,6 +81,8 @@ def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
     openapi.install_docs(app)
     # After the API's routes: an API request never walks the app's routes first.
     console_pages.install(app)
+    lean_routes.install(app, REQUEST_DEPENDENCIES)
+    RouteIndex.install(app)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=rt.settings.max_body_bytes)
     app.openapi = lambda: _openapi(app, rt)  # type: ignore[method-assign]
     return app

@@ -25,12 +25,22 @@ from marketsync.db_fast import (
     POSTGRES_UNAVAILABLE,
     DriverReader,
     FastReads,
+    KeyedRead,
     PreparedRead,
     asyncpg_connect_args,
     session_reader,
 )
 
-__all__ = ["Database", "DriverReader", "PreparedRead", "async_url", "dialect_of", "insert_for", "session_reader"]
+__all__ = [
+    "Database",
+    "DriverReader",
+    "KeyedRead",
+    "PreparedRead",
+    "async_url",
+    "dialect_of",
+    "insert_for",
+    "session_reader",
+]
 
 T = TypeVar("T")
 
@@ -178,6 +188,10 @@ class Database:
     async def first(self, prepared: PreparedRead, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
         """The first row of a prepared read on the raw driver (db_fast.py: the bearer-token lookup)."""
         return await self.fast.first(prepared, params)
+
+    async def rows_by_key(self, read: KeyedRead, key: str) -> list[tuple[Any, ...]]:
+        """The rows of one key on the raw driver, concurrent lookups batched on PostgreSQL (db_fast.py)."""
+        return await self.fast.rows_by_key(read, key)
 
     async def driver_read(self, work: Callable[[DriverReader], Awaitable[T]]) -> T:
         """`work(reader)` with hand-written SQL on the raw driver (db_fast.py: the orders page)."""

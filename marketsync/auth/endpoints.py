@@ -156,12 +156,11 @@ async def token(request: Request) -> Response:
         if limiter is not None and not await limiter.peek(limit, *failure_key):
             return _throttled(await limiter.hit(limit, *failure_key), basic=basic)
         try:
-            async with rt.db.transaction() as session:
-                issued = await service.issue_token(rt, session, client_id, client_secret, form.get("scope"))
-                # A right secret after the budget was spent (by concurrent wrong ones) is refused like a wrong
-                # one: an answer beyond the budget teaches nothing. The transaction rolls back the token.
-                if limiter is not None and not await limiter.peek(limit, *failure_key):
-                    raise _OverBudget
+            issued = await service.issue_token(rt, client_id, client_secret, form.get("scope"))
+            # A right secret after the budget was spent (by concurrent wrong ones) is refused like a wrong one: an
+            # answer beyond the budget teaches nothing.
+            if limiter is not None and not await limiter.peek(limit, *failure_key):
+                raise _OverBudget
         except _OverBudget:
             assert limiter is not None
             return _throttled(await limiter.hit(limit, *failure_key), basic=basic)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import Database, PreparedRead
-from marketsync.models import AccessToken, Account, Credential
+from marketsync.db import Database, KeyedRead, PreparedRead
+from marketsync.models import Account, Credential
 
 
 async def get_account(session: AsyncSession, account_id: str) -> Account | None:
@@ -34,28 +34,38 @@ async def get_credential(session: AsyncSession, account_id: str, credential_id: 
 
 
 async def delete_credential(session: AsyncSession, credential: Credential) -> None:
-    # Tokens go in the same transaction, so they fail from the commit on (the FK cascade is a backstop).
-    await session.execute(delete(AccessToken).where(AccessToken.credential_id == credential.id))
     await session.delete(credential)
 
 
-# Built and compiled once: constructing the statement per request cost more than running it, and running it
-# through SQLAlchemy's execution machinery cost ten times the query itself (docs/decisions/0013).
-_LIVE_TOKEN = PreparedRead(
-    select(AccessToken.account_id, AccessToken.credential_id, AccessToken.scopes).where(
-        AccessToken.token_hash == bindparam("token_hash"), AccessToken.expires_at > bindparam("now")
+@dataclass(frozen=True, slots=True)
+class TokenCredential:
+    credential_id: str
+    secret_hash: str
+    scopes: str
+
+
+# Built and compiled once, run on the raw driver (docs/decisions/0013): the token endpoint's one read, and the read of
+# every API request.
+_CREDENTIAL_BY_CLIENT_ID = PreparedRead(
+    select(Credential.id, Credential.secret_hash, Credential.scopes).where(
+        Credential.client_id == bindparam("client_id")
     )
+)
+_CREDENTIAL_BY_ID = KeyedRead(
+    "SELECT id, account_id, scopes FROM credentials WHERE id = ?",
+    "SELECT id, account_id, scopes FROM credentials WHERE id = ANY($1::varchar[])",
 )
 
 
-async def find_live_token(db: Database, token_hash: str, now: datetime) -> tuple[Any, ...] | None:
-    """(account_id, credential_id, scopes) of a live token, read on the raw driver at every request."""
-    return await db.first(_LIVE_TOKEN, {"token_hash": token_hash, "now": now})
+async def find_credential_for_token(db: Database, client_id: str) -> TokenCredential | None:
+    row = await db.first(_CREDENTIAL_BY_CLIENT_ID, {"client_id": client_id})
+    return None if row is None else TokenCredential(*row)
 
 
-async def delete_expired_tokens(session: AsyncSession, now: datetime) -> int:
-    result = await session.execute(delete(AccessToken).where(AccessToken.expires_at <= now))
-    return int(getattr(result, "rowcount", 0) or 0)
+async def find_credential(db: Database, credential_id: str) -> tuple[Any, ...] | None:
+    """(account_id, scopes) of a credential that still exists, read at every request."""
+    rows = await db.rows_by_key(_CREDENTIAL_BY_ID, credential_id)
+    return rows[0][1:] if rows else None
 
 
 async def credentials_of(session: AsyncSession, account_id: str) -> list[Credential]:

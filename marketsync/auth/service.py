@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.auth import repository
+from marketsync.auth import repository, tokens
 from marketsync.auth.scopes import UnknownScopes, parse_scopes
 from marketsync.errors import NotFound
 from marketsync.kit import crypto
 from marketsync.kit.ids import new_id
-from marketsync.models import AccessToken, Account, Credential
+from marketsync.models import Account, Credential
 from marketsync.runtime import Runtime
 
 __all__ = [
@@ -29,7 +28,7 @@ __all__ = [
 ]
 
 
-TOKEN_PREFIX = "mst_"
+TOKEN_PREFIX = tokens.PREFIX
 CLIENT_ID_PREFIX = "msc_"
 
 
@@ -90,10 +89,9 @@ async def create_credential(
     return NewCredential(credential.id, credential.client_id, secret, scopes)
 
 
-async def issue_token(
-    rt: Runtime, session: AsyncSession, client_id: str, client_secret: str, requested_scope: str | None
-) -> IssuedToken:
-    credential = await repository.get_credential_by_client_id(session, client_id)
+async def issue_token(rt: Runtime, client_id: str, client_secret: str, requested_scope: str | None) -> IssuedToken:
+    """A signed token for the credential (docs/decisions/0250): one read on the raw driver, no write."""
+    credential = await repository.find_credential_for_token(rt.db, client_id)
     # Hash even for an unknown client so timing does not reveal which client_ids exist.
     presented = crypto.keyed_hash(rt.settings.hash_key, client_secret)
     if credential is None or not crypto.constant_time_equal(presented, credential.secret_hash):
@@ -109,29 +107,21 @@ async def issue_token(
         beyond = [s for s in scopes if s not in granted]
         if beyond:
             raise TokenError("invalid_scope", f"Scope not granted to this client: {' '.join(beyond)}.")
-    token = TOKEN_PREFIX + crypto.random_secret(32)
-    now = rt.clock.now()
-    session.add(
-        AccessToken(
-            token_hash=crypto.keyed_hash(rt.settings.hash_key, token),
-            credential_id=credential.id,
-            account_id=credential.account_id,
-            scopes=" ".join(scopes),
-            expires_at=now + timedelta(seconds=rt.settings.token_ttl_s),
-            created_at=now,
-        )
-    )
+    expires_at = int(rt.clock.now().timestamp()) + rt.settings.token_ttl_s
+    token = tokens.issue(tokens.signing_key(rt.settings.hash_key), credential.credential_id, scopes, expires_at)
     return IssuedToken(token, rt.settings.token_ttl_s, scopes)
 
 
 async def authenticate(rt: Runtime, token: str) -> Caller | None:
-    if not token.startswith(TOKEN_PREFIX):
+    """The caller of a valid token whose credential still exists (read at every request: revocation is immediate)."""
+    claims = tokens.verify(tokens.signing_key(rt.settings.hash_key), token, rt.clock.now().timestamp())
+    if claims is None:
         return None
-    row = await repository.find_live_token(rt.db, crypto.keyed_hash(rt.settings.hash_key, token), rt.clock.now())
+    row = await repository.find_credential(rt.db, claims.credential_id)
     if row is None:
         return None
-    account_id, credential_id, scopes = row
-    return Caller(account_id, credential_id, frozenset(scopes.split()))
+    account_id, granted = row
+    return Caller(account_id, claims.credential_id, claims.scopes.intersection(granted.split()))
 
 
 async def list_credentials(session: AsyncSession, account_id: str) -> list[Credential]:
@@ -139,7 +129,7 @@ async def list_credentials(session: AsyncSession, account_id: str) -> list[Crede
 
 
 async def delete_credential(session: AsyncSession, account_id: str, credential_id: str) -> None:
-    """Delete the credential; its tokens stop working at once (they go in the same transaction)."""
+    """Delete the credential; its tokens stop working at once (every request reads its credential)."""
     credential = await repository.get_credential(session, account_id, credential_id)
     if credential is None:
         raise NotFound("No credential with this id.")

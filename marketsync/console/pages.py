@@ -290,7 +290,8 @@ async def jobs_page(request: Request, person: SignedIn) -> Response:
 def install(app: FastAPI) -> None:
     """Mount the app's pages, assets and error pages on the service."""
     for pages in (router, catalogue.router, orders.router, webhooks.router):
-        app.include_router(pages)
+        # The routes themselves (they carry the /app prefix), as for the API's routers (docs/decisions/0013).
+        app.router.routes.extend(pages.routes)
     app.mount("/app/static", StaticFiles(directory=HERE / "static"), name="app-static")
 
     @app.exception_handler(ApiError)

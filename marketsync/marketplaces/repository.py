@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import Integer, Table, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from marketsync.db import Database, KeyedRead
 from marketsync.kinds import ConnectionState, ListingStatus
 from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.base import Money, UTCDateTime
@@ -19,13 +20,34 @@ from marketsync.models.base import Money, UTCDateTime
 _CHUNK = 500
 
 
-async def list_active(session: AsyncSession, account_id: str) -> Sequence[MarketplaceConnection]:
-    result = await session.execute(
-        select(MarketplaceConnection)
-        .where(MarketplaceConnection.account_id == account_id, MarketplaceConnection.state == ConnectionState.ACTIVE)
-        .order_by(MarketplaceConnection.created_at, MarketplaceConnection.id)
-    )
-    return result.scalars().all()
+# GET /api/marketplaces on the raw driver (docs/decisions/0250): the same rows, in the same order, as list_all's
+# active ones in creation order; concurrent requests share a round trip on PostgreSQL.
+_ACTIVE_FOR_API = """
+SELECT account_id, id, platform, country, health_status, health_status_message, is_healthy, requires_reauthorization,
+       last_pull_status, last_pull_total_skus, last_pull_current_sku
+FROM marketplace_connections WHERE account_id {match} AND state = '{active}' ORDER BY account_id, created_at, id
+"""
+_ACTIVE_BY_ACCOUNT = KeyedRead(
+    _ACTIVE_FOR_API.format(match="= ?", active=ConnectionState.ACTIVE.value),
+    _ACTIVE_FOR_API.format(match="= ANY($1::varchar[])", active=ConnectionState.ACTIVE.value),
+)
+
+
+async def active_for_api(db: Database, account_id: str) -> list[dict[str, Any]]:
+    """The account's active connections as spec section 2 shows them (MarketplaceOut's fields, in its order)."""
+    return [
+        {
+            "MarketplaceId": row[1],
+            "Platform": row[2],
+            "Country": row[3],
+            "HealthStatus": row[4],
+            "HealthStatusMessage": row[5],
+            "IsHealthy": bool(row[6]),
+            "RequiresReauthorization": bool(row[7]),
+            "LastPull": {"Status": row[8], "TotalSkus": row[9], "CurrentSku": row[10]},
+        }
+        for row in await db.rows_by_key(_ACTIVE_BY_ACCOUNT, account_id)
+    ]
 
 
 async def list_of(session: AsyncSession, account_id: str) -> Sequence[MarketplaceConnection]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from marketsync.models import MarketplaceConnection
-
 
 class LastPullOut(BaseModel):
     Status: str
@@ -22,23 +20,6 @@ class MarketplaceOut(BaseModel):
     IsHealthy: bool
     RequiresReauthorization: bool
     LastPull: LastPullOut
-
-    @classmethod
-    def of(cls, connection: MarketplaceConnection) -> MarketplaceOut:
-        return cls(
-            MarketplaceId=connection.id,
-            Platform=connection.platform,
-            Country=connection.country,
-            HealthStatus=connection.health_status,
-            HealthStatusMessage=connection.health_status_message,
-            IsHealthy=connection.is_healthy,
-            RequiresReauthorization=connection.requires_reauthorization,
-            LastPull=LastPullOut(
-                Status=connection.last_pull_status,
-                TotalSkus=connection.last_pull_total_skus,
-                CurrentSku=connection.last_pull_current_sku,
-            ),
-        )
 
 
 class MarketplacesOut(BaseModel):

@@ -33,7 +33,6 @@ __all__ = [
     "enqueue_for_active_connections",
     "get",
     "health_summary",
-    "list_active",
     "list_all",
     "note_authorization_revoked",
     "pause",
@@ -190,10 +189,6 @@ async def note_authorization_revoked(rt: Runtime, marketplace_id: str) -> Health
     """A pull or push met AuthorizationRevoked: same rule as the health check (no repeats)."""
     async with rt.db.transaction() as session:
         return await apply_health(rt, session, marketplace_id, observed_health(UNAUTHORIZED, ""))
-
-
-async def list_active(session: AsyncSession, account_id: str) -> Sequence[MarketplaceConnection]:
-    return await repository.list_active(session, account_id)
 
 
 async def usable_connection(rt: Runtime, job: JobRun) -> MarketplaceConnection | None:

@@ -6,7 +6,7 @@ from marketsync.models import orders as _orders  # noqa: F401
 from marketsync.models import people as _people  # noqa: F401
 from marketsync.models import sandbox as _sandbox  # noqa: F401
 from marketsync.models import webhooks as _webhooks  # noqa: F401
-from marketsync.models.accounts import AccessToken, Account, Credential
+from marketsync.models.accounts import Account, Credential
 from marketsync.models.base import Base
 from marketsync.models.events import Event
 from marketsync.models.idempotency import IdempotencyRecord
@@ -16,7 +16,6 @@ from marketsync.models.keys import KeyFingerprint
 from marketsync.models.marketplaces import MarketplaceConnection
 
 __all__ = [
-    "AccessToken",
     "Account",
     "Base",
     "Credential",

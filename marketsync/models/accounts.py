@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from marketsync.models.base import ID, Base
@@ -28,16 +28,4 @@ class Credential(Base):
     # Keyed hash of the secret; the secret itself is shown once and never stored.
     secret_hash: Mapped[str] = mapped_column(String(64))
     scopes: Mapped[str] = mapped_column(String(200))  # space-separated
-    created_at: Mapped[datetime]
-
-
-class AccessToken(Base):
-    __tablename__ = "access_tokens"
-    __table_args__ = (Index("ix_access_tokens_expires_at", "expires_at"),)
-
-    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
-    credential_id: Mapped[str] = mapped_column(ID, ForeignKey("credentials.id", ondelete="CASCADE"), index=True)
-    account_id: Mapped[str] = mapped_column(ID, ForeignKey("accounts.id", ondelete="CASCADE"))
-    scopes: Mapped[str] = mapped_column(String(200))
-    expires_at: Mapped[datetime]
     created_at: Mapped[datetime]

@@ -1,7 +1,9 @@
-"""The bearer-token lookup on the raw driver (Database.first, docs/decisions/0013): same answers as SQLAlchemy."""
+"""The credential read of every request on the raw driver (Database.first, docs/decisions/0013 and 0250): the same
+answers as through SQLAlchemy, datetimes compared exactly, failures falling back."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -9,83 +11,113 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import APIRouter
-from sqlalchemy import bindparam, delete, exists, select, text
+from sqlalchemy import bindparam, delete, exists, select, text, update
 from sqlalchemy.exc import DBAPIError
 
 from marketsync.app import create_app
-from marketsync.auth import repository
+from marketsync.auth import repository, service, tokens
 from marketsync.auth.dependencies import InventoryReader, OrdersReader
 from marketsync.db import PreparedRead
-from marketsync.kit import crypto
-from marketsync.models import AccessToken, Account
+from marketsync.models import Account, Credential
 from marketsync.runtime import Runtime
 from tests.support.factories import make_account, make_credential, make_tenant
 from tests.support.server import serve
 
-EXPIRES = datetime(2026, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
+CREATED = datetime(2026, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 ELSEWHERE = timezone(timedelta(hours=-5))
+# A datetime bound on the raw driver compares exactly as through SQLAlchemy (a UTCDateTime binds as naive UTC).
+_CREATED_BEFORE = PreparedRead(
+    select(Credential.id).where(Credential.id == bindparam("credential_id"), Credential.created_at < bindparam("now"))
+)
 
 
-async def make_token_row(rt: Runtime, expires_at: datetime = EXPIRES, scopes: str = "OrdersRead") -> str:
+async def make_credential_row(rt: Runtime, created_at: datetime = CREATED) -> str:
     account_id = await make_account(rt)
-    credential = await make_credential(rt, account_id)
-    token_hash = crypto.keyed_hash(rt.settings.hash_key, f"mst_{account_id}")
+    credential = await make_credential(rt, account_id, ["OrdersRead"])
     async with rt.db.transaction() as session:
-        session.add(
-            AccessToken(
-                token_hash=token_hash,
-                credential_id=credential.credential_id,
-                account_id=account_id,
-                scopes=scopes,
-                expires_at=expires_at,
-                created_at=expires_at - timedelta(hours=1),
-            )
+        await session.execute(
+            update(Credential).where(Credential.id == credential.credential_id).values(created_at=created_at)
         )
-    return token_hash
+    return credential.credential_id
 
 
-async def through_sqlalchemy(rt: Runtime, token_hash: str, now: datetime) -> tuple[Any, ...] | None:
+async def through_sqlalchemy(rt: Runtime, credential_id: str) -> tuple[Any, ...] | None:
     async with rt.db.read() as session:
-        row = (await session.execute(repository._LIVE_TOKEN.statement, {"token_hash": token_hash, "now": now})).first()
+        query = select(Credential.account_id, Credential.scopes).where(Credential.id == credential_id)
+        row = (await session.execute(query)).first()
     return None if row is None else tuple(row)
 
 
 @pytest.mark.parametrize(
     "now",
     [
-        EXPIRES - timedelta(hours=1),
-        EXPIRES - timedelta(microseconds=1),
-        EXPIRES,
-        EXPIRES + timedelta(microseconds=1),
+        CREATED - timedelta(hours=1),
+        CREATED - timedelta(microseconds=1),
+        CREATED,
+        CREATED + timedelta(microseconds=1),
         # The same instants in another zone: compared in UTC, as the column stores them.
-        (EXPIRES - timedelta(microseconds=1)).astimezone(ELSEWHERE),
-        EXPIRES.astimezone(ELSEWHERE),
+        (CREATED - timedelta(microseconds=1)).astimezone(ELSEWHERE),
+        CREATED.astimezone(ELSEWHERE),
     ],
 )
-async def test_expiry_compares_exactly_as_through_sqlalchemy(rt: Runtime, now: datetime) -> None:
-    token_hash = await make_token_row(rt)
-    found = await repository.find_live_token(rt.db, token_hash, now)
-    assert found == await through_sqlalchemy(rt, token_hash, now)
-    assert (found is not None) == (now < EXPIRES)
+async def test_datetimes_compare_exactly_as_through_sqlalchemy(rt: Runtime, now: datetime) -> None:
+    credential_id = await make_credential_row(rt)
+    found = await rt.db.first(_CREATED_BEFORE, {"credential_id": credential_id, "now": now})
+    async with rt.db.read() as session:
+        expected = (
+            await session.execute(_CREATED_BEFORE.statement, {"credential_id": credential_id, "now": now})
+        ).first()
+    assert found == (None if expected is None else tuple(expected))
+    assert (found is not None) == (now > CREATED)
 
 
-async def test_unknown_token_is_none(rt: Runtime) -> None:
-    assert await repository.find_live_token(rt.db, "0" * 64, EXPIRES) is None
+async def test_the_credential_read_answers_as_through_sqlalchemy(rt: Runtime) -> None:
+    credential_id = await make_credential_row(rt)
+    found = await repository.find_credential(rt.db, credential_id)
+    assert found is not None and found[1] == "OrdersRead"
+    assert found == await through_sqlalchemy(rt, credential_id)
+    assert await repository.find_credential(rt.db, "0" * 26) is None
 
 
-async def test_a_deleted_token_fails_on_the_next_lookup(rt: Runtime) -> None:
-    token_hash = await make_token_row(rt)
-    now = EXPIRES - timedelta(minutes=1)
-    assert await repository.find_live_token(rt.db, token_hash, now) is not None
+async def test_a_deleted_credential_fails_on_the_next_request(rt: Runtime) -> None:
+    account_id = await make_account(rt)
+    credential = await make_credential(rt, account_id, ["OrdersRead"])
+    issued = await service.issue_token(rt, credential.client_id, credential.client_secret, None)
+    assert await service.authenticate(rt, issued.access_token) is not None
     async with rt.db.transaction() as session:
-        await session.execute(delete(AccessToken).where(AccessToken.token_hash == token_hash))
-    assert await repository.find_live_token(rt.db, token_hash, now) is None
+        await service.delete_credential(session, account_id, credential.credential_id)
+    assert await service.authenticate(rt, issued.access_token) is None
+
+
+async def test_tokens_are_authentic_or_nothing(rt: Runtime) -> None:
+    """A token is its signature: any change, another key, or a token past its expiry is refused."""
+    account_id = await make_account(rt)
+    credential = await make_credential(rt, account_id, ["OrdersRead", "InventoryRead"])
+    issued = await service.issue_token(rt, credential.client_id, credential.client_secret, "InventoryRead")
+    caller = await service.authenticate(rt, issued.access_token)
+    assert caller is not None and caller.scopes == frozenset({"InventoryRead"})
+    assert caller.account_id == account_id and caller.credential_id == credential.credential_id
+    key = tokens.signing_key(rt.settings.hash_key)
+    claims = tokens.verify(key, issued.access_token, rt.clock.now().timestamp())
+    assert claims is not None
+    # Every character flipped in turn, the token cut short or lengthened, another key: all refused.
+    token = issued.access_token
+    for position in range(len(tokens.PREFIX), len(token)):
+        flipped = "A" if token[position] != "A" else "B"
+        assert tokens.verify(key, token[:position] + flipped + token[position + 1 :], 0) is None, position
+    assert tokens.verify(key, token[:-1], 0) is None
+    assert tokens.verify(key, token + "A", 0) is None
+    assert tokens.verify(tokens.signing_key(b"another key" * 3), token, 0) is None
+    assert tokens.verify(key, token, claims.expires_at) is None
+    assert tokens.verify(key, token, claims.expires_at - 1) == claims
+    # Two tokens for the same request differ (a nonce), so one leaked token says nothing of the next.
+    again = await service.issue_token(rt, credential.client_id, credential.client_secret, "InventoryRead")
+    assert again.access_token != issued.access_token
 
 
 async def test_a_driver_failure_falls_back_to_the_sqlalchemy_path(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
-    token_hash = await make_token_row(rt)
-    now = EXPIRES - timedelta(minutes=1)
-    expected = await repository.find_live_token(rt.db, token_hash, now)
+    credential_id = await make_credential_row(rt)
+    expected = await repository.find_credential(rt.db, credential_id)
     assert expected is not None
 
     if rt.db.is_sqlite:
@@ -100,14 +132,13 @@ async def test_a_driver_failure_falls_back_to_the_sqlalchemy_path(rt: Runtime, m
             raise ConnectionResetError("connection was closed in the middle of operation")
 
         monkeypatch.setattr(rt.db.fast._postgres_prepared, "fetch_row", dropped)
-    assert await repository.find_live_token(rt.db, token_hash, now) == expected
+    assert await repository.find_credential(rt.db, credential_id) == expected
 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
 async def test_lookups_recover_after_the_server_drops_every_connection(rt: Runtime) -> None:
-    token_hash = await make_token_row(rt)
-    now = EXPIRES - timedelta(minutes=1)
-    expected = await repository.find_live_token(rt.db, token_hash, now)
+    credential_id = await make_credential_row(rt)
+    expected = await repository.find_credential(rt.db, credential_id)
     async with rt.db.engine.connect() as admin:
         await admin.execute(
             text(
@@ -117,20 +148,18 @@ async def test_lookups_recover_after_the_server_drops_every_connection(rt: Runti
         )
     # The kept connection is replaced at once; SQLAlchemy's pool may fail one checkout, as it always has.
     try:
-        first = await repository.find_live_token(rt.db, token_hash, now)
+        first = await repository.find_credential(rt.db, credential_id)
     except DBAPIError:
         first = expected
     assert first == expected
-    assert await repository.find_live_token(rt.db, token_hash, now) == expected
-    assert await repository.find_live_token(rt.db, token_hash, now) == expected
+    assert await repository.find_credential(rt.db, credential_id) == expected
+    assert await repository.find_credential(rt.db, credential_id) == expected
 
 
 async def test_prepared_read_refuses_expanding_parameters(rt: Runtime) -> None:
-    prepared = PreparedRead(
-        select(AccessToken.scopes).where(AccessToken.token_hash.in_(bindparam("hashes", expanding=True)))
-    )
+    prepared = PreparedRead(select(Credential.scopes).where(Credential.id.in_(bindparam("ids", expanding=True))))
     with pytest.raises(ValueError, match="positional"):
-        await rt.db.first(prepared, {"hashes": ["a"]})
+        await rt.db.first(prepared, {"ids": ["a"]})
 
 
 async def test_prepared_read_binds_values_written_into_the_statement(rt: Runtime) -> None:
@@ -158,3 +187,30 @@ async def test_two_scopes_on_one_route_spend_one_request_of_budget(rt: Runtime) 
             response = await api.get("/api/test/two-scopes", headers=tenant.headers)
             assert response.status_code == 200, response.text
             assert response.headers["ratelimit"].startswith(f'"credential";r={remaining};')
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+async def test_concurrent_credential_reads_share_round_trips(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lookups that arrive while a read is in flight go together in the next one: fewer round trips, each lookup
+    answered with its own row, and a credential deleted before a lookup began is gone for it."""
+    credential_ids = [await make_credential_row(rt) for _ in range(4)]
+    expected = [await through_sqlalchemy(rt, credential_id) for credential_id in credential_ids]
+    connections = rt.db.fast._postgres_prepared
+    assert connections is not None
+    trips = 0
+    opened = connections.connection
+
+    def counted() -> Any:
+        nonlocal trips
+        trips += 1
+        return opened()
+
+    monkeypatch.setattr(connections, "connection", counted)
+    lookups = [*credential_ids * 10, "0" * 26]
+    found = await asyncio.gather(*(repository.find_credential(rt.db, key) for key in lookups))
+    assert found == [*expected * 10, None]
+    assert trips < len(lookups) // 4
+    async with rt.db.transaction() as session:
+        await session.execute(delete(Credential).where(Credential.id == credential_ids[0]))
+    again = await asyncio.gather(*(repository.find_credential(rt.db, key) for key in credential_ids))
+    assert again == [None, *expected[1:]]

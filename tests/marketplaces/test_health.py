@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 
 from marketsync.marketplaces import service, tasks
+from marketsync.marketplaces.schemas import MarketplacesOut
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
 from tests.marketplaces import support
@@ -128,3 +129,39 @@ async def test_paused_connection_is_omitted_and_not_checked(rt: Runtime, api: ht
     async with rt.db.transaction() as session:
         await service.resume(rt, session, tenant.account_id, p4.id)
     assert set(await _marketplaces(api, tenant.headers)) == {p1.id, p4.id}
+
+
+async def test_the_list_shows_every_active_connection_exactly_as_stored(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """GET /api/marketplaces reads on the raw driver (docs/decisions/0250): each field is the stored value with its
+    JSON type, connections in the order they were made, paused ones left out, and the body is MarketplacesOut."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P3", "US"), ("P2", "DE")))
+    p1, p3, p2 = (tenant.marketplace(p) for p in ("P1", "P3", "P2"))
+    await tasks.health_checks(rt)
+    await support.update_seller(rt, p1, auth_revoked=True)
+    await tasks.health_checks(rt)
+    async with rt.db.transaction() as session:
+        await service.pause(rt, session, tenant.account_id, p2.id)
+        stored = {c.id: c for c in await service.list_all(session, tenant.account_id)}
+    response = await api.get("/api/marketplaces", headers=tenant.headers)
+    assert response.headers["content-type"] == "application/json"
+    body = MarketplacesOut.model_validate_json(response.content)
+    assert body.model_dump_json().encode() == response.content
+    expected = [
+        {
+            "MarketplaceId": c.id,
+            "Platform": c.platform,
+            "Country": c.country,
+            "HealthStatus": c.health_status,
+            "HealthStatusMessage": c.health_status_message,
+            "IsHealthy": c.is_healthy,
+            "RequiresReauthorization": c.requires_reauthorization,
+            "LastPull": {
+                "Status": c.last_pull_status,
+                "TotalSkus": c.last_pull_total_skus,
+                "CurrentSku": c.last_pull_current_sku,
+            },
+        }
+        for c in (stored[p1.id], stored[p3.id])
+    ]
+    assert response.json() == {"Marketplaces": expected}
+    assert [m["IsHealthy"] for m in expected] == [False, True]
