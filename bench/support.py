@@ -30,6 +30,25 @@ BENCH_KEY_ENV = {f"MARKETSYNC_{name.upper()}": value for name, value in BENCH_KE
 PG_ADMIN = os.environ.get("MARKETSYNC_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
+def cpu_probe_ms() -> float:
+    """A fixed pure-Python loop, timed (best of 3): the machine's noise. Benchmarks print it before and after."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for i in range(1_000_000):
+            total += i * i
+        best = min(best, (time.perf_counter() - started) * 1000)
+    return round(best, 1)
+
+
+def print_figures(figures: list[dict[str, Any]]) -> None:
+    """The last line a benchmark prints: `FIGURES {json}` (bench/all.py collects them into docs/performance.md).
+
+    Each figure: what, ours, floor (or None), ratio (ours/floor as the target reads it, or None), target, unit."""
+    print("FIGURES " + json.dumps(figures), flush=True)
+
+
 def percentile(samples: list[float], share: float) -> float:
     """Nearest-rank percentile (share in 0..1)."""
     ordered = sorted(samples)

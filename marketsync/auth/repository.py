@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import Database, KeyedRead, PreparedRead
+from marketsync.db import Database, KeyedRead
 from marketsync.models import Account, Credential
 
 
@@ -46,10 +46,9 @@ class TokenCredential:
 
 # Built and compiled once, run on the raw driver (docs/decisions/0013): the token endpoint's one read, and the read of
 # every API request.
-_CREDENTIAL_BY_CLIENT_ID = PreparedRead(
-    select(Credential.id, Credential.secret_hash, Credential.scopes).where(
-        Credential.client_id == bindparam("client_id")
-    )
+_CREDENTIAL_BY_CLIENT_ID = KeyedRead(
+    "SELECT client_id, id, secret_hash, scopes FROM credentials WHERE client_id = ?",
+    "SELECT client_id, id, secret_hash, scopes FROM credentials WHERE client_id = ANY($1::varchar[])",
 )
 _CREDENTIAL_BY_ID = KeyedRead(
     "SELECT id, account_id, scopes FROM credentials WHERE id = ?",
@@ -58,8 +57,8 @@ _CREDENTIAL_BY_ID = KeyedRead(
 
 
 async def find_credential_for_token(db: Database, client_id: str) -> TokenCredential | None:
-    row = await db.first(_CREDENTIAL_BY_CLIENT_ID, {"client_id": client_id})
-    return None if row is None else TokenCredential(*row)
+    rows = await db.rows_by_key(_CREDENTIAL_BY_CLIENT_ID, client_id)
+    return TokenCredential(*rows[0][1:]) if rows else None
 
 
 async def find_credential(db: Database, credential_id: str) -> tuple[Any, ...] | None:
