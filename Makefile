@@ -47,8 +47,9 @@ test-fast: install
 bench-tools:
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 
+# Every hot-path figure next to its floor (issue 15), both databases; rewrites docs/performance.md.
 bench: install bench-tools
-	$(BIN)/python -m bench.foundation_http
+	$(BIN)/python -m bench.all
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from bench import cluster
-from bench.support import REPO
+from bench.support import REPO, print_figures
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -123,6 +123,7 @@ async def run(seconds: float, clients: int) -> dict[str, Any]:
             await asyncio.sleep(min(30.0, seconds / 5))
             return [cluster.rss_kb(p.pid) for p in running.processes]
 
+        rss_idle = [cluster.rss_kb(p.pid) for p in running.processes]
         warm = asyncio.create_task(memory_after_warm_up())
         await asyncio.gather(*(traffic.loop(until) for _ in range(clients)), buyers())
         rss_warm = await warm
@@ -146,6 +147,7 @@ async def run(seconds: float, clients: int) -> dict[str, Any]:
         result["events_not_delivered"] = events - running.events_before - len(received)
         result["deliveries_received_twice"] = sum(1 for n in received.values() if n > 1)
         result["refund_replays_differed"] = traffic.replays_differed
+        result["rss_mb_idle"] = [round(kb / 1024, 1) for kb in rss_idle]
         result["rss_mb_after_warm_up"] = [round(kb / 1024, 1) for kb in rss_warm]
         result["rss_mb_at_end"] = [round(kb / 1024, 1) for kb in rss_end]
         result["ok"] = (
@@ -157,6 +159,21 @@ async def run(seconds: float, clients: int) -> dict[str, Any]:
     return result
 
 
+def memory_figures(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 15 item 8: each process's RSS idle, after warm-up and at the end; growth = end / after warm-up."""
+    figures = []
+    names = [f"API {n + 1}" for n in range(2)] + [f"worker {n + 1}" for n in range(2)]
+    for name, idle, warm, end in zip(
+        names, result["rss_mb_idle"], result["rss_mb_after_warm_up"], result["rss_mb_at_end"], strict=False
+    ):
+        figures.append(
+            {"what": f"RSS of {name} (PostgreSQL, Redis): idle {idle} MB, after warm-up {warm} MB, after "
+                     f"{result['seconds']:.0f} s of mixed load", "ours": end, "floor": None,
+             "ratio": round(end / warm, 3), "target": "no growth under steady load (end / warm-up)", "unit": "MB"}
+        )  # fmt: skip
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=600)
@@ -164,6 +181,7 @@ def main() -> None:
     args = parser.parse_args()
     result = asyncio.run(run(args.seconds, args.clients))
     print(json.dumps(result, indent=2))
+    print_figures(memory_figures(result))
     sys.exit(0 if result["ok"] else 1)
 
 

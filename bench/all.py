@@ -1,0 +1,126 @@
+"""`make bench`: every hot-path figure of issue 15 next to its floor, in one command, written to docs/performance.md.
+
+    .venv/bin/python -m bench.all [--quick] [--only NAME[,NAME...]] [--no-write]
+
+Each benchmark below runs as its own process (both databases, loopback only) and ends with a `FIGURES [...]` line
+(bench/support.py print_figures): what was measured, ours, its floor measured in the same run, the ratio and the
+target. The CPU probe (a fixed loop) is timed before and after the whole run, the load average is read at each
+step. docs/performance.md is rewritten from the collected figures: medians, p99 where the benchmark has one, ratios,
+and the noise. `--quick` runs shorter versions (to check the pipeline, not to quote).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.support import REPO, cpu_probe_ms
+
+# name: (full command, quick command). Each prints a FIGURES line last.
+BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
+    "foundation": (
+        ["-m", "bench.foundation_http", "--seconds", "4", "--rounds", "3"],
+        ["-m", "bench.foundation_http", "--seconds", "1", "--rounds", "1"],
+    ),
+    # Memory (issue 15 item 8): two API processes and two workers under ten minutes of mixed load.
+    "memory": (["-m", "bench.soak", "--seconds", "600"], ["-m", "bench.soak", "--seconds", "60"]),
+}
+OUTPUT = REPO / "docs" / "performance.md"
+
+
+def run_one(name: str, arguments: list[str]) -> tuple[list[dict[str, Any]], str]:
+    command = [sys.executable, *arguments]
+    started = time.monotonic()
+    completed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+    elapsed = time.monotonic() - started
+    figures: list[dict[str, Any]] = []
+    for line in completed.stdout.splitlines():
+        if line.startswith("FIGURES "):
+            figures = json.loads(line.removeprefix("FIGURES "))
+    note = f"{name}: {elapsed:.0f} s, exit {completed.returncode}, load average {os.getloadavg()[0]:.2f}"
+    if completed.returncode != 0 or not figures:
+        note += f" (no figures: {completed.stderr.strip().splitlines()[-1:] or ['no output']})"
+    for figure in figures:
+        figure["command"] = "python " + " ".join(arguments)
+    return figures, note
+
+
+def _cell(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        value = f"{value:,.2f}" if value < 100 else f"{value:,.0f}"
+    elif isinstance(value, int):
+        value = f"{value:,}"
+    return f"{value} {unit}".strip()
+
+
+def render(figures: list[dict[str, Any]], notes: list[str], probe: tuple[float, float]) -> str:
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "# Performance",
+        "",
+        "Written by `make bench` (`python -m bench.all`); do not edit by hand. Every figure was measured on this",
+        "project's 2-core machine, on loopback, over HTTP, next to its **floor measured in the same run**, the floor",
+        "and ours alternating (DESIGN.md §6: a minimal end-to-end implementation of the same HTTP operation: bare",
+        "Starlette or FastAPI on uvicorn with uvloop and httptools, orjson, the raw driver, a table with only the",
+        "columns and the one index the operation needs, answering the same response body). Ratios are the figures to",
+        "read; absolute numbers move with the machine's load, shown by the CPU probe (a fixed loop, best of three)",
+        "timed before and after.",
+        "",
+        f"Run {now}; CPU probe {probe[0]} ms before, {probe[1]} ms after; {os.cpu_count()} CPUs.",
+        "",
+        "| what | ours | p99 ms | floor (same run) | ratio | target | command |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for figure in figures:
+        unit = figure.get("unit", "")
+        floor = figure.get("floor")
+        floor_text = "—" if floor is None else f"{_cell(floor, unit)} ({figure.get('floor_name', 'floor')})"
+        ratio = figure.get("ratio")
+        lines.append(
+            f"| {figure['what']} | {_cell(figure.get('ours'), unit)} | {_cell(figure.get('p99_ms'))} | {floor_text} |"
+            f" {'—' if ratio is None else f'{ratio}x'} | {figure.get('target', '—')} | `{figure['command']}` |"
+        )
+    lines += ["", "Steps:", "", *[f"- {note}" for note in notes], ""]
+    lines += [
+        "Where the time goes, profiles before and after, and the history of earlier figures (some measured against",
+        "floors that were not floors, marked superseded there): [docs/perf/](perf/).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", default="", help="comma-separated benchmark names")
+    parser.add_argument("--no-write", action="store_true", help="print the page instead of writing it")
+    args = parser.parse_args()
+    chosen = [n for n in BENCHMARKS if not args.only or n in args.only.split(",")]
+    before = cpu_probe_ms()
+    figures: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for name in chosen:
+        full, quick = BENCHMARKS[name]
+        found, note = run_one(name, quick if args.quick else full)
+        print(note, flush=True)
+        figures += found
+        notes.append(note)
+    page = render(figures, notes, (before, cpu_probe_ms()))
+    if args.no_write:
+        print(page)
+    else:
+        Path(OUTPUT).write_text(page)
+        print(f"wrote {OUTPUT.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main()
