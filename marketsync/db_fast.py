@@ -356,9 +356,15 @@ class FastReads:
 
     async def rows_by_key(self, read: KeyedRead, key: str) -> list[tuple[Any, ...]]:
         """The rows of `key` (each starting with the key), concurrent lookups batched into one round trip on
-        PostgreSQL (one query per lookup cost ~80 µs of CPU each; a batch of 16 about as much as one). SQLite, a
-        driver failure or another event loop: one statement through `driver_read`, which falls back as it does."""
-        if self._postgres_prepared is not None and self._postgres_prepared.usable_here():
+        PostgreSQL (one query per lookup cost ~80 µs of CPU each; a batch of 16 about as much as one). SQLite: one
+        statement on this thread's connection. A driver failure, a locked file or another event loop: one statement
+        through `driver_read`, which falls back as it does."""
+        if self._sqlite_prepared is not None:
+            try:  # one statement in autocommit, read to completion: no snapshot stays open (as `first`)
+                return self._sqlite_prepared.connection().execute(read.sqlite_sql, (key,)).fetchall()
+            except sqlite3.OperationalError:
+                pass  # locked: the session path below waits for the file as every other read does
+        elif self._postgres_prepared is not None and self._postgres_prepared.usable_here():
             batches = self._batches.get(id(read))
             if batches is None:
                 batches = self._batches[id(read)] = _Batches(self._postgres_prepared, read.postgres_sql)
