@@ -29,6 +29,10 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
         ["-m", "bench.foundation_http", "--seconds", "4", "--rounds", "3"],
         ["-m", "bench.foundation_http", "--seconds", "1", "--rounds", "1"],
     ),
+    "orders": (
+        ["-m", "bench.orders_http", "--orders", "1000000", "--pages", "200"],
+        ["-m", "bench.orders_http", "--orders", "20000", "--pages", "20"],
+    ),
     # Memory (issue 15 item 8): two API processes and two workers under ten minutes of mixed load.
     "memory": (["-m", "bench.soak", "--seconds", "600"], ["-m", "bench.soak", "--seconds", "60"]),
 }
