@@ -30,7 +30,10 @@ def test_sixty_seconds_of_mixed_traffic_lose_and_duplicate_nothing() -> None:
         cwd=REPO, env=env, capture_output=True, timeout=600,
     )  # fmt: skip
     assert run.stdout, run.stderr.decode()[-3000:]
-    result = json.loads(run.stdout)
+    # The ledger, then the FIGURES line make bench collects (bench/all.py).
+    ledger, _, figures = run.stdout.partition(b"\nFIGURES ")
+    result = json.loads(ledger)
+    assert json.loads(figures)[0]["unit"] == "MB"
     assert result["events_recorded"] > 100 and result["events_not_delivered"] == 0, result
     assert result["deliveries_received_twice"] == 0 and result["refund_replays_differed"] == 0, result
     assert all(operation["5xx"] == 0 for operation in result["operations"].values()), result["operations"]
