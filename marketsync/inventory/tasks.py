@@ -59,8 +59,10 @@ async def _mirror_page(
     """
     now = rt.clock.now()
     by_listing_id = await repository.listings_for_mirror(session, connection.id, [item.listing_id for item in page])
+    # Only listings the map does not hold yet are matched by SKU (a re-mirror reads no product by SKU).
+    unknown = [item for item in page if item.listing_id not in by_listing_id]
     products = await repository.products_by_sku(
-        session, connection.account_id, [sku for item in page for sku in (item.sku, item.external_sku)]
+        session, connection.account_id, [sku for item in unknown for sku in (item.sku, item.external_sku)]
     )
     known_products = await repository.products_by_id(session, [row.product_id for row in by_listing_id.values()])
     matched: list[tuple[MarketplaceListing, Product]] = []
@@ -69,7 +71,9 @@ async def _mirror_page(
         product = known_products.get(row.product_id) if row is not None else _match_product(item, products)
         if product is not None:
             matched.append((item, product))
-    by_product = await repository.listings_by_product(session, connection.id, [p.id for _, p in matched])
+    by_product = await repository.listings_by_product(
+        session, connection.id, [p.id for item, p in matched if item.listing_id not in by_listing_id]
+    )
     for item, product in matched:
         row = by_listing_id.get(item.listing_id) or by_product.get(product.id)
         if row is None:
@@ -87,8 +91,8 @@ async def _mirror_page(
         row.category_id = row.category_id or item.category_id
         row.marketplace_price, row.marketplace_quantity = item.price, item.quantity
         row.status, row.updated_at = ListingStatus.LIVE, now
-    price_owned = await service.data_owner(session, connection.account_id, "Price") == "Marketplace"
-    stock_owned = await service.data_owner(session, connection.account_id, "Stock") == "Marketplace"
+    owners = await service.data_owners(session, connection.account_id)  # both kinds in one read
+    price_owned, stock_owned = owners["Price"] == "Marketplace", owners["Stock"] == "Marketplace"
     changes = []
     for item, product in matched:
         price: Decimal | None = item.price if price_owned and item.price is not None else None

@@ -128,3 +128,33 @@ async def test_mirror_reports_progress_page_by_page(rt: Runtime, api: httpx.Asyn
             tasks.LISTING_PAGE + 5,
             tasks.LISTING_PAGE + 5,
         )
+
+
+async def test_a_remirror_keeps_known_listings_and_maps_new_ones_in_the_same_page(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """A listing the map already holds is matched by its listing id (no SKU lookup); a new one in the same page is
+    matched by SKU, case-insensitively, as on the first mirror."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P2", "DE"),))
+    p2 = tenant.marketplace("P2")
+    await _set_owner(rt, tenant.account_id, "Price", "Merchant")
+    await _set_owner(rt, tenant.account_id, "Stock", "Merchant")
+    known = await support.listed_product(rt, p2, "MIX-1", at_marketplace=False)
+    await _sandbox_set(rt, p2, "mix-1", price="9.50", quantity=3)
+    await _mirror_now(rt, p2)
+    first = await support.our_listing(rt, p2, known.id)
+    assert first is not None and first.listing_id is not None
+
+    new = await support.listed_product(rt, p2, "MIX-2", at_marketplace=False)
+    await _sandbox_set(rt, p2, "mix-1", quantity=7)
+    await _sandbox_set(rt, p2, "Mix-2", price="4.00", quantity=1)
+    await _mirror_now(rt, p2)
+
+    again = await support.our_listing(rt, p2, known.id)
+    assert again is not None and (again.id, again.listing_id) == (first.id, first.listing_id)
+    assert (again.marketplace_price, again.marketplace_quantity) == (Decimal("9.50"), 7)
+    mapped = await support.our_listing(rt, p2, new.id)
+    assert mapped is not None and mapped.listing_id is not None and mapped.listing_id != first.listing_id
+    assert (mapped.external_sku, mapped.marketplace_quantity) == ("Mix-2", 1)
+    marketplaces = (await api.get("/api/marketplaces", headers=tenant.headers)).json()["Marketplaces"]
+    assert marketplaces[0]["LastPull"] == {"Status": "Completed", "TotalSkus": 2, "CurrentSku": 2}
