@@ -33,6 +33,19 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
         ["-m", "bench.orders_http", "--orders", "1000000", "--pages", "200"],
         ["-m", "bench.orders_http", "--orders", "20000", "--pages", "20"],
     ),
+    # The push, the products walk and GET (items 1, 2), and their growth from 10,000 to 1,000,000 products (item 7).
+    "catalogue": (
+        ["-m", "bench.catalogue_http", "--products", "100000", "--pushes", "40", "--pages", "150", "--gets", "300"],
+        ["-m", "bench.catalogue_http", "--products", "10000", "--pushes", "5", "--pages", "10", "--gets", "20"],
+    ),
+    "catalogue-10k": (
+        ["-m", "bench.catalogue_http", "--products", "10000", "--only", "walk,get,push"],
+        ["-m", "bench.catalogue_http", "--products", "2000", "--only", "walk,push", "--pushes", "3", "--pages", "5"],
+    ),
+    "catalogue-1m": (
+        ["-m", "bench.catalogue_http", "--products", "1000000", "--only", "walk,get,push"],
+        ["-m", "bench.catalogue_http", "--products", "20000", "--only", "walk,push", "--pushes", "3", "--pages", "5"],
+    ),
     # Memory (issue 15 item 8): two API processes and two workers under ten minutes of mixed load.
     "memory": (["-m", "bench.soak", "--seconds", "600"], ["-m", "bench.soak", "--seconds", "60"]),
 }

@@ -47,7 +47,16 @@ import orjson
 
 from bench import floors
 from bench.foundation_http import FIXED_COST_PATH, service_env
-from bench.support import create_scratch_pg, drop_scratch_pg, free_port, marketsync, percentile, process
+from bench.support import (
+    cpu_probe_ms,
+    create_scratch_pg,
+    drop_scratch_pg,
+    free_port,
+    marketsync,
+    percentile,
+    print_figures,
+    process,
+)
 from marketsync.kit.ids import new_id
 
 BATCH = 500
@@ -432,6 +441,43 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
                   f"no-op ({n['p50']:.2f} / {n['p99']:.2f}) | {load} |")  # fmt: skip
     print()
     print(json.dumps(results))
+    print_figures(figures_of(results, args))
+
+
+def figures_of(results: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The FIGURES line of `make bench` (bench/all.py): each path's p50 next to its floor's, with the target."""
+    size = f"{args.products:,} products"
+    paths = (
+        ("push", f"500-SKU push, every SKU changing, PropagateToListings false, {size}", "≤ 2.5x"),
+        ("drained", f"500-SKU push, propagate to 4 connections (previous jobs done), {size}", "≤ 3x"),
+        ("propagate", f"500-SKU push, propagate to 4 connections, back to back (workers busy), {size}", "≤ 3x"),
+        ("walk", f"POST /api/products/List ModifiedSince walk, Limit 200, {size}, p50 per page", "≥ 25,000 products/s"),
+        ("get", f"GET /api/products/{{sku}}, {size}", "≤ 2x the authenticated no-op"),
+    )
+    figures = []
+    for r in results:
+        for key, what, target in paths:
+            if key not in r:
+                continue
+            ours, floor = r[key]["ours"], r[key]["floor"]
+            figure = {
+                "what": f"{what} ({r['backend']}; load {r['load_before']} → {r['load_after']})",
+                "ours": round(ours["p50"], 2),
+                "p99_ms": round(ours["p99"], 2),
+                "floor": round(floor["p50"], 2),
+                "floor_name": "bench/floors.py",
+                "ratio": round(ours["p50"] / floor["p50"], 2),
+                "target": target,
+                "unit": "ms",
+            }
+            if key == "walk":
+                figure["target"] += f" (ours {r['walk_new_per_page'] / ours['p50'] * 1000:,.0f}/s)"
+            if key == "get":
+                figure["target"] += (
+                    f" (no-op {r['get']['no-op']['p50']:.2f} ms: {ours['p50'] / r['get']['no-op']['p50']:.2f}x)"
+                )
+            figures.append(figure)
+    return figures
 
 
 async def main() -> None:
@@ -446,7 +492,9 @@ async def main() -> None:
     parser.add_argument("--no-workers", action="store_true", help="serve without workers (diagnosis only)")
     parser.add_argument("--profile", metavar="DIR", help="py-spy the service during each phase (collapsed stacks)")
     args = parser.parse_args()
+    before = cpu_probe_ms()
     results = [await run_backend(backend, args) for backend in args.backends.split(",")]
+    print(f"CPU probe {before} ms before, {cpu_probe_ms()} ms after")
     report(results, args)
 
 
