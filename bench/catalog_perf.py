@@ -11,8 +11,18 @@ sqlite3 WAL / asyncpg, only the needed columns and one text index):
     each time, sequential; then 4 concurrent clients: creates per second (ours only).
 PostgreSQL: the table is vacuumed and analysed before measuring (what autovacuum does within a minute of an import).
 
+With the workers in the process, each create queues a ListingPublish that the worker runs against the sandbox
+marketplace while the next creates arrive. --sandbox picks where that marketplace runs:
+  - in-process: the built-in sandbox served inside `serve` (its feed handling and its writes share our event loop
+    and database: the default deployment of the demo, not of a real marketplace);
+  - remote: `marketsync sandbox serve` as its own process on loopback with its own database, reached over HTTP
+    through MARKETSYNC_SANDBOX_URL (as a real marketplace would be: its work is not on our machine, here it is on
+    the same 2 cores);
+  - both (default): one run of each, every one alternating with its floor.
+The last line is a FIGURES line (bench/support.py print_figures) for make bench.
+
 Run:  .venv/bin/python -m bench.catalog_perf [--categories 20000] [--searches 300] [--creates 200]
-      [--backends sqlite,postgresql] [--no-workers]
+      [--backends sqlite,postgresql] [--no-workers] [--sandbox both|in-process|remote]
 PostgreSQL: MARKETSYNC_BENCH_PG_URL; scratch databases are created and dropped. Loopback only; bounded loops.
 """
 
@@ -20,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -33,7 +44,16 @@ import httpx
 from sqlalchemy import text
 
 from bench.foundation_http import service_env
-from bench.support import BENCH_KEYS, create_scratch_pg, drop_scratch_pg, free_port, percentile, process
+from bench.support import (
+    BENCH_KEYS,
+    cpu_probe_ms,
+    create_scratch_pg,
+    drop_scratch_pg,
+    free_port,
+    percentile,
+    print_figures,
+    process,
+)
 from marketsync import connectors, migrate
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
@@ -136,23 +156,32 @@ async def prepare(backend: str, url: str, categories: int, directory: Path) -> d
 
 
 async def run_backend(
-    backend: str, categories: int, searches: int, creates: int, directory: Path, *, workers: bool
+    backend: str, categories: int, searches: int, creates: int, directory: Path, *, workers: bool, sandbox: str
 ) -> dict[str, Any]:
     scratch = []
     if backend == "sqlite":
         url, floor_url = f"sqlite:///{directory / 'bench.db'}", f"sqlite:///{directory / 'floor.db'}"
+        sandbox_url = f"sqlite:///{directory / 'sandbox.db'}"
     else:
         name, url = await create_scratch_pg("ms_bench_cat")
         scratch.append(name)
         name, floor_url = await create_scratch_pg("ms_bench_catfloor")
         scratch.append(name)
+        name, sandbox_url = await create_scratch_pg("ms_bench_catsbx")
+        scratch.append(name)
     try:
         setup = await prepare(backend, url, categories, directory)
         env = service_env(url, str(directory / "var"))
         env["MARKETSYNC_LOG_LEVEL"] = "WARNING"
-        port, floor_port = free_port(), free_port()
+        port, floor_port, sandbox_port = free_port(), free_port(), free_port()
         base, floor_base = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{floor_port}"
         floor_env = {**env, "CATALOG_FLOOR_DB": floor_url, "CATALOG_FLOOR_CATEGORIES": str(categories)}
+        # The remote marketplace: its own process and its own database (migrated as it starts).
+        sandbox_env = {**service_env(sandbox_url, str(directory / "sandbox-var")), "MARKETSYNC_LOG_LEVEL": "WARNING"}
+        sandbox_app = [sys.executable, "-m", "marketsync", "sandbox", "serve", "--port", str(sandbox_port)]
+        remote = sandbox == "remote" and workers
+        if remote:
+            env["MARKETSYNC_SANDBOX_URL"] = f"http://127.0.0.1:{sandbox_port}"
         serve = [
             sys.executable,
             "-m",
@@ -163,10 +192,11 @@ async def run_backend(
             str(port),
         ]
         floor_app = [sys.executable, "-m", "bench.catalog_floor", str(floor_port)]
-        with (
-            process(serve, env, f"{base}/readyz"),
-            process(floor_app, floor_env, f"{floor_base}/readyz"),
-        ):
+        with contextlib.ExitStack() as processes:
+            if remote:  # before serve: the worker's first publish finds it listening
+                processes.enter_context(process(sandbox_app, sandbox_env, f"http://127.0.0.1:{sandbox_port}/v1/feeds"))
+            processes.enter_context(process(serve, env, f"{base}/readyz"))
+            processes.enter_context(process(floor_app, floor_env, f"{floor_base}/readyz"))
             async with (
                 httpx.AsyncClient(base_url=base, timeout=60) as client,
                 httpx.AsyncClient(base_url=floor_base, timeout=60) as floor,
@@ -245,6 +275,7 @@ async def run_backend(
         return {
             **setup,
             "backend": backend,
+            "sandbox": ("remote" if remote else "in-process") if workers else "none (no workers)",
             "search_p50": statistics.median(search_ms),
             "search_p99": percentile(search_ms, 0.99),
             "search_floor_p50": statistics.median(search_floor_ms),
@@ -262,6 +293,38 @@ async def run_backend(
             await drop_scratch_pg(name)
 
 
+SEARCH_TARGET = "p50 <= 3 ms (issue 15 item 5)"
+CREATE_TARGET = "p50 <= 10 ms (issue 15 item 5)"
+FLOOR_NAME = "bench/catalog_floor.py"
+
+
+def figures(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The FIGURES entries: search once per backend (from the first run of it), create per backend and sandbox."""
+    out: list[dict[str, Any]] = []
+    searched: set[str] = set()
+    for r in results:
+        if r["backend"] not in searched:
+            searched.add(r["backend"])
+            out.append(
+                {"what": f"POST /api/product-types/Search, {r['leaves']:,} leaves, p50 ({r['backend']}, serve with "
+                         f"sandbox {r['sandbox']})",
+                 "ours": round(r["search_p50"], 2), "p99_ms": round(r["search_p99"], 2),
+                 "floor": round(r["search_floor_p50"], 2), "floor_name": FLOOR_NAME,
+                 "ratio": round(r["search_p50"] / r["search_floor_p50"], 2), "target": SEARCH_TARGET, "unit": "ms"}
+            )  # fmt: skip
+        publish = {
+            "remote": "workers in process, sandbox marketplace as its own process",
+            "in-process": "workers in process, sandbox marketplace in process",
+        }.get(r["sandbox"], "serve --no-workers")
+        out.append(
+            {"what": f"POST /api/products/Create, 30 attributes, p50 ({r['backend']}, {publish})",
+             "ours": round(r["create_p50"], 2), "p99_ms": round(r["create_p99"], 2),
+             "floor": round(r["create_floor_p50"], 2), "floor_name": FLOOR_NAME,
+             "ratio": round(r["create_p50"] / r["create_floor_p50"], 2), "target": CREATE_TARGET, "unit": "ms"}
+        )  # fmt: skip
+    return out
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--categories", type=int, default=20_000)
@@ -273,37 +336,55 @@ async def main() -> None:
         action="store_true",
         help="serve --no-workers: the API alone (by default the workers run in the process and publish each create)",
     )
+    parser.add_argument(
+        "--sandbox",
+        default="both",
+        choices=["both", "in-process", "remote"],
+        help="where the sandbox marketplace the publishes go to runs (with workers): see above",
+    )
     args = parser.parse_args()
     configure_logging("WARNING")
+    sandboxes = ["none"] if args.no_workers else ["in-process", "remote"] if args.sandbox == "both" else [args.sandbox]
+    probe_before = cpu_probe_ms()
     results = []
     with tempfile.TemporaryDirectory(prefix="ms-bench-cat-") as raw:
         for backend in args.backends.split(","):
-            directory = Path(raw) / backend
-            directory.mkdir()
-            results.append(
-                await run_backend(
-                    backend, args.categories, args.searches, args.creates, directory, workers=not args.no_workers
+            for sandbox in sandboxes:
+                directory = Path(raw) / f"{backend}-{sandbox}"
+                directory.mkdir()
+                results.append(
+                    await run_backend(
+                        backend,
+                        args.categories,
+                        args.searches,
+                        args.creates,
+                        directory,
+                        workers=not args.no_workers,
+                        sandbox=sandbox,
+                    )
                 )
-            )
+    probe_after = cpu_probe_ms()
     first = results[0]
     print(
         f"P1 taxonomy: {first['categories']:,} categories, {first['leaves']:,} leaves; "
-        f"{args.searches} searches, {args.creates} creates (30 attributes each), each alternating with its floor\n"
+        f"{args.searches} searches, {args.creates} creates (30 attributes each), each alternating with its floor; "
+        f"CPU probe {probe_before} ms before, {probe_after} ms after\n"
     )
     print(
-        "| backend | import s | search p50 ms | p99 | floor p50 | floor p99 | ratio p50 "
+        "| backend | sandbox | import s | search p50 ms | p99 | floor p50 | floor p99 | ratio p50 "
         "| create p50 ms | p99 | floor p50 | floor p99 | ratio p50 | creates/s, 4 clients | load average (1 min) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(
-            f"| {r['backend']} | {r['import_s']:.2f} | {r['search_p50']:.2f} | {r['search_p99']:.2f} "
+            f"| {r['backend']} | {r['sandbox']} | {r['import_s']:.2f} | {r['search_p50']:.2f} | {r['search_p99']:.2f} "
             f"| {r['search_floor_p50']:.2f} | {r['search_floor_p99']:.2f} "
             f"| {r['search_p50'] / r['search_floor_p50']:.1f}x | {r['create_p50']:.2f} | {r['create_p99']:.2f} "
             f"| {r['create_floor_p50']:.2f} | {r['create_floor_p99']:.2f} "
             f"| {r['create_p50'] / r['create_floor_p50']:.1f}x | {r['concurrent_per_s']:.0f} | {r['load']} |"
         )
     print("\nTotalCount per search:", results[0]["counts"])
+    print_figures(figures(results))
 
 
 if __name__ == "__main__":

@@ -602,7 +602,9 @@ async def publish_journey(rt: Runtime, job: JobRun) -> None:
     ]
     if not drafts:
         return
-    await job.progress(0, len(drafts))
+    if (job.progress_done, job.progress_total) != (0, len(drafts)):
+        # Create enqueues the job with this progress already: a write transaction saved per publish.
+        await job.progress(0, len(drafts))
     connector = connector_for(rt, connection)
     try:
         result = await feeds.submit_and_await(

@@ -228,18 +228,22 @@ async def finish(
     now: datetime,
     status: str,
     failure_reason: str | None = None,
+    *,
+    progress: tuple[int | None, int | None] | None = None,
 ) -> bool:
+    """End a running job (with its final progress when given), only while this worker holds its lease."""
+    values: dict[str, Any] = {
+        "status": status,
+        "finished_at": now,
+        "updated_at": now,
+        "lease_owner": None,
+        "lease_expires_at": None,
+        "failure_reason": failure_reason,
+    }
+    if progress is not None:
+        values["progress_done"], values["progress_total"] = progress
     result = await session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == IN_PROCESS)
-        .values(
-            status=status,
-            finished_at=now,
-            updated_at=now,
-            lease_owner=None,
-            lease_expires_at=None,
-            failure_reason=failure_reason,
-        )
+        update(Job).where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == IN_PROCESS).values(**values)
     )
     return bool(getattr(result, "rowcount", 0))
 

@@ -55,6 +55,8 @@ class JobRun:
     progress_done: int | None = None
     progress_total: int | None = None
     finished: bool = field(default=False, repr=False)
+    # The end state `finish` committed with the handler's outcome (execute returns it without reading it back).
+    finished_status: JobStatus | None = field(default=None, repr=False)
     # What the handler returned (operator commands report it, e.g. how many orders a pull stored).
     outcome: object = field(default=None, repr=False)
 
@@ -108,14 +110,15 @@ class JobRun:
         *,
         progress: tuple[int | None, int | None] | None = None,
     ) -> None:
-        """End the job inside the caller's transaction, atomically with its outcome and events."""
-        if progress is not None:
-            await self.progress_in(session, *progress)
+        """End the job inside the caller's transaction, atomically with its outcome and events (its progress too:
+        one statement)."""
         now = self.rt.clock.now()
         reason = reason[:MAX_REASON] if reason else None
-        if not await repository.finish(session, self.job_id, self.worker_id, now, status, reason):
+        if not await repository.finish(session, self.job_id, self.worker_id, now, status, reason, progress=progress):
             raise LeaseLost(self.job_id)
-        self.finished = True
+        if progress is not None:
+            self.progress_done, self.progress_total = progress
+        self.finished, self.finished_status = True, status
 
 
 async def execute(rt: Runtime, run: JobRun) -> JobStatus | None:
@@ -159,7 +162,9 @@ async def _execute(rt: Runtime, run: JobRun) -> JobStatus | None:
         heartbeat.cancel()
     if run.finished:  # the handler ended the job with its outcome
         log.info("job_finished_by_handler", job_id=run.job_id, type=run.type)
-        ended = await _status_of(rt, run.job_id)
+        # A handler that returned committed the end state it gave `finish` (no read back); one that raised after
+        # `finish` may have rolled it back: the stored state is read.
+        ended = run.finished_status if status == JobStatus.COMPLETED else await _status_of(rt, run.job_id)
         JOB_OUTCOMES.labels(run.type, str(ended or "Unknown")).inc()
         return ended
     async with rt.db.transaction() as session:

@@ -64,6 +64,9 @@ async def ensure_seller(
     session: AsyncSession, connection_id: str, platform: str, country: str, now: datetime
 ) -> SandboxSeller:
     """The seller account, created on first contact (stands for the merchant authorising in the app)."""
+    seller = await get_seller(session, connection_id)
+    if seller is not None:  # every call after the first: one statement
+        return seller
     await session.execute(
         insert_for(session, SandboxSeller)
         .values(
