@@ -30,7 +30,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
         ["-m", "bench.foundation_http", "--seconds", "1", "--rounds", "1"],
     ),
     "orders": (
-        ["-m", "bench.orders_http", "--orders", "1000000", "--pages", "200"],
+        ["-m", "bench.orders_http", "--orders", "10000,1000000", "--pages", "150"],
         ["-m", "bench.orders_http", "--orders", "20000", "--pages", "20"],
     ),
     # The push, the products walk and GET (items 1, 2), and their growth from 10,000 to 1,000,000 products (item 7).
