@@ -246,4 +246,10 @@ def database_unavailable(exc: BaseException) -> bool:
         return True
     if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError | sa_exc.TimeoutError):
         return True
-    return isinstance(exc, (*POSTGRES_UNAVAILABLE, ConnectionRefusedError, ConnectionResetError))
+    if isinstance(exc, (*POSTGRES_UNAVAILABLE, ConnectionRefusedError, ConnectionResetError)):
+        return True
+    # SQLAlchemy's asyncpg adapter translates driver errors raised outside a statement (beginning a transaction on a
+    # connection whose backend was terminated: "cannot switch to state 15; another operation is in progress") into
+    # its DBAPI classes, with the driver's error as the cause.
+    cause = exc.__cause__
+    return cause is not None and cause is not exc and isinstance(cause, POSTGRES_UNAVAILABLE)
