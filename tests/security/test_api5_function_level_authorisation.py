@@ -9,14 +9,17 @@ import httpx
 
 from marketsync.console.guards import SESSION_COOKIE
 from marketsync.runtime import Runtime
-from tests.auth.test_auth_and_errors import scoped_routes, test_every_api_route_requires_its_scope
 from tests.console.support import make_person, signed_in
 from tests.security.conftest import SecretsSeen
 from tests.security.support import person_seen, tenant_seen
-
-__all__ = ["test_every_api_route_requires_its_scope"]  # the scope matrix, a test of this suite too
+from tests.support.scope_matrix import assert_scope_matrix, scoped_routes
 
 OWNER_ONLY_PAGES = ["/app/credentials"]
+
+
+async def test_every_api_route_requires_its_scope(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """The scope matrix (tests/support/scope_matrix.py), a test of this suite too."""
+    await assert_scope_matrix(rt, api)
 
 
 async def test_an_api_token_opens_no_app_page_and_an_app_session_calls_no_api_operation(
