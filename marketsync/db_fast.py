@@ -11,6 +11,7 @@ Nothing is cached: every call reads the database (a revoked token fails on the n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -21,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import Row
 from sqlalchemy.engine import Dialect, make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 from sqlalchemy.sql import Executable, Select
 
 T = TypeVar("T")
@@ -50,7 +51,16 @@ class _CannotOpen(Exception):
     """A kept connection could not be opened (server down, too many connections): the caller falls back."""
 
 
-POSTGRES_UNAVAILABLE: tuple[type[BaseException], ...] = (_CannotOpen, *_POSTGRES_CONNECTION_LOST)
+class SessionConnectionLost(Exception):
+    """A write session's connection failed under a raw-driver statement (SessionDriver): it was invalidated, so the
+    pool never hands it out again, and the request answers 503 like any lost connection."""
+
+
+POSTGRES_UNAVAILABLE: tuple[type[BaseException], ...] = (
+    _CannotOpen,
+    SessionConnectionLost,
+    *_POSTGRES_CONNECTION_LOST,
+)
 
 
 # Keys of SQLAlchemy's asyncpg connect arguments that its adapter consumes rather than asyncpg.
@@ -484,29 +494,48 @@ class SessionDriver:
     """The raw driver connection (aiosqlite / asyncpg) under a write session's transaction, for the statements of
     a hot write path (the price/stock push): hand-written SQL (`?` on SQLite, `$n` on PostgreSQL), no Core
     compilation, no result processing. It runs inside the session's transaction: committed or rolled back with it.
+
+    SQLAlchemy does not see these statements fail: when one breaks the connection (lost, or interrupted mid-protocol),
+    the connection is invalidated here, so the pool discards it instead of handing it to the next request.
     """
 
-    def __init__(self, driver: Any, postgres: bool) -> None:
+    def __init__(self, driver: Any, postgres: bool, connection: AsyncConnection) -> None:
         self._driver = driver
         self.postgres = postgres
+        self._connection = connection
 
     async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
         if self.postgres:
-            rows: list[Sequence[Any]] = await self._driver.fetch(sql, *arguments)
+            rows: list[Sequence[Any]] = await self._guarded(self._driver.fetch(sql, *arguments))
             return rows
         return list(await self._driver.execute_fetchall(sql, arguments))
 
     async def execute(self, sql: str, arguments: Sequence[Any]) -> None:
         if self.postgres:
-            await self._driver.execute(sql, *arguments)
+            await self._guarded(self._driver.execute(sql, *arguments))
         else:
             await self._driver.execute(sql, arguments)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if self.postgres:
-            await self._driver.executemany(sql, rows)
+            await self._guarded(self._driver.executemany(sql, rows))
         else:
             await self._driver.executemany(sql, rows)
+
+    async def _guarded(self, call: Awaitable[T]) -> T:
+        try:
+            return await call
+        except BaseException as exc:
+            # An SQL error (a constraint, a trigger) leaves the connection usable: the session rolls back as usual.
+            broken = not isinstance(exc, Exception) or isinstance(exc, POSTGRES_UNAVAILABLE) or self._driver.is_closed()
+            if broken:
+                await _invalidate(self._connection)
+            raise
+
+
+async def _invalidate(connection: AsyncConnection) -> None:
+    with contextlib.suppress(Exception):
+        await connection.invalidate()
 
 
 async def session_driver(session: AsyncSession) -> SessionDriver:
@@ -518,8 +547,12 @@ async def session_driver(session: AsyncSession) -> SessionDriver:
     if postgres:
         adapter: Any = adapted.dbapi_connection
         if adapter._transaction is None and adapter.isolation_level != "autocommit":
-            await adapter._start_transaction()
-    return SessionDriver(adapted.driver_connection, postgres)
+            try:
+                await adapter._start_transaction()
+            except Exception as exc:  # the connection cannot even begin: lost, or left mid-protocol
+                await _invalidate(connection)
+                raise SessionConnectionLost(str(exc)) from exc
+    return SessionDriver(adapted.driver_connection, postgres, connection)
 
 
 async def session_reader(session: AsyncSession) -> DriverReader:
