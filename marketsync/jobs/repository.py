@@ -188,6 +188,9 @@ async def claim_next(
             "status": IN_PROCESS,
             "lease_owner": worker_id,
             "lease_expires_at": now + timedelta(seconds=lease_s),
+            # In the claim itself (not set on the returned row afterwards: a second UPDATE in the claim's write
+            # transaction, on SQLite the one writer every API write queues behind).
+            "started_at": func.coalesce(Job.started_at, now),
             "updated_at": now,
         }
         if recovered:
@@ -195,8 +198,6 @@ async def claim_next(
         result = await session.execute(update(Job).where(Job.id == job_id, condition).values(**values).returning(Job))
         job = result.scalar_one_or_none()
         if job is not None:
-            if job.started_at is None:
-                job.started_at = now
             return job, recovered
     return None
 
