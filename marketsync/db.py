@@ -246,10 +246,25 @@ def database_unavailable(exc: BaseException) -> bool:
         return True
     if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError | sa_exc.TimeoutError):
         return True
-    if isinstance(exc, (*POSTGRES_UNAVAILABLE, ConnectionRefusedError, ConnectionResetError)):
+    return _caused_by_the_driver_losing_the_server(exc)
+
+
+def _caused_by_the_driver_losing_the_server(exc: BaseException) -> bool:
+    """The error, or the driver's error under it, is one a restarted server or a lost connection raises.
+
+    SQLAlchemy's translations keep asyncpg's error as their cause, and some say nothing by their own class: a connect
+    refused while the server shuts down or starts up ("the database system is shutting down", 57P03) is a bare
+    DBAPIError (no connection existed to invalidate), and a terminated connection met by a transaction started on the
+    raw driver (db_fast.session_driver) raises the dialect's InternalClientError. Both answered 500."""
+    lost = (*POSTGRES_UNAVAILABLE, ConnectionRefusedError, ConnectionResetError)
+    if isinstance(exc, lost):
         return True
-    # SQLAlchemy's asyncpg adapter translates driver errors raised outside a statement (beginning a transaction on a
-    # connection whose backend was terminated: "cannot switch to state 15; another operation is in progress") into
-    # its DBAPI classes, with the driver's error as the cause.
-    cause = exc.__cause__
-    return cause is not None and cause is not exc and isinstance(cause, POSTGRES_UNAVAILABLE)
+    # Only under SQLAlchemy's errors: an OSError under a marketplace's or a webhook's HTTP error is not the database.
+    cause: BaseException | None = exc
+    for _ in range(3):  # SQLAlchemy's error, the dialect's translation, asyncpg's error: a short chain
+        if cause is None or not type(cause).__module__.startswith("sqlalchemy."):
+            return False
+        cause = getattr(cause, "orig", None) or cause.__cause__
+        if isinstance(cause, lost):
+            return True
+    return False

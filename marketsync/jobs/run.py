@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -29,6 +30,7 @@ JOB_OUTCOMES = Counter("marketsync_job_runs_total", "Job runs by type and how th
 PayloadT = TypeVar("PayloadT", bound=JobPayload)
 MAX_REASON = 2000
 DATABASE_RETRY_S = 1.0
+OUTCOME_RETRY_MAX_S = 5.0  # the longest pause between two attempts to record a run's outcome
 
 
 class RetryLater(Exception):
@@ -142,13 +144,16 @@ async def _execute(rt: Runtime, run: JobRun) -> JobStatus | None:
             if not database_unavailable(exc):
                 raise
             # The database went away under the job (restart, lost connection): not the job's failure. Its writes
-            # were rolled back; it runs again (if even this requeue cannot be written, its lease runs out instead).
+            # were rolled back; it runs again once the requeue is written (_record waits for the database).
             raise RetryLater(DATABASE_RETRY_S, f"database unavailable: {type(exc).__name__}") from exc
     except RetryLater as exc:
         JOB_OUTCOMES.labels(run.type, "Retried").inc()
-        async with rt.db.transaction() as session:
-            now = rt.clock.now()
-            await repository.requeue(session, run.job_id, run.worker_id, now, now + timedelta(seconds=exc.delay_s))
+        delay = timedelta(seconds=exc.delay_s)
+        await _record(
+            rt, run, lambda session: repository.requeue(
+                session, run.job_id, run.worker_id, rt.clock.now(), rt.clock.now() + delay
+            )
+        )  # fmt: skip
         log.info("job_requeued", job_id=run.job_id, delay_s=exc.delay_s, reason=str(exc))
         return None
     except (LeaseLost, asyncio.CancelledError):
@@ -167,15 +172,34 @@ async def _execute(rt: Runtime, run: JobRun) -> JobStatus | None:
         ended = run.finished_status if status == JobStatus.COMPLETED else await _status_of(rt, run.job_id)
         JOB_OUTCOMES.labels(run.type, str(ended or "Unknown")).inc()
         return ended
-    async with rt.db.transaction() as session:
-        recorded = await repository.finish(
+    recorded = await _record(
+        rt, run, lambda session: repository.finish(
             session, run.job_id, run.worker_id, rt.clock.now(), status, reason[:MAX_REASON] if reason else None
         )
+    )  # fmt: skip
     if recorded:
         JOB_OUTCOMES.labels(run.type, str(status)).inc()
         log.info("job_finished", job_id=run.job_id, type=run.type, status=status)
         return status
     return await _status_of(rt, run.job_id)
+
+
+async def _record(rt: Runtime, run: JobRun, write: Callable[[AsyncSession], Awaitable[bool]]) -> bool:
+    """Write a run's outcome (its requeue or its end), again while the database is unavailable (a restart). Giving up
+    would leave the job InProcess under this worker's name, and a worker never takes over its own job: under
+    `marketsync serve` (one worker) it stayed so until the process restarted. Each write is conditional on this
+    worker still owning the job, so a late one, after another worker took the job over, changes nothing."""
+    delay = DATABASE_RETRY_S / 10
+    while True:
+        try:
+            async with rt.db.transaction() as session:
+                return await write(session)
+        except Exception as exc:
+            if not database_unavailable(exc):
+                raise
+            log.warning("job_outcome_not_recorded", job_id=run.job_id, error_class=type(exc).__name__, retry_s=delay)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, OUTCOME_RETRY_MAX_S)
 
 
 async def _status_of(rt: Runtime, job_id: str) -> JobStatus | None:
