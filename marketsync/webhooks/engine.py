@@ -9,11 +9,14 @@ worker takes the delivery over as the next attempt.
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
-from typing import Any
+import contextlib
+from collections import Counter, defaultdict, deque
+from datetime import datetime
 
 import structlog
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter as MetricCounter
+from prometheus_client import Histogram
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.kit.ids import new_id
 from marketsync.runtime import Runtime
@@ -22,18 +25,18 @@ from marketsync.webhooks.delivery import AttemptResult
 from marketsync.webhooks.repository import ClaimedDelivery
 
 log = structlog.get_logger("marketsync.webhooks")
-ATTEMPTS = Counter("marketsync_webhook_attempts_total", "Delivery attempts by outcome", ["outcome"])
+ATTEMPTS = MetricCounter("marketsync_webhook_attempts_total", "Delivery attempts by outcome", ["outcome"])
 ATTEMPT_SECONDS = Histogram(
     "marketsync_webhook_attempt_seconds",
     "Duration of a delivery attempt (connect to response)",
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
-EVENTS_DISPATCHED = Counter("marketsync_events_dispatched_total", "Events fanned out to subscriptions", ["type"])
-DISABLED = Counter("marketsync_webhook_disablings_total", "Subscriptions disabled after 6 failed deliveries")
+EVENTS_DISPATCHED = MetricCounter("marketsync_events_dispatched_total", "Events fanned out to subscriptions", ["type"])
+DISABLED = MetricCounter("marketsync_webhook_disablings_total", "Subscriptions disabled after 6 failed deliveries")
 
 FANOUT_BATCH = 500
 DELIVERY_CONCURRENCY = 16
-RECORD_WINDOW_S = 0.02
+RECORD_WAIT_S = 0.05
 
 
 async def fan_out(rt: Runtime) -> int:
@@ -82,161 +85,223 @@ async def fan_out(rt: Runtime) -> int:
 
 
 def lease_seconds(rt: Runtime) -> float:
-    """One attempt never outlives its deadline, so the lease needs no heartbeat: deadline plus a margin."""
-    return rt.settings.webhook_timeout_s + rt.settings.job_lease_s
+    """A claimed delivery waits for a free slot at most one attempt deadline (no more are claimed ahead than there
+    are slots, and every attempt ends by its deadline), then makes one attempt that never outlives its deadline:
+    so the lease needs no heartbeat. Two deadlines plus a margin (docs/decisions/0245)."""
+    return 2 * rt.settings.webhook_timeout_s + rt.settings.job_lease_s
 
 
 async def deliver_due(rt: Runtime, worker_id: str, concurrency: int = DELIVERY_CONCURRENCY) -> int:
-    """Keep up to `concurrency` attempts in flight until nothing is due; record results as they complete."""
-    in_flight: dict[asyncio.Task[AttemptResult], ClaimedDelivery] = {}
-    finished = 0
-    refill_at = max(1, concurrency // 4)  # claim in batches, not one transaction per freed slot
+    """Keep `concurrency` attempts in flight until nothing is due.
+
+    Deliveries are claimed ahead (up to twice the concurrency in hand), so a finished attempt's slot takes the
+    next claimed delivery at once, even while a transaction is being written. One write transaction per turn
+    records the attempts finished since the last turn and tops the claimed deliveries up; a turn starts once a
+    quarter of the slots have finished, RECORD_WAIT_S after the first did, or when nothing is left in flight.
+    """
+    in_flight: set[asyncio.Task[Sent]] = set()
+    ready: deque[tuple[ClaimedDelivery, SigningKey]] = deque()
+    finished: list[Sent] = []
+    progress = asyncio.Event()
+    recorded = 0
+    batch = max(1, concurrency // 4)  # claim and record in batches, not one transaction per freed slot
+    loop = asyncio.get_running_loop()
+
+    def start_ready() -> None:
+        while ready and len(in_flight) < concurrency:
+            task = asyncio.create_task(send(rt, *ready.popleft()))
+            in_flight.add(task)
+            task.add_done_callback(on_done)
+
+    def on_done(task: asyncio.Task[Sent]) -> None:
+        in_flight.discard(task)
+        if not task.cancelled():
+            finished.append(task.result())
+        start_ready()
+        progress.set()
+
     try:
         while True:
-            free = concurrency - len(in_flight)
-            if free >= refill_at or not in_flight:
-                for claimed in await _claim(rt, worker_id, free):
-                    in_flight[asyncio.create_task(send(rt, claimed))] = claimed
-            if not in_flight:
-                return finished
-            done, pending = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-            if pending:
-                # Gather what completes within a short window: one transaction records the whole batch,
-                # while a slow receiver never holds the others back for more than the window.
-                more, _ = await asyncio.wait(pending, timeout=RECORD_WINDOW_S)
-                done |= more
-            results = [(in_flight.pop(task), task.result()) for task in done]
-            await record(rt, worker_id, results)
-            finished += len(results)
+            room = 2 * concurrency - len(in_flight) - len(ready)
+            wanted = room if room >= batch or not (in_flight or ready) else 0
+            results, finished[:] = finished[:], []
+            ready.extend(await _turn(rt, worker_id, results, wanted))
+            recorded += len(results)
+            start_ready()
+            if not in_flight and not finished:
+                return recorded
+            deadline: float | None = None
+            while in_flight and len(finished) < batch:
+                if finished and deadline is None:
+                    deadline = loop.time() + RECORD_WAIT_S
+                timeout = None if deadline is None else deadline - loop.time()
+                if timeout is not None and timeout <= 0:
+                    break
+                progress.clear()
+                try:
+                    await asyncio.wait_for(progress.wait(), timeout)
+                except TimeoutError:
+                    break
     finally:
-        # Cancelled (worker shutdown): unfinished attempts keep their lease and are taken over when it expires.
-        for task in in_flight:
+        # Cancelled (worker shutdown): attempts under way keep their lease and are taken over when it expires;
+        # deliveries claimed but not yet attempted are handed back as they were.
+        unstarted = [claimed.id for claimed, _ in ready]
+        ready.clear()
+        for task in list(in_flight):
             task.cancel()
         if in_flight:
             await asyncio.gather(*in_flight, return_exceptions=True)
+        if unstarted:
+            with contextlib.suppress(Exception):
+                async with rt.db.transaction() as session:
+                    await repository.release_unstarted(session, worker_id, unstarted)
 
 
-async def _claim(rt: Runtime, worker_id: str, limit: int) -> list[ClaimedDelivery]:
-    if not await repository.has_due_deliveries(rt.db, rt.clock.now()):
+Sent = tuple[ClaimedDelivery, AttemptResult]
+SigningKey = bytes | Exception  # the derived key, or why the secret could not be revealed
+
+
+async def _turn(
+    rt: Runtime, worker_id: str, finished: list[Sent], wanted: int
+) -> list[tuple[ClaimedDelivery, SigningKey]]:
+    """Record `finished` and claim up to `wanted` deliveries, in one transaction; none when there is nothing to do
+    (an idle worker only reads: it must not serialise on SQLite's writer)."""
+    if not finished and (wanted == 0 or not await repository.has_due_deliveries(rt.db, rt.clock.now())):
         return []
+    abandoned: list[repository.AbandonedAttempt] = []
+    claimed: list[ClaimedDelivery] = []
     async with rt.db.transaction() as session:
         now = rt.clock.now()
-        claimed, abandoned = await repository.claim_due(session, worker_id, now, lease_seconds(rt), limit)
-        await repository.insert_attempts(
-            session,
-            [
-                {
-                    "id": new_id(),
-                    "account_id": a.account_id,
-                    "subscription_id": a.subscription_id,
-                    "delivery_id": a.delivery_id,
-                    "event_id": a.event_id,
-                    "event_type": a.event_type,
-                    "attempt": a.attempt,
-                    "started_at": now,
-                    "duration_ms": 0,
-                    "status_code": None,
-                    "outcome": "Abandoned",
-                    "error_class": "WorkerLost",
-                    "error_detail": "the worker holding this attempt stopped before recording it; taken over",
-                    "response_snippet": None,
-                    "next_attempt_at": now,
-                }
-                for a in abandoned
-            ],
-        )
+        if finished:
+            await record(rt, session, worker_id, finished, now)
+        if wanted:
+            claimed, abandoned = await repository.claim_due(session, worker_id, now, lease_seconds(rt), wanted)
+            await repository.insert_attempts(
+                session,
+                [
+                    repository.AttemptRow(
+                        id=new_id(),
+                        account_id=a.account_id,
+                        subscription_id=a.subscription_id,
+                        delivery_id=a.delivery_id,
+                        event_id=a.event_id,
+                        event_type=a.event_type,
+                        attempt=a.attempt,
+                        started_at=now,
+                        duration_ms=0,
+                        status_code=None,
+                        outcome="Abandoned",
+                        error_class="WorkerLost",
+                        error_detail="the worker holding this attempt stopped before recording it; taken over",
+                        response_snippet=None,
+                        next_attempt_at=now,
+                    )
+                    for a in abandoned
+                ],
+            )
     for a in abandoned:
         log.warning("webhook_delivery_taken_over", delivery_id=a.delivery_id, attempt=a.attempt)
-    return claimed
+    keys = _signing_keys(rt, claimed)
+    return [(c, keys[c.subscription_id]) for c in claimed]
 
 
-async def send(rt: Runtime, claimed: ClaimedDelivery) -> AttemptResult:
+def _signing_keys(rt: Runtime, claimed: list[ClaimedDelivery]) -> dict[str, SigningKey]:
+    """Each subscription's derived signing key, revealed once for the claimed batch (never kept beyond it)."""
+    keys: dict[str, SigningKey] = {}
+    for c in claimed:
+        if c.subscription_id not in keys:
+            try:
+                secret = service.reveal_secret(rt, c.account_id, c.subscription_id, c.secret_encrypted)
+                keys[c.subscription_id] = rules.derive_key(secret)
+            except Exception as exc:  # a key missing from MARKETSYNC_ENCRYPTION_KEYS: retried once fixed
+                keys[c.subscription_id] = exc
+    return keys
+
+
+async def send(rt: Runtime, claimed: ClaimedDelivery, key: SigningKey) -> Sent:
     """Sign (fresh timestamp, same bytes) and make one attempt. Never raises: failures become results."""
-    try:
-        secret = service.reveal_secret(rt, claimed.account_id, claimed.subscription_id, claimed.secret_encrypted)
-    except Exception as exc:  # a key missing from MARKETSYNC_ENCRYPTION_KEYS: retried once fixed
-        now = rt.clock.now()
-        return AttemptResult(now, 0, None, "SecretUnavailable", type(exc).__name__, None)
+    if isinstance(key, Exception):
+        return claimed, AttemptResult(rt.clock.now(), 0, None, "SecretUnavailable", type(key).__name__, None)
     timestamp = int(rt.clock.now().timestamp())
-    headers = rules.delivery_headers(
-        rules.derive_key(secret), timestamp, claimed.body, claimed.event_type, claimed.id, claimed.attempt
-    )
+    headers = rules.delivery_headers(key, timestamp, claimed.body, claimed.event_type, claimed.id, claimed.attempt)
     try:
-        return await delivery.attempt(rt, claimed.url, headers, claimed.body)
+        return claimed, await delivery.attempt(rt, claimed.url, headers, claimed.body)
     except Exception as exc:
         log.exception("webhook_attempt_crashed", delivery_id=claimed.id)
-        return AttemptResult(rt.clock.now(), 0, None, "InternalError", type(exc).__name__, None)
+        return claimed, AttemptResult(rt.clock.now(), 0, None, "InternalError", type(exc).__name__, None)
 
 
-async def record(rt: Runtime, worker_id: str, results: list[tuple[ClaimedDelivery, AttemptResult]]) -> None:
+_DELIVERY_STATUS = {"Succeeded": repository.SUCCEEDED, "Retrying": repository.PENDING, "Failed": repository.FAILED}
+
+
+async def record(rt: Runtime, session: AsyncSession, worker_id: str, results: list[Sent], now: datetime) -> None:
     """Log every attempt; advance deliveries this worker still holds; count successes and failed deliveries."""
     scale = rt.settings.webhook_retry_scale
-    async with rt.db.transaction() as session:
-        now = rt.clock.now()
-        held = await repository.still_leased(session, [c.id for c, _ in results], worker_id)
-        attempt_rows: list[dict[str, Any]] = []
-        delivery_rows: list[dict[str, Any]] = []
-        effects: list[tuple[ClaimedDelivery, rules.AttemptDecision, AttemptResult]] = []
-        for claimed, result in results:
-            decision = rules.decide(result.status_code, claimed.attempt, scale)
-            next_at = now + decision.next_attempt_in if decision.next_attempt_in is not None else None
-            attempt_rows.append(
-                {
-                    "id": new_id(),
-                    "account_id": claimed.account_id,
-                    "subscription_id": claimed.subscription_id,
-                    "delivery_id": claimed.id,
-                    "event_id": claimed.event_id,
-                    "event_type": claimed.event_type,
-                    "attempt": claimed.attempt,
-                    "started_at": result.started_at,
-                    "duration_ms": result.duration_ms,
-                    "status_code": result.status_code,
-                    "outcome": decision.outcome if claimed.id in held else "Discarded",
-                    "error_class": result.error_class,
-                    "error_detail": result.error_detail,
-                    "response_snippet": result.snippet,
-                    "next_attempt_at": next_at if claimed.id in held else None,
-                }
+    decided = [
+        (claimed, result, rules.decide(result.status_code, claimed.attempt, scale)) for claimed, result in results
+    ]
+    next_times = [now + d.next_attempt_in if d.next_attempt_in is not None else None for _, _, d in decided]
+    # Deliveries first: disabling below cancels whatever is still Pending, retries included.
+    held = await repository.finish_held(
+        session,
+        worker_id,
+        [
+            repository.FinishedDelivery(
+                claimed.id,
+                _DELIVERY_STATUS[decision.outcome],
+                next_at or now,
+                None if decision.outcome == "Retrying" else now,
             )
-            if claimed.id not in held:
-                continue  # deleted, disabled or taken over meanwhile: the attempt is logged, nothing else moves
-            status = {
-                "Succeeded": repository.SUCCEEDED,
-                "Retrying": repository.PENDING,
-                "Failed": repository.FAILED,
-            }[decision.outcome]
-            delivery_rows.append(
-                {
-                    "d_id": claimed.id,
-                    "d_status": status,
-                    "d_next": next_at or now,
-                    "d_finished": None if status == repository.PENDING else now,
-                }
+            for (claimed, _, decision), next_at in zip(decided, next_times, strict=True)
+        ],
+    )
+    attempt_rows: list[repository.AttemptRow] = []
+    effects: list[tuple[ClaimedDelivery, rules.AttemptDecision, AttemptResult]] = []
+    outcomes: Counter[str] = Counter()
+    for (claimed, result, decision), next_at in zip(decided, next_times, strict=True):
+        is_held = claimed.id in held
+        outcome = decision.outcome if is_held else "Discarded"
+        outcomes[outcome] += 1
+        ATTEMPT_SECONDS.observe(result.duration_ms / 1000)
+        attempt_rows.append(
+            repository.AttemptRow(
+                id=new_id(),
+                account_id=claimed.account_id,
+                subscription_id=claimed.subscription_id,
+                delivery_id=claimed.id,
+                event_id=claimed.event_id,
+                event_type=claimed.event_type,
+                attempt=claimed.attempt,
+                started_at=result.started_at,
+                duration_ms=result.duration_ms,
+                status_code=result.status_code,
+                outcome=outcome,
+                error_class=result.error_class,
+                error_detail=result.error_detail,
+                response_snippet=result.snippet,
+                next_attempt_at=next_at if is_held else None,
             )
+        )
+        if is_held:  # else deleted, disabled or taken over meanwhile: the attempt is logged, nothing else moves
             effects.append((claimed, decision, result))
-        await repository.insert_attempts(session, attempt_rows)
-        for row in attempt_rows:
-            ATTEMPTS.labels(row["outcome"]).inc()
-            ATTEMPT_SECONDS.observe(row["duration_ms"] / 1000)
-        # Deliveries first: disabling below cancels whatever is still Pending, retries included.
-        await repository.finish_deliveries(session, delivery_rows)
-        # Successes in one batch share `now`, so a run of them per subscription is one update; a failure
-        # first applies the success that preceded it, keeping "consecutive" in completion order.
-        succeeded: set[str] = set()
-        for claimed, decision, result in effects:
-            if decision.outcome == "Succeeded":
-                succeeded.add(claimed.subscription_id)
-            elif decision.delivery_failed:
-                if claimed.subscription_id in succeeded:
-                    succeeded.discard(claimed.subscription_id)
-                    await repository.subscription_succeeded(session, claimed.subscription_id, now)
-                failures = await repository.subscription_failed(session, claimed.subscription_id)
-                if failures is not None and rules.should_disable(failures):
-                    await repository.disable_subscription(
-                        session, claimed.subscription_id, now, rules.disabled_reason(failures, result.summary)
-                    )
-                    DISABLED.inc()
-                    log.info("webhook_subscription_disabled", subscription_id=claimed.subscription_id)
-        for subscription_id in sorted(succeeded):
-            await repository.subscription_succeeded(session, subscription_id, now)
+    await repository.insert_attempts(session, attempt_rows)
+    for outcome, n in outcomes.items():
+        ATTEMPTS.labels(outcome).inc(n)
+    # Successes in one batch share `now`, so a run of them per subscription is one update; a failure
+    # first applies the success that preceded it, keeping "consecutive" in completion order.
+    succeeded: set[str] = set()
+    for claimed, decision, result in effects:
+        if decision.outcome == "Succeeded":
+            succeeded.add(claimed.subscription_id)
+        elif decision.delivery_failed:
+            if claimed.subscription_id in succeeded:
+                succeeded.discard(claimed.subscription_id)
+                await repository.subscriptions_succeeded(session, [claimed.subscription_id], now)
+            failures = await repository.subscription_failed(session, claimed.subscription_id)
+            if failures is not None and rules.should_disable(failures):
+                await repository.disable_subscription(
+                    session, claimed.subscription_id, now, rules.disabled_reason(failures, result.summary)
+                )
+                DISABLED.inc()
+                log.info("webhook_subscription_disabled", subscription_id=claimed.subscription_id)
+    await repository.subscriptions_succeeded(session, succeeded, now)

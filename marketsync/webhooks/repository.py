@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, and_, bindparam, delete, exists, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, and_, bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import BindParameter
 
 from marketsync.db import Database, PreparedRead, insert_for
+from marketsync.db_fast import SessionDriver, session_driver
 from marketsync.models import Event
 from marketsync.models.base import UTCDateTime
 from marketsync.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
@@ -163,110 +164,235 @@ async def _exists(db: Database, prepared: PreparedRead, params: dict[str, Any]) 
     return bool(row and row[0])
 
 
+# The claim and the recording of results are the worker's hot path: hand-written SQL on the raw driver inside the
+# session's transaction (db_fast.SessionDriver), a fixed number of statements per batch whatever its size.
+
+_CLAIM_COLUMNS = (
+    "d.id, d.account_id, d.subscription_id, d.event_id, d.event_type, d.attempts, d.lease_owner, "
+    "s.url, s.secret_encrypted, e.body"
+)
+_CLAIM_FROM = (
+    "FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id "
+    "JOIN events e ON e.id = d.event_id "
+)
+_CLAIM_SQLITE = (
+    f"SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
+    "WHERE d.status = 'Pending' AND d.next_attempt_at <= ? AND (d.lease_expires_at IS NULL OR d.lease_expires_at < ?) "
+    "AND s.is_active = 1 ORDER BY d.next_attempt_at, d.id LIMIT ?"
+)
+_CLAIM_POSTGRES = (
+    f"SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
+    "WHERE d.status = 'Pending' AND d.next_attempt_at <= $1 "
+    "AND (d.lease_expires_at IS NULL OR d.lease_expires_at < $1) "
+    "AND s.is_active ORDER BY d.next_attempt_at, d.id LIMIT $2 FOR UPDATE OF d SKIP LOCKED"
+)
+_LEASE_SQLITE = (
+    "UPDATE webhook_deliveries SET lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1 WHERE id IN ({marks})"
+)
+_LEASE_POSTGRES = (
+    "UPDATE webhook_deliveries SET lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1 "
+    "WHERE id = ANY($3::varchar[])"
+)
+
+
+def _stored_time(value: datetime | None, postgres: bool) -> datetime | str | None:
+    """A UTC instant as the column stores it (naive UTC; text with microseconds on SQLite, sorting as text)."""
+    if value is None:
+        return None
+    naive = value.replace(tzinfo=None) if value.tzinfo is UTC else value.astimezone(UTC).replace(tzinfo=None)
+    return naive if postgres else naive.isoformat(sep=" ", timespec="microseconds")
+
+
 async def claim_due(
     session: AsyncSession, worker_id: str, now: datetime, lease_s: float, limit: int
 ) -> tuple[list[ClaimedDelivery], list[AbandonedAttempt]]:
-    """Lease up to `limit` due deliveries; an expired lease means its worker died mid-attempt (taken over)."""
-    due = _due(now)
-    candidates = (
-        await session.execute(
-            select(WebhookDelivery.id, WebhookDelivery.lease_owner)
-            .join(WebhookSubscription, WebhookSubscription.id == WebhookDelivery.subscription_id)
-            .where(due, WebhookSubscription.is_active.is_(True))
-            .order_by(WebhookDelivery.next_attempt_at, WebhookDelivery.id)
-            .limit(limit)
-            .with_for_update(skip_locked=True, of=WebhookDelivery)
-        )
-    ).all()
-    if not candidates:
+    """Lease up to `limit` due deliveries; an expired lease means its worker died mid-attempt (taken over).
+
+    Two statements: the due rows with everything an attempt needs (locked, SKIP LOCKED on PostgreSQL; SQLite's
+    writer transaction already excludes other claimers), then the lease on exactly those rows.
+    """
+    driver = await session_driver(session)
+    at = _stored_time(now, driver.postgres)
+    if driver.postgres:
+        rows = await driver.fetch(_CLAIM_POSTGRES, (at, limit))
+    else:
+        rows = await driver.fetch(_CLAIM_SQLITE, (at, at, limit))
+    if not rows:
         return [], []
-    ids = [c[0] for c in candidates]
-    taken_over = {c[0] for c in candidates if c[1] is not None}
-    await session.execute(
-        update(WebhookDelivery)
-        .where(WebhookDelivery.id.in_(ids), due)
-        .values(
-            lease_owner=worker_id,
-            lease_expires_at=now + timedelta(seconds=lease_s),
-            attempts=WebhookDelivery.attempts + 1,
-        )
-    )
-    rows = (
-        await session.execute(
-            select(
-                WebhookDelivery.id,
-                WebhookDelivery.account_id,
-                WebhookDelivery.subscription_id,
-                WebhookDelivery.event_id,
-                WebhookDelivery.event_type,
-                WebhookDelivery.attempts,
-                WebhookSubscription.url,
-                WebhookSubscription.secret_encrypted,
-                Event.body,
-            )
-            .join(WebhookSubscription, WebhookSubscription.id == WebhookDelivery.subscription_id)
-            .join(Event, Event.id == WebhookDelivery.event_id)
-            .where(WebhookDelivery.id.in_(ids), WebhookDelivery.lease_owner == worker_id)
-            .order_by(WebhookDelivery.next_attempt_at, WebhookDelivery.id)
-        )
-    ).all()
-    claimed = [ClaimedDelivery(r[0], r[1], r[2], r[3], r[4], int(r[5]), r[6], r[7], bytes(r[8])) for r in rows]
+    ids = [r[0] for r in rows]
+    expires = _stored_time(now + timedelta(seconds=lease_s), driver.postgres)
+    if driver.postgres:
+        await driver.execute(_LEASE_POSTGRES, (worker_id, expires, ids))
+    else:
+        await driver.execute(_LEASE_SQLITE.format(marks=",".join("?" * len(ids))), (worker_id, expires, *ids))
+    claimed = [ClaimedDelivery(r[0], r[1], r[2], r[3], r[4], int(r[5]) + 1, r[7], r[8], bytes(r[9])) for r in rows]
     abandoned = [
         AbandonedAttempt(c.id, c.account_id, c.subscription_id, c.event_id, c.event_type, c.attempt - 1)
-        for c in claimed
-        if c.id in taken_over
+        for c, r in zip(claimed, rows, strict=True)
+        if r[6] is not None
     ]
     return claimed, abandoned
 
 
-async def still_leased(session: AsyncSession, delivery_ids: list[str], worker_id: str) -> set[str]:
-    """Which of these deliveries this worker still holds (not taken over, cancelled or deleted meanwhile)."""
-    if not delivery_ids:
+_RELEASE_SQLITE = (
+    "UPDATE webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL, attempts = attempts - 1 "
+    "WHERE id IN ({marks}) AND lease_owner = ? AND status = 'Pending'"
+)
+_RELEASE_POSTGRES = (
+    "UPDATE webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL, attempts = attempts - 1 "
+    "WHERE id = ANY($1::varchar[]) AND lease_owner = $2 AND status = 'Pending'"
+)
+
+
+async def release_unstarted(session: AsyncSession, worker_id: str, delivery_ids: list[str]) -> None:
+    """Hand back deliveries claimed but never attempted (a worker stopping): due again, attempt number unused."""
+    driver = await session_driver(session)
+    if driver.postgres:
+        await driver.execute(_RELEASE_POSTGRES, (delivery_ids, worker_id))
+    else:
+        marks = ",".join("?" * len(delivery_ids))
+        await driver.execute(_RELEASE_SQLITE.format(marks=marks), (*delivery_ids, worker_id))
+
+
+@dataclass(frozen=True)
+class FinishedDelivery:
+    """A delivery's new state after an attempt; the lease is released."""
+
+    id: str
+    status: str
+    next_attempt_at: datetime
+    finished_at: datetime | None
+
+
+_FINISH_HELD_SQLITE = (
+    "WITH u(id, status, next_at, finished_at) AS (VALUES {rows}) "
+    "UPDATE webhook_deliveries SET status = u.status, next_attempt_at = u.next_at, finished_at = u.finished_at, "
+    "lease_owner = NULL, lease_expires_at = NULL FROM u WHERE webhook_deliveries.id = u.id "
+    "AND webhook_deliveries.lease_owner = ? AND webhook_deliveries.status = 'Pending' RETURNING webhook_deliveries.id"
+)
+_FINISH_HELD_POSTGRES = (
+    "UPDATE webhook_deliveries AS d SET status = u.status, next_attempt_at = u.next_at, finished_at = u.finished_at, "
+    "lease_owner = NULL, lease_expires_at = NULL "
+    "FROM unnest($1::varchar[], $2::varchar[], $3::timestamp[], $4::timestamp[]) "
+    "AS u(id, status, next_at, finished_at) "
+    "WHERE d.id = u.id AND d.lease_owner = $5 AND d.status = 'Pending' RETURNING d.id"
+)
+
+
+async def finish_held(session: AsyncSession, worker_id: str, rows: Sequence[FinishedDelivery]) -> set[str]:
+    """Move the deliveries this worker still holds (leased to it and Pending: not taken over, cancelled or deleted
+    meanwhile) to their new state; the ids of those moved. One statement for the batch."""
+    if not rows:
         return set()
-    result = await session.execute(
-        select(WebhookDelivery.id)
-        .where(
-            WebhookDelivery.id.in_(delivery_ids),
-            WebhookDelivery.lease_owner == worker_id,
-            WebhookDelivery.status == PENDING,
+    driver = await session_driver(session)
+    if driver.postgres:
+        moved = await driver.fetch(
+            _FINISH_HELD_POSTGRES,
+            (
+                [r.id for r in rows],
+                [r.status for r in rows],
+                [_stored_time(r.next_attempt_at, True) for r in rows],
+                [_stored_time(r.finished_at, True) for r in rows],
+                worker_id,
+            ),
         )
-        .with_for_update()
-    )
-    return set(result.scalars().all())
+    else:
+        values: list[Any] = []
+        for r in rows:
+            values += (r.id, r.status, _stored_time(r.next_attempt_at, False), _stored_time(r.finished_at, False))
+        sql = _FINISH_HELD_SQLITE.format(rows=",".join(["(?,?,?,?)"] * len(rows)))
+        moved = await driver.fetch(sql, (*values, worker_id))
+    return {r[0] for r in moved}
 
 
-_delivery_table: Table = WebhookDelivery.__table__  # type: ignore[assignment]
+@dataclass(frozen=True)
+class AttemptRow:
+    """One line of the attempt log (spec section 6): timing, status, outcome, error and the response snippet."""
+
+    id: str
+    account_id: str
+    subscription_id: str
+    delivery_id: str
+    event_id: str
+    event_type: str
+    attempt: int
+    started_at: datetime
+    duration_ms: int
+    status_code: int | None
+    outcome: str
+    error_class: str | None
+    error_detail: str | None
+    response_snippet: str | None
+    next_attempt_at: datetime | None
 
 
-async def finish_deliveries(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
-    """rows: {d_id, d_status, d_next, d_finished}; releases the lease. Only rows this worker holds are passed."""
+_ATTEMPT_COLUMNS = (
+    "id, account_id, subscription_id, delivery_id, event_id, event_type, attempt, started_at, duration_ms, "
+    "status_code, outcome, error_class, error_detail, response_snippet, next_attempt_at"
+)
+# Only this module's column names are interpolated; every value is a bound parameter.
+_INSERT_ATTEMPTS_SQLITE = f"INSERT INTO webhook_attempts ({_ATTEMPT_COLUMNS}) VALUES ({','.join('?' * 15)})"  # noqa: S608
+_INSERT_ATTEMPTS_POSTGRES = (
+    f"INSERT INTO webhook_attempts ({_ATTEMPT_COLUMNS}) SELECT * FROM unnest("  # noqa: S608
+    "$1::varchar[], $2::varchar[], $3::varchar[], $4::varchar[], $5::varchar[], $6::varchar[], $7::integer[], "
+    "$8::timestamp[], $9::integer[], $10::integer[], $11::varchar[], $12::varchar[], $13::varchar[], $14::text[], "
+    "$15::timestamp[])"
+)
+
+
+async def insert_attempts(session: AsyncSession, rows: Sequence[AttemptRow]) -> None:
+    """One statement for the batch (PostgreSQL: over unnest'ed arrays; SQLite: executemany)."""
     if not rows:
         return
-    statement = (
-        update(_delivery_table)
-        .where(_delivery_table.c.id == bindparam("d_id"))
-        .values(
-            status=bindparam("d_status"),
-            next_attempt_at=bindparam("d_next"),
-            finished_at=bindparam("d_finished"),
-            lease_owner=None,
-            lease_expires_at=None,
+    driver = await session_driver(session)
+    postgres = driver.postgres
+    values = [
+        (
+            r.id,
+            r.account_id,
+            r.subscription_id,
+            r.delivery_id,
+            r.event_id,
+            r.event_type,
+            r.attempt,
+            _stored_time(r.started_at, postgres),
+            r.duration_ms,
+            r.status_code,
+            r.outcome,
+            r.error_class,
+            r.error_detail,
+            r.response_snippet,
+            _stored_time(r.next_attempt_at, postgres),
         )
-    )
-    await session.execute(statement, rows)
+        for r in rows
+    ]
+    if postgres:
+        await driver.execute(_INSERT_ATTEMPTS_POSTGRES, [list(column) for column in zip(*values, strict=True)])
+    else:
+        await driver.executemany(_INSERT_ATTEMPTS_SQLITE, values)
 
 
-async def insert_attempts(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
-    if rows:
-        await session.execute(insert(WebhookAttempt), rows)
+_SUCCEEDED_SQLITE = (
+    "UPDATE webhook_subscriptions SET consecutive_failures = 0, last_success_at = ? "
+    "WHERE id IN ({marks}) AND is_active = 1"
+)
+_SUCCEEDED_POSTGRES = (
+    "UPDATE webhook_subscriptions SET consecutive_failures = 0, last_success_at = $1 "
+    "WHERE id = ANY($2::varchar[]) AND is_active"
+)
 
 
-async def subscription_succeeded(session: AsyncSession, subscription_id: str, now: datetime) -> None:
-    await session.execute(
-        update(WebhookSubscription)
-        .where(WebhookSubscription.id == subscription_id, WebhookSubscription.is_active.is_(True))
-        .values(consecutive_failures=0, last_success_at=now)
-    )
+async def subscriptions_succeeded(session: AsyncSession, subscription_ids: Collection[str], now: datetime) -> None:
+    """A delivery succeeded for each of these subscriptions: ConsecutiveFailures back to 0 (one statement)."""
+    if not subscription_ids:
+        return
+    driver: SessionDriver = await session_driver(session)
+    ids = sorted(subscription_ids)  # one lock order for every worker (PostgreSQL)
+    if driver.postgres:
+        await driver.execute(_SUCCEEDED_POSTGRES, (_stored_time(now, True), ids))
+    else:
+        marks = ",".join("?" * len(ids))
+        await driver.execute(_SUCCEEDED_SQLITE.format(marks=marks), (_stored_time(now, False), *ids))
 
 
 async def subscription_failed(session: AsyncSession, subscription_id: str) -> int | None:
