@@ -2,8 +2,8 @@
 
 A logical delivery is one (event, subscription) row; its id is X-SVC-Delivery-Id and its bytes are the event's
 frozen body, so every attempt (on any worker, after any crash) sends the same id and the same bytes. The lease
-covers one attempt (deadline + margin); a worker killed mid-attempt leaves the lease to expire, and the next
-worker takes the delivery over as the next attempt.
+covers the wait for a slot and one attempt (two deadlines + margin, docs/decisions/0245); a worker killed
+mid-attempt leaves the lease to expire, and the next worker takes the delivery over as the next attempt.
 """
 
 from __future__ import annotations
