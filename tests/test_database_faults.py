@@ -124,8 +124,10 @@ async def test_pushes_cut_mid_request_are_either_applied_whole_or_not_at_all(
     for _value, response in answered:
         _unavailable_or_ok(response)
     await _recovers(api, tenant.headers)
-    # One transaction per push: every SKU holds the same value, one of the pushes' (never a mix of two).
-    quantities = {quantity for _price, quantity, _at in (await stored(rt, tenant.account_id)).values()}
+    # One transaction per push: every SKU holds the same value, one of the pushes' (never a mix of two). Read again
+    # if this read meets a connection of the pool that was terminated and has not been handed out since.
+    products = await _eventually(lambda: stored(rt, tenant.account_id))
+    quantities = {quantity for _price, quantity, _at in products.values()}
     assert len(quantities) == 1
     [final] = quantities
     assert final == 0 or final in {value for value, response in answered if response.status_code in (200, 503)}
