@@ -96,15 +96,15 @@ async def deliver_due(rt: Runtime, worker_id: str, concurrency: int = DELIVERY_C
 
     Deliveries are claimed ahead (up to twice the concurrency in hand), so a finished attempt's slot takes the
     next claimed delivery at once, even while a transaction is being written. One write transaction per turn
-    records the attempts finished since the last turn and tops the claimed deliveries up; a turn starts once a
-    quarter of the slots have finished, RECORD_WAIT_S after the first did, or when nothing is left in flight.
+    records the attempts finished since the last turn and tops the claimed deliveries up; a turn starts once half
+    of the slots have finished, RECORD_WAIT_S after the first did, or when nothing is left in flight.
     """
     in_flight: set[asyncio.Task[Sent]] = set()
     ready: deque[tuple[ClaimedDelivery, SigningKey]] = deque()
     finished: list[Sent] = []
     progress = asyncio.Event()
     recorded = 0
-    batch = max(1, concurrency // 4)  # claim and record in batches, not one transaction per freed slot
+    batch = max(1, concurrency // 2)  # claim and record in batches, not one transaction per freed slot
     loop = asyncio.get_running_loop()
 
     def start_ready() -> None:

@@ -22,8 +22,20 @@ async def fan_out_events(rt: Runtime, worker_id: str) -> int:
 async def deliver_webhooks(rt: Runtime, worker_id: str) -> int:
     # Fan out first as well: an event recorded since the last cycle is delivered in this one, not the next.
     # (The separate fan-out poller keeps new events flowing while a long delivery run is busy.)
-    await engine.fan_out(rt)
-    return await engine.deliver_due(rt, worker_id)
+    total = 0
+    while True:
+        fanned_out = await engine.fan_out(rt)
+        delivered = await engine.deliver_due(rt, worker_id)
+        total += delivered
+        # An event that arrived while this run was finishing woke a worker cycle that found this poller still
+        # running: look again now rather than at the next poll interval (after a run that did some work only, so
+        # a delivery no claim can take never makes this loop spin).
+        if not (fanned_out or delivered):
+            return total
+        if not await repository.has_undispatched_events(rt.db) and not await repository.has_due_deliveries(
+            rt.db, rt.clock.now()
+        ):
+            return total
 
 
 @schedule("webhooks.retention", interval_s=lambda _settings: RETENTION_SWEEP_INTERVAL_S)
