@@ -12,6 +12,7 @@ and the noise. `--quick` runs shorter versions (to check the pipeline, not to qu
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import subprocess
@@ -21,9 +22,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.support import REPO, cpu_probe_ms
+from bench.support import REPO, cpu_probe_ms, create_scratch_pg, drop_scratch_pg
 
-# name: (full command, quick command). Each prints a FIGURES line last.
+# A fresh PostgreSQL database for the run, dropped afterwards.
+SCRATCH_PG = "{scratch_pg}"
+# name: (full command, quick command; an empty one is skipped). Each prints a FIGURES line last.
 BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "foundation": (
         ["-m", "bench.foundation_http", "--seconds", "4", "--rounds", "3"],
@@ -46,6 +49,19 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
         ["-m", "bench.catalogue_http", "--products", "1000000", "--only", "walk,get,push"],
         ["-m", "bench.catalogue_http", "--products", "20000", "--only", "walk,push", "--pushes", "3", "--pages", "5"],
     ),
+    "catalog": (
+        ["-m", "bench.catalog_perf"],
+        ["-m", "bench.catalog_perf", "--categories", "2000", "--searches", "30", "--creates", "20"],
+    ),
+    "feeds": (["-m", "bench.marketplaces_feeds", "--runs", "5"], ["-m", "bench.marketplaces_feeds", "--runs", "1"]),
+    "webhooks-sqlite": (
+        ["-m", "bench.webhooks_delivery", "--events", "2000"],
+        ["-m", "bench.webhooks_delivery", "--events", "200", "--latency-events", "20"],
+    ),
+    "webhooks-postgresql": (
+        ["-m", "bench.webhooks_delivery", "--events", "2000", "--database-url", SCRATCH_PG],
+        ["-m", "bench.webhooks_delivery", "--events", "200", "--latency-events", "20", "--database-url", SCRATCH_PG],
+    ),
     # Memory (issue 15 item 8): two API processes and two workers under ten minutes of mixed load.
     "memory": (["-m", "bench.soak", "--seconds", "600"], ["-m", "bench.soak", "--seconds", "60"]),
 }
@@ -53,9 +69,14 @@ OUTPUT = REPO / "docs" / "performance.md"
 
 
 def run_one(name: str, arguments: list[str]) -> tuple[list[dict[str, Any]], str]:
-    command = [sys.executable, *arguments]
+    scratch = asyncio.run(create_scratch_pg("ms_bench_all")) if SCRATCH_PG in arguments else None
+    command = [sys.executable, *(scratch[1] if scratch and a == SCRATCH_PG else a for a in arguments)]
     started = time.monotonic()
-    completed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+    try:
+        completed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+    finally:
+        if scratch is not None:
+            asyncio.run(drop_scratch_pg(scratch[0]))
     elapsed = time.monotonic() - started
     figures: list[dict[str, Any]] = []
     for line in completed.stdout.splitlines():
@@ -65,7 +86,7 @@ def run_one(name: str, arguments: list[str]) -> tuple[list[dict[str, Any]], str]
     if completed.returncode != 0 or not figures:
         note += f" (no figures: {completed.stderr.strip().splitlines()[-1:] or ['no output']})"
     for figure in figures:
-        figure["command"] = "python " + " ".join(arguments)
+        figure["command"] = "python " + " ".join(a if a != SCRATCH_PG else "postgresql://..." for a in arguments)
     return figures, note
 
 
@@ -127,7 +148,10 @@ def main() -> None:
     notes: list[str] = []
     for name in chosen:
         full, quick = BENCHMARKS[name]
-        found, note = run_one(name, quick if args.quick else full)
+        arguments = quick if args.quick else full
+        if not arguments:
+            continue
+        found, note = run_one(name, arguments)
         print(note, flush=True)
         figures += found
         notes.append(note)
