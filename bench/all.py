@@ -4,9 +4,10 @@
 
 Each benchmark below runs as its own process (both databases, loopback only) and ends with a `FIGURES [...]` line
 (bench/support.py print_figures): what was measured, ours, its floor measured in the same run, the ratio and the
-target. The CPU probe (a fixed loop) is timed before and after the whole run, the load average is read at each
-step. docs/performance.md is rewritten from the collected figures: medians, p99 where the benchmark has one, ratios,
-and the noise. `--quick` runs shorter versions (to check the pipeline, not to quote).
+target. The CPU probe (a fixed loop) is timed before and after each benchmark, the load average is read after it.
+Each benchmark's figures go into docs/perf/bench-figures.json (so `--only` refreshes some and keeps the others), and
+docs/performance.md is rewritten from it: medians, p99 where the benchmark has one, ratios, and the noise.
+`--quick` runs shorter versions and writes nothing (to check the pipeline, not to quote).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from bench.support import REPO, cpu_probe_ms, create_scratch_pg, drop_scratch_pg
@@ -66,6 +66,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "memory": (["-m", "bench.soak", "--seconds", "600"], ["-m", "bench.soak", "--seconds", "60"]),
 }
 OUTPUT = REPO / "docs" / "performance.md"
+# Every benchmark's last figures, so that `--only` refreshes some and the page still shows all (with their dates).
+LEDGER = REPO / "docs" / "perf" / "bench-figures.json"
 
 
 def run_one(name: str, arguments: list[str]) -> tuple[list[dict[str, Any]], str]:
@@ -100,8 +102,9 @@ def _cell(value: Any, unit: str = "") -> str:
     return f"{value} {unit}".strip()
 
 
-def render(figures: list[dict[str, Any]], notes: list[str], probe: tuple[float, float]) -> str:
-    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+def render(ledger: dict[str, Any]) -> str:
+    figures = [f for name in BENCHMARKS if name in ledger for f in ledger[name]["figures"]]
+    notes = [f"{ledger[name]['when']}: {ledger[name]['note']}" for name in BENCHMARKS if name in ledger]
     lines = [
         "# Performance",
         "",
@@ -113,7 +116,8 @@ def render(figures: list[dict[str, Any]], notes: list[str], probe: tuple[float, 
         "read; absolute numbers move with the machine's load, shown by the CPU probe (a fixed loop, best of three)",
         "timed before and after.",
         "",
-        f"Run {now}; CPU probe {probe[0]} ms before, {probe[1]} ms after; {os.cpu_count()} CPUs.",
+        f"{os.cpu_count()} CPUs. Each step below gives its time, the load average after it and the CPU probe before and"
+        " after it.",
         "",
         "| what | ours | p99 ms | floor (same run) | ratio | target | command |",
         "|---|---|---|---|---|---|---|",
@@ -127,7 +131,8 @@ def render(figures: list[dict[str, Any]], notes: list[str], probe: tuple[float, 
             f"| {figure['what']} | {_cell(figure.get('ours'), unit)} | {_cell(figure.get('p99_ms'))} | {floor_text} |"
             f" {'—' if ratio is None else f'{ratio}x'} | {figure.get('target', '—')} | `{figure['command']}` |"
         )
-    lines += ["", "Steps:", "", *[f"- {note}" for note in notes], ""]
+    lines += ["", "Steps (`python -m bench.all --only NAME` re-runs one and keeps the others):", ""]
+    lines += [*[f"- {note}" for note in notes], ""]
     lines += [
         "Where the time goes, profiles before and after, and the history of earlier figures (some measured against",
         "floors that were not floors, marked superseded there): [docs/perf/](perf/).",
@@ -143,24 +148,25 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print the page instead of writing it")
     args = parser.parse_args()
     chosen = [n for n in BENCHMARKS if not args.only or n in args.only.split(",")]
-    before = cpu_probe_ms()
-    figures: list[dict[str, Any]] = []
-    notes: list[str] = []
+    ledger: dict[str, Any] = json.loads(LEDGER.read_text()) if LEDGER.exists() and not args.quick else {}
     for name in chosen:
         full, quick = BENCHMARKS[name]
         arguments = quick if args.quick else full
         if not arguments:
             continue
+        before = cpu_probe_ms()
         found, note = run_one(name, arguments)
+        note += f", CPU probe {before} → {cpu_probe_ms()} ms"
         print(note, flush=True)
-        figures += found
-        notes.append(note)
-    page = render(figures, notes, (before, cpu_probe_ms()))
-    if args.no_write:
+        when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        ledger[name] = {"figures": found, "note": note, "when": when}
+    page = render(ledger)
+    if args.no_write or args.quick:
         print(page)
     else:
-        Path(OUTPUT).write_text(page)
-        print(f"wrote {OUTPUT.relative_to(REPO)}")
+        LEDGER.write_text(json.dumps(ledger, indent=1, ensure_ascii=False) + "\n")
+        OUTPUT.write_text(page)
+        print(f"wrote {OUTPUT.relative_to(REPO)} and {LEDGER.relative_to(REPO)}")
 
 
 if __name__ == "__main__":
