@@ -42,7 +42,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
         ["-m", "bench.catalogue_http", "--products", "10000", "--pushes", "5", "--pages", "10", "--gets", "20"],
     ),
     "catalogue-10k": (
-        ["-m", "bench.catalogue_http", "--products", "10000", "--only", "walk,get,push"],
+        ["-m", "bench.catalogue_http", "--products", "10000", "--only", "walk,get,push", "--pages", "40"],
         ["-m", "bench.catalogue_http", "--products", "2000", "--only", "walk,push", "--pushes", "3", "--pages", "5"],
     ),
     "catalogue-1m": (
@@ -86,7 +86,8 @@ def run_one(name: str, arguments: list[str]) -> tuple[list[dict[str, Any]], str]
             figures = json.loads(line.removeprefix("FIGURES "))
     note = f"{name}: {elapsed:.0f} s, exit {completed.returncode}, load average {os.getloadavg()[0]:.2f}"
     if completed.returncode != 0 or not figures:
-        note += f" (no figures: {completed.stderr.strip().splitlines()[-1:] or ['no output']})"
+        last = (completed.stderr.strip().splitlines() or ["no output"])[-1]
+        note += f" (no figures: {last[:300]})"
     for figure in figures:
         figure["command"] = "python " + " ".join(a if a != SCRATCH_PG else "postgresql://..." for a in arguments)
     return figures, note
