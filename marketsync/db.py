@@ -24,6 +24,7 @@ from marketsync import wakeups
 from marketsync.db_fast import (
     POSTGRES_UNAVAILABLE,
     DriverReader,
+    DriverSql,
     FastReads,
     KeyedRead,
     PreparedRead,
@@ -34,6 +35,7 @@ from marketsync.db_fast import (
 __all__ = [
     "Database",
     "DriverReader",
+    "DriverSql",
     "KeyedRead",
     "PreparedRead",
     "async_url",

@@ -11,7 +11,7 @@ from sqlalchemy import and_, delete, select, true, update
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import DriverReader, dialect_of
+from marketsync.db import DriverReader, DriverSql, dialect_of
 from marketsync.kinds import ConnectionState
 from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.catalog import ProductTypeView, TaxonomyCategory, TaxonomyImport
@@ -116,19 +116,6 @@ _SQLITE_SEARCH_TABLE = "taxonomy_category_search"
 _ESCAPE = "/"
 
 
-class _Sql:
-    """Parameters in the driver's own placeholder style ($n for asyncpg, ? for sqlite3). The texts below only
-    interpolate this module's table and column names and these placeholders (hence the S608 waivers)."""
-
-    def __init__(self, postgres: bool) -> None:
-        self.postgres = postgres
-        self.params: list[Any] = []
-
-    def bind(self, value: Any) -> str:
-        self.params.append(value)
-        return f"${len(self.params)}" if self.postgres else "?"
-
-
 def contains_pattern(needle: str) -> str:
     """The LIKE pattern of "contains `needle`", its wildcards literal."""
     escaped = needle.replace(_ESCAPE, _ESCAPE * 2).replace("%", _ESCAPE + "%").replace("_", _ESCAPE + "_")
@@ -142,7 +129,7 @@ def fts_phrase(needle: str) -> str:
 
 
 async def site_of_connection(reader: DriverReader, account_id: str, marketplace_id: str) -> Site | None:
-    sql = _Sql(reader.postgres)
+    sql = DriverSql(reader.postgres)
     rows = await reader.fetch(
         "SELECT platform, country, state FROM marketplace_connections "  # noqa: S608
         f"WHERE id = {sql.bind(marketplace_id)} AND account_id = {sql.bind(account_id)}",
@@ -165,7 +152,7 @@ async def search_leaves(
     (migration 0015) narrows the leaves to those holding the text's trigrams in sequence, and the LIKE is checked on
     them; a text shorter than a trigram, and the walk without text, read the covering index in tree order.
     """
-    sql = _Sql(reader.postgres)
+    sql = DriverSql(reader.postgres)
     leaf = "TRUE" if reader.postgres else "1"
 
     def site() -> str:  # bound again at each use: sqlite3's `?` placeholders are positional

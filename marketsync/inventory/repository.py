@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 
 from marketsync.db import dialect_of, insert_for
-from marketsync.db_fast import POSTGRES_UNAVAILABLE, DriverReader, session_driver
+from marketsync.db_fast import POSTGRES_UNAVAILABLE, DriverReader, DriverSql, session_driver
 from marketsync.inventory.rules import (
     DATA_KINDS,
     DATA_OWNERS,
@@ -501,29 +501,7 @@ async def save_import_progress(session: AsyncSession, import_id: str, last_line:
 # -- the API's catalogue reads on the raw driver (db.driver_read: one snapshot, no session) ----------------------
 
 
-class _Sql:
-    """Parameters in the driver's own placeholder style ($n for asyncpg, ? for sqlite3). The SQL texts below only
-    interpolate this module's column names and these placeholders; every value is a bound parameter."""
-
-    def __init__(self, postgres: bool) -> None:
-        self.postgres = postgres
-        self.params: list[Any] = []
-
-    def bind(self, value: Any) -> str:
-        self.params.append(value)
-        return f"${len(self.params)}" if self.postgres else "?"
-
-    def bind_time(self, value: datetime) -> str:
-        naive = write_time(value)
-        return self.bind(naive if self.postgres else naive.isoformat(sep=" ", timespec="microseconds"))
-
-    def bind_in(self, column: str, values: Collection[str]) -> str:
-        if self.postgres:
-            return f"{column} = ANY({self.bind(list(values))}::varchar[])"
-        return f"{column} IN ({', '.join(self.bind(value) for value in values)})"
-
-
-def _read_filter(sql: _Sql, account_id: str, key: str | None, modified_since: datetime | None) -> str:
+def _read_filter(sql: DriverSql, account_id: str, key: str | None, modified_since: datetime | None) -> str:
     where = f"account_id = {sql.bind(account_id)}"
     if key is not None:
         where += f" AND sku_lower = {sql.bind(key)}"
@@ -543,7 +521,7 @@ async def page_of_products(
     offset: int,
 ) -> list[Sequence[Any]]:
     """(id, sku, quantity, modified_at) of one page: oldest change first with `modified_since`, else by id."""
-    sql = _Sql(reader.postgres)
+    sql = DriverSql(reader.postgres)
     where = _read_filter(sql, account_id, key, modified_since)
     order = "modified_at, id" if modified_since is not None else "id"
     text_ = (
@@ -558,7 +536,7 @@ async def count_of_products(
 ) -> int:
     """How many products match the filter; with `at_most`, counting stops there (the count is then a lower bound:
     docs/decisions/0241-walk-total-count.md)."""
-    sql = _Sql(reader.postgres)
+    sql = DriverSql(reader.postgres)
     where = _read_filter(sql, account_id, key, modified_since)
     if at_most is None:
         text_ = f"SELECT count(*) FROM products WHERE {where}"  # noqa: S608
@@ -570,7 +548,7 @@ async def count_of_products(
 
 async def products_of_key(reader: DriverReader, account_id: str, key: str) -> list[Sequence[Any]]:
     """(id, sku, quantity) of the products whose SKU matches the key case-insensitively, by id."""
-    sql = _Sql(reader.postgres)
+    sql = DriverSql(reader.postgres)
     text_ = (
         f"SELECT id, sku, quantity FROM products WHERE account_id = {sql.bind(account_id)} "  # noqa: S608
         f"AND sku_lower = {sql.bind(key)} ORDER BY id"
@@ -585,7 +563,7 @@ async def listing_documents(
     listings: dict[str, list[dict[str, Any]]] = {}
     if not product_ids:
         return listings
-    sql = _Sql(reader.postgres)
+    sql = DriverSql(reader.postgres)
     text_ = (
         "SELECT l.product_id, c.platform, c.country, l.listing_id, l.external_sku, l.listing_url "  # noqa: S608
         "FROM listings l JOIN marketplace_connections c ON c.id = l.marketplace_id "

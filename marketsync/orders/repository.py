@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
-from typing import Any, NamedTuple, cast
+from typing import NamedTuple, cast
 
 from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import DriverReader, dialect_of
+from marketsync.db import DriverReader, DriverSql, dialect_of
 from marketsync.models import MarketplaceConnection
 from marketsync.models.orders import Order, OrderItem, OrderRefundLine, OrderShipment
 
@@ -44,36 +44,14 @@ def key_time(value: str) -> datetime:
     return datetime.fromisoformat(value).replace(tzinfo=UTC)
 
 
-class _Sql:
-    """Parameters collected in the driver's own placeholder style ($n for asyncpg, ? for sqlite3).
-
-    The SQL texts below only interpolate this module's column/table names and these placeholders
-    (hence the S608 waivers); every value is a bound parameter.
-    """
-
-    def __init__(self, postgres: bool) -> None:
-        self.postgres = postgres
-        self.params: list[Any] = []
-
-    def bind(self, value: Any) -> str:
-        self.params.append(value)
-        return f"${len(self.params)}" if self.postgres else "?"
-
-    def bind_time(self, value: datetime) -> str:
-        """A timestamp as UTCDateTime stores it: naive UTC (text with microseconds on SQLite)."""
-        naive = value.astimezone(UTC).replace(tzinfo=None)
-        return self.bind(naive if self.postgres else naive.isoformat(sep=" ", timespec="microseconds"))
+class _Sql(DriverSql):
+    """DriverSql with the orders' timestamp columns read as storage text."""
 
     def time_column(self, table: str, name: str) -> str:
         """A timestamp column as storage text, under its own name."""
         if self.postgres:
             return f"to_char({table}.{name}, '{_POSTGRES_TIME_TEXT}') AS {name}"
         return f"{table}.{name}"
-
-    def bind_in(self, column: str, values: Collection[str]) -> str:
-        if self.postgres:
-            return f"{column} = ANY({self.bind(list(values))}::varchar[])"
-        return f"{column} IN ({', '.join(self.bind(value) for value in values)})"
 
 
 async def _fetch(reader: DriverReader, sql: _Sql, text: str) -> list[DocumentRow]:
