@@ -120,13 +120,18 @@ def render(ledger: dict[str, Any]) -> str:
         f"{os.cpu_count()} CPUs. Each step below gives its time, the load average after it and the CPU probe before and"
         " after it.",
         "",
-        "| what | ours | p99 ms | floor (same run) | ratio | target | command |",
+        "| what | ours | p99 ms | floor (same run), or what the target compares with | ratio | target | command |",
         "|---|---|---|---|---|---|---|",
     ]
     for figure in figures:
         unit = figure.get("unit", "")
-        floor = figure.get("floor")
-        floor_text = "—" if floor is None else f"{_cell(floor, unit)} ({figure.get('floor_name', 'floor')})"
+        floor, reference = figure.get("floor"), figure.get("reference")
+        if floor is not None:
+            floor_text = f"{_cell(floor, unit)} ({figure.get('floor_name', 'floor')})"
+        elif reference is not None:  # a target stated against something else: never shown as a floor
+            floor_text = f"not a floor: {_cell(reference, unit)} ({figure.get('reference_name', 'reference')})"
+        else:
+            floor_text = "—"
         ratio = figure.get("ratio")
         lines.append(
             f"| {figure['what']} | {_cell(figure.get('ours'), unit)} | {_cell(figure.get('p99_ms'))} | {floor_text} |"

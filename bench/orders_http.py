@@ -185,8 +185,9 @@ def main() -> None:
             growth = large["ours"]["p50_ms"] / small["ours"]["p50_ms"]
             figures.append(
                 {"what": f"orders page cost growth, {max(sizes):,} vs {min(sizes):,} orders ({backend})",
-                 "ours": round(large["ours"]["p50_ms"], 2), "floor": round(small["ours"]["p50_ms"], 2),
-                 "floor_name": f"ours at {min(sizes):,}", "ratio": round(growth, 2), "target": "<= 1.3x",
+                 "ours": round(large["ours"]["p50_ms"], 2), "floor": None,
+                 "reference": round(small["ours"]["p50_ms"], 2), "reference_name": f"ours at {min(sizes):,} orders",
+                 "ratio": round(growth, 2), "target": "<= 1.3x",
                  "unit": "ms"}
             )  # fmt: skip
     print_figures(figures)

@@ -45,7 +45,10 @@ def cpu_probe_ms() -> float:
 def print_figures(figures: list[dict[str, Any]]) -> None:
     """The last line a benchmark prints: `FIGURES {json}` (bench/all.py collects them into docs/performance.md).
 
-    Each figure: what, ours, floor (or None), ratio (ours/floor as the target reads it, or None), target, unit."""
+    Each figure: what, ours, floor (or None), floor_name, ratio (ours/floor as the target reads it, or None), target,
+    unit. `floor` is only ever a floor: a minimal end-to-end implementation of the same HTTP operation measured in the
+    same run. A comparison with anything else (ours on the other database, ours at another size) goes in `reference`
+    and `reference_name`, and the page says it is not a floor."""
     print("FIGURES " + json.dumps(figures), flush=True)
 
 
