@@ -28,7 +28,6 @@ __all__ = [
 ]
 
 
-TOKEN_PREFIX = tokens.PREFIX
 CLIENT_ID_PREFIX = "msc_"
 
 

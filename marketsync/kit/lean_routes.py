@@ -57,17 +57,16 @@ def _plan(route: APIRoute, request_dependencies: frozenset[Callable[..., Any]]) 
         return None
     plan: list[_Resolver] = []
     for sub in dependant.dependencies:
-        own = sub
         if (
             sub.name is None
             or sub.call not in request_dependencies
-            or own.dependencies
-            or own.path_params
-            or own.query_params
-            or own.header_params
-            or own.cookie_params
-            or own.body_params
-            or own.request_param_name is None
+            or sub.dependencies
+            or sub.path_params
+            or sub.query_params
+            or sub.header_params
+            or sub.cookie_params
+            or sub.body_params
+            or sub.request_param_name is None
         ):
             return None
         plan.append((sub.name, "dependency", sub.call))
