@@ -22,6 +22,8 @@ import base64
 import hashlib
 import os
 import sqlite3
+import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -86,6 +88,18 @@ class SqliteFloor:
         self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
+        # As the service does (decision 0275): no commit runs the WAL checkpoint, a thread does it just after.
+        self.db.execute("PRAGMA wal_autocheckpoint=10000")
+        self.committed = threading.Event()
+        threading.Thread(target=self._checkpoints, args=(path,), daemon=True).start()
+
+    def _checkpoints(self, path: str) -> None:
+        db = sqlite3.connect(path, isolation_level=None)
+        while True:
+            self.committed.wait()
+            time.sleep(0.005)
+            self.committed.clear()
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     async def account(self, token: str) -> str | None:
         row = self.db.execute("SELECT account_id FROM tokens WHERE token_hash = ?", (token_hash(token),)).fetchone()
@@ -123,6 +137,7 @@ class SqliteFloor:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        self.committed.set()
         return {row[1] for row in rows}, updated
 
     async def page(self, since: str | None, limit: int) -> tuple[list[tuple[Any, ...]], int]:

@@ -31,6 +31,7 @@ from marketsync.db_fast import (
     asyncpg_connect_args,
     session_reader,
 )
+from marketsync.wal_checkpoints import WRITE_CONNECTION_PRAGMAS, WalCheckpointer
 
 __all__ = [
     "Database",
@@ -68,7 +69,9 @@ def async_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
+def _configure_sqlite(engine: AsyncEngine, *, immediate: bool, checkpointer: WalCheckpointer | None = None) -> None:
+    """`immediate` and `checkpointer`: the writer engine (its commits wake the process's WAL checkpoints)."""
+
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy, not the driver, decide when a transaction begins.
@@ -78,11 +81,20 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool) -> None:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA busy_timeout=30000")
+        if checkpointer is not None:
+            for pragma in WRITE_CONNECTION_PRAGMAS:
+                cursor.execute(pragma)
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    if checkpointer is not None:
+
+        @event.listens_for(engine.sync_engine, "commit")
+        def _on_commit(_conn: Any) -> None:
+            checkpointer.committed()
 
 
 class Database:
@@ -101,6 +113,7 @@ class Database:
         self.command_timeout_s = command_timeout_s
         parsed = make_url(self.url)
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        self.checkpointer: WalCheckpointer | None = None
         sqlite_file = parsed.database if self.is_sqlite and parsed.database not in (None, "", ":memory:") else None
         if self.is_sqlite:
             if sqlite_file:
@@ -110,7 +123,9 @@ class Database:
             self.write_engine = create_async_engine(
                 self.url, echo=echo, pool_size=1, max_overflow=0, pool_timeout=60, hide_parameters=True
             )
-            _configure_sqlite(self.write_engine, immediate=True)
+            # A file's WAL is checkpointed by a thread of this process after commits (marketsync/wal_checkpoints.py).
+            self.checkpointer = WalCheckpointer(sqlite_file) if sqlite_file else None
+            _configure_sqlite(self.write_engine, immediate=True, checkpointer=self.checkpointer)
         else:
             # hide_parameters: an error's log line never carries bound values (customer data, secrets' hashes).
             # No pool_pre_ping: a lost connection found by a statement invalidates the whole pool at once (one
@@ -204,6 +219,8 @@ class Database:
         await self.engine.dispose()
         if self.write_engine is not self.engine:
             await self.write_engine.dispose()
+        if self.checkpointer is not None:
+            self.checkpointer.close()
 
 
 def bounded_waits(command_timeout_s: float | None) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import stat
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from sqlalchemy.exc import DBAPIError
 
 from marketsync.db import Database
 from marketsync.runtime import Runtime
+from marketsync.wal_checkpoints import SAFETY_NET_PAGES
 
 
 async def test_a_database_error_never_carries_its_bound_values(rt: Runtime) -> None:
@@ -31,5 +33,49 @@ async def test_the_sqlite_file_is_created_readable_by_its_owner_only(tmp_path: P
         for candidate in (path, path.with_name(path.name + "-wal")):
             if candidate.exists():
                 assert stat.S_IMODE(candidate.stat().st_mode) == 0o600, candidate
+    finally:
+        await db.dispose()
+
+
+async def _wal_copied_into_the_file(path: Path, baseline: int) -> bool:
+    for _ in range(200):
+        if path.stat().st_size > baseline:
+            return True
+        await asyncio.sleep(0.01)
+    return False
+
+
+async def test_commits_reach_the_sqlite_file_through_the_processs_own_checkpoints(tmp_path: Path) -> None:
+    """A commit never runs the WAL checkpoint itself (the write connection's only a 40 MiB safety net): the
+    process's thread copies the committed pages into the database file just after (wal_checkpoints.py)."""
+    path = tmp_path / "marketsync.db"
+    db = Database(f"sqlite:///{path}")
+    try:
+        async with db.transaction() as session:
+            autocheckpoint = (await session.execute(text("PRAGMA wal_autocheckpoint"))).scalar_one()
+            await session.execute(text("CREATE TABLE t (x TEXT)"))
+        assert autocheckpoint == SAFETY_NET_PAGES
+        before = path.stat().st_size
+        async with db.transaction() as session:
+            # 2 MiB of rows: far below the safety net, so only the thread can move them into the file.
+            await session.execute(
+                text(
+                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) "
+                    "INSERT INTO t (x) SELECT printf('%.2000c', 'x') FROM n"
+                )
+            )
+        assert await _wal_copied_into_the_file(path, before + 1_000_000)
+        assert db.checkpointer is not None and db.checkpointer.checkpoints >= 1
+    finally:
+        await db.dispose()
+    assert db.checkpointer.thread_stopped()
+
+
+async def test_a_database_that_never_writes_runs_no_checkpoint_thread(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'marketsync.db'}")
+    try:
+        async with db.read() as session:
+            assert (await session.execute(text("SELECT 1"))).scalar_one() == 1
+        assert db.checkpointer is not None and not db.checkpointer.started()
     finally:
         await db.dispose()
