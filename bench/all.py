@@ -137,6 +137,7 @@ def render(ledger: dict[str, Any]) -> str:
             f"| {figure['what']} | {_cell(figure.get('ours'), unit)} | {_cell(figure.get('p99_ms'))} | {floor_text} |"
             f" {'—' if ratio is None else f'{ratio}x'} | {figure.get('target', '—')} | `{figure['command']}` |"
         )
+    lines += growth_table(figures)
     lines += ["", "Steps (`python -m bench.all --only NAME` re-runs one and keeps the others):", ""]
     lines += [*[f"- {note}" for note in notes], ""]
     lines += [
@@ -145,6 +146,37 @@ def render(ledger: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def growth_table(figures: list[dict[str, Any]]) -> list[str]:
+    """Issue 15 item 7: a series measured at its smallest and largest size (figures with `series` and `rows`, from
+    different runs), ours and its floor: the larger within 1.3x of the smaller."""
+    sizes: dict[str, dict[int, dict[str, Any]]] = {}
+    for figure in figures:
+        if "series" in figure and "rows" in figure:
+            sizes.setdefault(figure["series"], {})[figure["rows"]] = figure
+    lines = [
+        "",
+        "Cost growth with the data's size (issue 15 item 7: the larger within 1.3x of the smaller), ours and the floor",
+        "(each size from its own run, each run alternating ours and the floor):",
+        "",
+        "| series | rows | ours | growth | floor | floor's growth |",
+        "|---|---|---|---|---|---|",
+    ]
+    for series, by_rows in sizes.items():
+        if len(by_rows) < 2:
+            continue
+        small, large = by_rows[min(by_rows)], by_rows[max(by_rows)]
+        unit = small.get("unit", "")
+        floors = (small.get("floor"), large.get("floor"))
+        floor_growth = f"{floors[1] / floors[0]:.2f}x" if None not in floors else "—"
+        ours = f"{_cell(small['ours'], unit)} → {_cell(large['ours'], unit)}"
+        floor = f"{_cell(floors[0], unit)} → {_cell(floors[1], unit)}"
+        growth = f"{large['ours'] / small['ours']:.2f}x"
+        lines.append(
+            f"| {series} | {min(by_rows):,} → {max(by_rows):,} | {ours} | {growth} | {floor} | {floor_growth} |"
+        )
+    return lines if len(lines) > 6 else []
 
 
 def main() -> None:

@@ -444,6 +444,16 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
     print_figures(figures_of(results, args))
 
 
+# Each path's name in bench/all.py's growth table.
+SERIES = {
+    "push": "500-SKU push",
+    "drained": "500-SKU push propagating, jobs done",
+    "propagate": "500-SKU push propagating, back to back",
+    "walk": "products ModifiedSince walk, page of 200",
+    "get": "GET /api/products/{sku}",
+}
+
+
 def figures_of(results: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
     """The FIGURES line of `make bench` (bench/all.py): each path's p50 next to its floor's, with the target."""
     size = f"{args.products:,} products"
@@ -469,6 +479,9 @@ def figures_of(results: list[dict[str, Any]], args: argparse.Namespace) -> list[
                 "ratio": round(ours["p50"] / floor["p50"], 2),
                 "target": target,
                 "unit": "ms",
+                # bench/all.py puts the same series at two sizes side by side (issue 15 item 7: cost growth).
+                "series": f"{SERIES[key]} ({r['backend']})",
+                "rows": args.products,
             }
             if key == "walk":
                 figure["target"] += f" (ours {r['walk_new_per_page'] / ours['p50'] * 1000:,.0f}/s)"
