@@ -75,11 +75,18 @@ async def create_product(request: Request, caller: InventoryWriter, rt: RuntimeD
             outcome = await service.create_product(rt, session, caller.account_id, raw)
         return Response(_create_body(outcome), media_type="application/json")
 
+    validated: list[service.CreatePlan] = []
+
+    async def validate() -> None:
+        # Read-only, before the write transaction: on SQLite the one writer is not held while it runs.
+        async with rt.db.read() as session:
+            validated.append(await service.validate_create(session, caller.account_id, raw))
+
     async def work(session: AsyncSession) -> idempotency.Outcome:
-        outcome = await service.create_product(rt, session, caller.account_id, raw)
+        outcome = await service.create_product(rt, session, caller.account_id, raw, validated[0])
         return idempotency.Outcome(200, _create_body(outcome))
 
-    return await idempotency.run(rt, request, caller.account_id, "products.create", work)
+    return await idempotency.run(rt, request, caller.account_id, "products.create", work, prepare=validate)
 
 
 def _json_body(raw: bytes) -> Any:

@@ -12,6 +12,7 @@ from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import DriverReader, DriverSql, dialect_of
+from marketsync.db_fast import session_driver
 from marketsync.kinds import ConnectionState
 from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.catalog import ProductTypeView, TaxonomyCategory, TaxonomyImport
@@ -287,6 +288,25 @@ async def products_by_sku(session: AsyncSession, account_id: str, sku: str) -> S
         select(Product).where(Product.account_id == account_id, Product.sku_lower == sku.lower()).order_by(Product.id)
     )
     return result.scalars().all()
+
+
+async def connection_state_and_sku_holders(
+    session: AsyncSession, account_id: str, marketplace_id: str, sku: str
+) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """The state of the account's connection `marketplace_id` (None: no such connection) and the (id, SKU) of the
+    account's products whose SKU equals `sku` ignoring case, ordered by id (as `products_by_sku`): one statement on
+    the session's driver, inside its transaction."""
+    driver = await session_driver(session)
+    sql = DriverSql(driver.postgres)
+    rows = await driver.fetch(
+        "SELECT c.state, p.id, p.sku FROM marketplace_connections c LEFT JOIN products p "  # noqa: S608
+        f"ON p.account_id = c.account_id AND p.sku_lower = {sql.bind(sku.lower())} "
+        f"WHERE c.id = {sql.bind(marketplace_id)} AND c.account_id = {sql.bind(account_id)} ORDER BY p.id",
+        sql.params,
+    )
+    if not rows:
+        return None, ()
+    return rows[0][0], tuple((row[1], row[2]) for row in rows if row[1] is not None)
 
 
 async def get_listing(session: AsyncSession, product_id: str, marketplace_id: str) -> Listing | None:

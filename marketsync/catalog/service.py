@@ -328,7 +328,7 @@ class CreateOutcome:
 
 
 @dataclass
-class _Plan:
+class CreatePlan:
     """Everything create decided while validating; nothing has been written yet."""
 
     request: rules.CreateRequest
@@ -339,14 +339,23 @@ class _Plan:
     view: ProductTypeView | None
     attributes: dict[str, Any] | None
     warnings: list[str]
+    # (id, SKU) of the account's products whose SKU equals the request's ignoring case, as validated.
+    sku_candidates: tuple[tuple[str, str], ...]
 
 
-async def create_product(rt: Runtime, session: AsyncSession, account_id: str, raw: Any) -> CreateOutcome:
+async def create_product(
+    rt: Runtime, session: AsyncSession, account_id: str, raw: Any, validated: CreatePlan | None = None
+) -> CreateOutcome:
     """Validate completely, then (unless ValidateOnly) upsert the product, its listing and the publish job.
 
-    Every check runs before anything is written: a rejected payload leaves no product, listing or job.
+    Every check runs before anything is written: a rejected payload leaves no product, listing or job. `validated`
+    is `validate_create`'s plan of the same payload, read before this transaction: it is used when what could have
+    changed since is re-read unchanged (a new SKU still new, its connection still active); otherwise every check
+    runs again here, in the write transaction.
     """
-    plan = await _validate(session, account_id, raw)
+    plan = validated if validated is not None and await _still_holds(session, account_id, validated) else None
+    if plan is None:
+        plan = await validate_create(session, account_id, raw)
     listing = plan.listing
     action = "Revise" if listing is not None and listing.listing_id else "Create"
     existing_listing_id = listing.listing_id if listing is not None and action == "Revise" else None
@@ -359,9 +368,12 @@ async def create_product(rt: Runtime, session: AsyncSession, account_id: str, ra
     return CreateOutcome(product_id, sku, action, existing_listing_id, job_id, plan.warnings)
 
 
-async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
-    """Every check, collected. An unknown MarketplaceId or CategoryId alone is a 404 (spec section 7); with any
-    other bad field it is named in the one 400 beside them, keyed by its field (docs/decisions/0081)."""
+async def validate_create(session: AsyncSession, account_id: str, raw: Any) -> CreatePlan:
+    """Every check of a create, collected; read-only. The endpoint runs it in a read session before the write
+    transaction, so that on SQLite the one writer is not held while the schema, the category and the SKU are read
+    and the attributes checked (docs/decisions/0265-create-validates-before-its-write.md). An unknown MarketplaceId
+    or CategoryId alone is a 404 (spec section 7); with any other bad field it is named in the one 400 beside them,
+    keyed by its field (docs/decisions/0081)."""
     request, errors = rules.parse_create_request(raw)
     not_found: dict[str, str] = {}  # field -> why it names nothing
     connection: MarketplaceConnection | None = None
@@ -423,6 +435,7 @@ async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
     # Upsert on the exact SKU; another casing is another product (docs/decisions/0081).
     product: Product | None = None
     case_variants: list[str] = []
+    candidates: Sequence[Product] = ()
     if request.sku is not None:
         candidates = await repository.products_by_sku(session, account_id, request.sku)
         product = next((p for p in candidates if p.sku == request.sku), None)
@@ -451,7 +464,31 @@ async def _validate(session: AsyncSession, account_id: str, raw: Any) -> _Plan:
     warnings = await _warnings(session, connection, view, category_id, validate_only=request.validate_only)
     if case_variants and request.sku is not None:
         warnings.insert(0, rules.case_variant_warning(request.sku, case_variants, validate_only=request.validate_only))
-    return _Plan(request, connection, product, listing, request.category_id, view, attributes, warnings)
+    return CreatePlan(
+        request,
+        connection,
+        product,
+        listing,
+        request.category_id,
+        view,
+        attributes,
+        warnings,
+        tuple((p.id, p.sku) for p in candidates) if request.sku is not None else (),
+    )
+
+
+async def _still_holds(session: AsyncSession, account_id: str, plan: CreatePlan) -> bool:
+    """Whether a plan validated before this write transaction still holds: only a plan of a new SKU is reused (an
+    existing product's listing and stock are read and written in the write transaction), and only if its
+    connection is still active and no product of that SKU, in any casing, came or went since. One statement on the
+    write session's driver. The taxonomy read is the one validated: a re-import committing in between orders as if
+    it came after this create (docs/decisions/0265-create-validates-before-its-write.md)."""
+    if plan.product is not None or plan.request.sku is None:
+        return False
+    state, holders = await repository.connection_state_and_sku_holders(
+        session, account_id, plan.connection.id, plan.request.sku
+    )
+    return state == ConnectionState.ACTIVE and holders == plan.sku_candidates
 
 
 async def _view_problem(
@@ -496,7 +533,7 @@ async def _warnings(
     ]
 
 
-async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: _Plan) -> tuple[str, str]:
+async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: CreatePlan) -> tuple[str, str]:
     """Upsert product and listing and enqueue the publish job, all in the caller's transaction."""
     now = rt.clock.now()
     request, connection = plan.request, plan.connection

@@ -70,8 +70,8 @@ async def run(
     """Run `work` in one write transaction, at most once per Idempotency-Key.
 
     `prepare` runs before `work`, outside any transaction (checks that do network I/O, such as resolving a
-    host), and only once the key is known not to be a replay: a replay answers the stored response whatever
-    `prepare` would say now. If it raises, nothing was applied and the key is freed.
+    host; a create's read-only validation), and only once the key is known not to be a replay: a replay answers the
+    stored response whatever `prepare` would say now. If it raises, nothing was applied and the key is freed.
     """
     key = read_key(request)
     if key is None:
