@@ -53,6 +53,11 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
         ["-m", "bench.catalog_perf"],
         ["-m", "bench.catalog_perf", "--categories", "2000", "--searches", "30", "--creates", "20"],
     ),
+    # Category search on synthetic taxonomies of 10,000 and 1,000,000 categories, and its growth (item 7).
+    "catalog-1m": (
+        ["-m", "bench.catalog_perf", "--search-growth", "10000,1000000", "--searches", "200"],
+        ["-m", "bench.catalog_perf", "--search-growth", "2000,20000", "--searches", "20"],
+    ),
     "feeds": (["-m", "bench.marketplaces_feeds", "--runs", "5"], ["-m", "bench.marketplaces_feeds", "--runs", "1"]),
     "webhooks-sqlite": (
         ["-m", "bench.webhooks_delivery", "--events", "2000"],

@@ -4,7 +4,8 @@ the raw driver (sqlite3 in WAL mode / asyncpg), tables holding only the columns 
 (the text index, the tree order as primary key, the category id for the id match).
 
 - POST /search: the body of POST /api/product-types/Search for one site's leaves (the generated P1 taxonomy of
-  CATALOG_FLOOR_CATEGORIES categories): `name_lower LIKE '%text%'` found through the one text index (SQLite: an
+  CATALOG_FLOOR_CATEGORIES categories; with CATALOG_FLOOR_SYNTHETIC=1, bench/synthetic_taxonomy.py's of that
+  size): `name_lower LIKE '%text%'` found through the one text index (SQLite: an
   FTS5 trigram table; PostgreSQL: a pg_trgm GIN index), or the walk of the position index; count and page in one
   statement; the same response body (ProductTypes with CategoryId, Title, Path; TotalCount).
 - POST /create: the body of POST /api/products/Create: every attribute checked against the category's schema
@@ -35,6 +36,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from bench import synthetic_taxonomy
 from marketsync.catalog.taxonomy import AttributeSpec
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 
@@ -43,8 +45,19 @@ CATEGORIES = int(os.environ.get("CATALOG_FLOOR_CATEGORIES", "20000"))
 POSTGRES = DB.startswith("postgresql")
 LAPTOPS = shipped.ANCHOR_IDS["P1"]["Laptops"]
 
-taxonomy = shipped.generate("P1", 1, CATEGORIES)
+SYNTHETIC = os.environ.get("CATALOG_FLOOR_SYNTHETIC") == "1"
+# The synthetic taxonomy has no schemas: the create's comes from the shipped one (its anchors' schemas are fixed).
+taxonomy = shipped.generate("P1", 1, 2000 if SYNTHETIC else CATEGORIES)
 SCHEMA: dict[str, AttributeSpec] = {a.code: a for a in (taxonomy.get(LAPTOPS).attributes or ()) if a.api_settable}  # type: ignore[union-attr]
+
+
+def _leaves() -> list[tuple[str, str, str]]:
+    """(category_id, name, path) of the site's leaves in tree order."""
+    if SYNTHETIC:
+        return [(c[0], c[2], c[3]) for c in synthetic_taxonomy.categories(CATEGORIES) if c[5]]
+    return [(c.category_id, c.name, c.path) for c in taxonomy.leaves]
+
+
 state: dict[str, Any] = {}
 
 
@@ -60,12 +73,12 @@ def _setup_sqlite(path: str) -> sqlite3.Connection:
         "CREATE TABLE products (sku TEXT PRIMARY KEY, quantity INTEGER, category_id TEXT, attributes BLOB);"
         "CREATE TABLE jobs (id TEXT PRIMARY KEY, payload BLOB);"
     )
-    rows = [(i, c.category_id, c.name, c.path) for i, c in enumerate(taxonomy.leaves)]
+    leaves = _leaves()
     connection.execute("BEGIN")
-    connection.executemany("INSERT INTO leaves VALUES (?, ?, ?, ?)", rows)
+    connection.executemany("INSERT INTO leaves VALUES (?, ?, ?, ?)", [(i, *leaf) for i, leaf in enumerate(leaves)])
     connection.executemany(
         "INSERT INTO leaf_names (rowid, name_lower) VALUES (?, ?)",
-        [(i, c.name.lower()) for i, c in enumerate(taxonomy.leaves)],
+        [(i, name.lower()) for i, (_, name, _) in enumerate(leaves)],
     )
     connection.execute("COMMIT")
     return connection
@@ -84,7 +97,7 @@ async def _setup_postgres(url: str) -> Any:
     )
     await connection.copy_records_to_table(
         "floor_leaves",
-        records=[(i, c.category_id, c.name, c.name.lower(), c.path) for i, c in enumerate(taxonomy.leaves)],
+        records=[(i, category_id, name, name.lower(), path) for i, (category_id, name, path) in enumerate(_leaves())],
     )
     await connection.execute("CREATE INDEX floor_leaves_trgm ON floor_leaves USING gin (name_lower gin_trgm_ops)")
     await connection.execute("CREATE UNIQUE INDEX floor_leaves_id ON floor_leaves (category_id)")  # the id match

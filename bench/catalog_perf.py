@@ -19,10 +19,14 @@ marketplace while the next creates arrive. --sandbox picks where that marketplac
     through MARKETSYNC_SANDBOX_URL (as a real marketplace would be: its work is not on our machine, here it is on
     the same 2 cores);
   - both (default): one run of each, every one alternating with its floor.
+With --search-growth SIZES (e.g. 10000,1000000) it measures only category search, on bench/synthetic_taxonomy.py's
+taxonomies of those sizes (bulk-loaded through the raw driver; the floor loads the same one), each size alternating
+with its floor, and reports the largest size's p50 against the smallest's (issue 15 item 7).
 The last line is a FIGURES line (bench/support.py print_figures) for make bench.
 
 Run:  .venv/bin/python -m bench.catalog_perf [--categories 20000] [--searches 300] [--creates 200]
       [--backends sqlite,postgresql] [--no-workers] [--sandbox both|in-process|remote]
+      .venv/bin/python -m bench.catalog_perf --search-growth 10000,1000000 [--searches 200] [--backends ...]
 PostgreSQL: MARKETSYNC_BENCH_PG_URL; scratch databases are created and dropped. Loopback only; bounded loops.
 """
 
@@ -31,18 +35,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import sqlite3
 import statistics
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 import httpx
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
+from bench import synthetic_taxonomy
 from bench.foundation_http import service_env
 from bench.support import (
     BENCH_KEYS,
@@ -57,6 +65,7 @@ from bench.support import (
 from marketsync import connectors, migrate
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
+from marketsync.catalog import repository as catalog_repository
 from marketsync.catalog import service
 from marketsync.config import Settings
 from marketsync.logging import configure_logging
@@ -123,15 +132,64 @@ def search_body(marketplace_id: str, index: int) -> dict[str, Any]:
     return body
 
 
-async def prepare(backend: str, url: str, categories: int, directory: Path) -> dict[str, Any]:
-    """Migrate, import the taxonomy, create an account, a credential and a P1 UK connection."""
+async def load_synthetic(rt: Runtime, size: int) -> tuple[int, int]:
+    """bench/synthetic_taxonomy.py's taxonomy of `size` categories as the P1 UK site's, bulk-loaded through the raw
+    driver (no schemas: search reads only the tree), its text index refreshed as an import does. (categories, leaves)"""
+    rows = [
+        ("P1", "UK", category_id, parent_id, name, name.lower(), path, depth, leaf, position, None)
+        for position, (category_id, parent_id, name, path, depth, leaf) in enumerate(
+            synthetic_taxonomy.categories(size)
+        )
+    ]
+    columns = ["platform", "country", "category_id", "parent_id", "name", "name_lower", "path", "depth", "is_leaf"]
+    columns += ["position", "view_id"]
+    if rt.db.is_sqlite:
+        with contextlib.closing(sqlite3.connect(make_url(rt.db.url).database or "", isolation_level=None)) as conn:
+            conn.execute("BEGIN")
+            conn.executemany(
+                f"INSERT INTO taxonomy_categories ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                rows,
+            )
+            conn.execute("COMMIT")
+    else:
+        args, kwargs = rt.db.driver_connect_args()
+        conn = await asyncpg.connect(*args, **kwargs)
+        try:
+            # The table's own indexes (not its key), dropped for the copy and built again from their definitions:
+            # the same indexes, built once instead of maintained row by row.
+            indexes = await conn.fetch(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'taxonomy_categories' "
+                "AND indexname NOT IN (SELECT conname FROM pg_constraint)"
+            )
+            async with conn.transaction():
+                for index in indexes:
+                    await conn.execute(f'DROP INDEX "{index["indexname"]}"')
+                await conn.copy_records_to_table("taxonomy_categories", records=rows, columns=columns)
+                for index in indexes:
+                    await conn.execute(index["indexdef"])
+        finally:
+            await conn.close()
+    async with rt.db.transaction() as session:
+        await catalog_repository.refresh_search_index(session, "P1", "UK")
+    return len(rows), sum(1 for row in rows if row[8])
+
+
+async def prepare(
+    backend: str, url: str, categories: int, directory: Path, *, synthetic: bool = False
+) -> dict[str, Any]:
+    """Migrate, load the taxonomy (imported, or with `synthetic` bulk-loaded), create an account, a credential and
+    a P1 UK connection."""
     rt = connectors.compose(Runtime.create(Settings(**BENCH_KEYS, database_url=url, var_dir=directory / "var")))
     try:
         await migrate.upgrade(rt.db)
-        generated = shipped.generate("P1", 1, categories)
         started = time.perf_counter()
-        async with rt.db.transaction() as session:
-            await service.import_taxonomy(rt, session, generated, "UK")
+        if synthetic:
+            loaded = await load_synthetic(rt, categories)
+        else:
+            generated = shipped.generate("P1", 1, categories)
+            async with rt.db.transaction() as session:
+                await service.import_taxonomy(rt, session, generated, "UK")
+            loaded = len(generated.categories), len(generated.leaves)
         import_s = time.perf_counter() - started
         async with rt.db.transaction() as session:
             account = await auth_service.create_account(rt, session, f"bench-{uuid.uuid4().hex[:8]}")
@@ -144,8 +202,9 @@ async def prepare(backend: str, url: str, categories: int, directory: Path) -> d
                     text("VACUUM ANALYZE taxonomy_categories")
                 )
         return {
-            "categories": len(generated.categories),
-            "leaves": len(generated.leaves),
+            "size": categories,
+            "categories": loaded[0],
+            "leaves": loaded[1],
             "import_s": import_s,
             "client_id": credential.client_id,
             "client_secret": credential.client_secret,
@@ -155,123 +214,146 @@ async def prepare(backend: str, url: str, categories: int, directory: Path) -> d
         await rt.close()
 
 
+@contextlib.asynccontextmanager
+async def serving(
+    url: str,
+    floor_url: str,
+    setup: dict[str, Any],
+    directory: Path,
+    *,
+    workers: bool,
+    sandbox_url: str | None = None,
+    synthetic: bool = False,
+) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient, dict[str, str]]]:
+    """`marketsync serve` on `url` (its workers in the process unless not `workers`; publishing to the sandbox
+    marketplace served from `sandbox_url`'s database as its own process when given) and the floor on `floor_url`
+    with the same taxonomy: (our client, the floor's client, our bearer headers)."""
+    env = service_env(url, str(directory / "var"))
+    env["MARKETSYNC_LOG_LEVEL"] = "WARNING"
+    port, floor_port, sandbox_port = free_port(), free_port(), free_port()
+    base, floor_base = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{floor_port}"
+    floor_env = {**env, "CATALOG_FLOOR_DB": floor_url, "CATALOG_FLOOR_CATEGORIES": str(setup["size"])}
+    if synthetic:
+        floor_env["CATALOG_FLOOR_SYNTHETIC"] = "1"
+    serve = [sys.executable, "-m", "marketsync", "serve", *([] if workers else ["--no-workers"]), "--port", str(port)]
+    floor_app = [sys.executable, "-m", "bench.catalog_floor", str(floor_port)]
+    with contextlib.ExitStack() as processes:
+        if sandbox_url is not None:  # before serve: the worker's first publish finds it listening
+            # The remote marketplace: its own process and its own database (migrated as it starts).
+            sandbox_env = {
+                **service_env(sandbox_url, str(directory / "sandbox-var")),
+                "MARKETSYNC_LOG_LEVEL": "WARNING",
+            }
+            sandbox_app = [sys.executable, "-m", "marketsync", "sandbox", "serve", "--port", str(sandbox_port)]
+            processes.enter_context(process(sandbox_app, sandbox_env, f"http://127.0.0.1:{sandbox_port}/v1/feeds"))
+            env["MARKETSYNC_SANDBOX_URL"] = f"http://127.0.0.1:{sandbox_port}"
+        processes.enter_context(process(serve, env, f"{base}/readyz"))
+        processes.enter_context(process(floor_app, floor_env, f"{floor_base}/readyz"))
+        async with (
+            httpx.AsyncClient(base_url=base, timeout=60) as client,
+            httpx.AsyncClient(base_url=floor_base, timeout=60) as floor,
+        ):
+            form = {"grant_type": "client_credentials", "client_id": setup["client_id"]}
+            form["client_secret"] = setup["client_secret"]
+            token = (await client.post("/connect/token", data=form)).json()["access_token"]
+            yield client, floor, {"Authorization": f"Bearer {token}"}
+
+
+async def searched(
+    client: httpx.AsyncClient, floor: httpx.AsyncClient, headers: dict[str, str], marketplace_id: str, count: int
+) -> tuple[list[float], list[float], dict[str, int]]:
+    """`count` searches of the mix, each alternating with the floor's; then each search once more on both, checked
+    to answer the same body: (ours ms, floor ms, TotalCount per search)."""
+
+    async def search(index: int) -> None:
+        body = search_body(marketplace_id, index)
+        response = await client.post("/api/product-types/Search", json=body, headers=headers)
+        assert response.status_code == 200, response.text
+
+    async def search_floor(index: int) -> None:
+        response = await floor.post("/search", json=search_body(marketplace_id, index))
+        assert response.status_code == 200, response.text
+
+    ours_ms, floor_ms = await alternating(count, search, search_floor)
+    counts = {}
+    for searched_text in SEARCHES:
+        body = {"MarketplaceId": marketplace_id, **({"SearchText": searched_text} if searched_text else {})}
+        ours_page = (await client.post("/api/product-types/Search", json=body, headers=headers)).json()
+        floor_page = (await floor.post("/search", json=body)).json()
+        assert ours_page == floor_page, searched_text  # the floor answers the same body
+        counts[searched_text or "(walk)"] = ours_page["TotalCount"]
+    return ours_ms, floor_ms, counts
+
+
+async def scratch_urls(backend: str, directory: Path, names: list[str], scratch: list[str]) -> list[str]:
+    """A database URL per name: SQLite files in `directory`, or scratch PostgreSQL databases (their names appended
+    to `scratch`, for drop_scratch_pg)."""
+    if backend == "sqlite":
+        return [f"sqlite:///{directory / f'{name}.db'}" for name in names]
+    urls = []
+    for name in names:
+        database, url = await create_scratch_pg(f"ms_bench_{name}")
+        scratch.append(database)
+        urls.append(url)
+    return urls
+
+
 async def run_backend(
     backend: str, categories: int, searches: int, creates: int, directory: Path, *, workers: bool, sandbox: str
 ) -> dict[str, Any]:
-    scratch = []
-    if backend == "sqlite":
-        url, floor_url = f"sqlite:///{directory / 'bench.db'}", f"sqlite:///{directory / 'floor.db'}"
-        sandbox_url = f"sqlite:///{directory / 'sandbox.db'}"
-    else:
-        name, url = await create_scratch_pg("ms_bench_cat")
-        scratch.append(name)
-        name, floor_url = await create_scratch_pg("ms_bench_catfloor")
-        scratch.append(name)
-        name, sandbox_url = await create_scratch_pg("ms_bench_catsbx")
-        scratch.append(name)
+    scratch: list[str] = []
     try:
+        url, floor_url, sandbox_url = await scratch_urls(backend, directory, ["cat", "catfloor", "catsbx"], scratch)
         setup = await prepare(backend, url, categories, directory)
-        env = service_env(url, str(directory / "var"))
-        env["MARKETSYNC_LOG_LEVEL"] = "WARNING"
-        port, floor_port, sandbox_port = free_port(), free_port(), free_port()
-        base, floor_base = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{floor_port}"
-        floor_env = {**env, "CATALOG_FLOOR_DB": floor_url, "CATALOG_FLOOR_CATEGORIES": str(categories)}
-        # The remote marketplace: its own process and its own database (migrated as it starts).
-        sandbox_env = {**service_env(sandbox_url, str(directory / "sandbox-var")), "MARKETSYNC_LOG_LEVEL": "WARNING"}
-        sandbox_app = [sys.executable, "-m", "marketsync", "sandbox", "serve", "--port", str(sandbox_port)]
         remote = sandbox == "remote" and workers
-        if remote:
-            env["MARKETSYNC_SANDBOX_URL"] = f"http://127.0.0.1:{sandbox_port}"
-        serve = [
-            sys.executable,
-            "-m",
-            "marketsync",
-            "serve",
-            *([] if workers else ["--no-workers"]),
-            "--port",
-            str(port),
-        ]
-        floor_app = [sys.executable, "-m", "bench.catalog_floor", str(floor_port)]
-        with contextlib.ExitStack() as processes:
-            if remote:  # before serve: the worker's first publish finds it listening
-                processes.enter_context(process(sandbox_app, sandbox_env, f"http://127.0.0.1:{sandbox_port}/v1/feeds"))
-            processes.enter_context(process(serve, env, f"{base}/readyz"))
-            processes.enter_context(process(floor_app, floor_env, f"{floor_base}/readyz"))
-            async with (
-                httpx.AsyncClient(base_url=base, timeout=60) as client,
-                httpx.AsyncClient(base_url=floor_base, timeout=60) as floor,
-            ):
-                form = {
-                    "grant_type": "client_credentials",
-                    "client_id": setup["client_id"],
-                    "client_secret": setup["client_secret"],
+        async with serving(
+            url, floor_url, setup, directory, workers=workers, sandbox_url=sandbox_url if remote else None
+        ) as (client, floor, headers):
+            marketplace_id = setup["marketplace_id"]
+            load_before = Path("/proc/loadavg").read_text().split()[0]
+            search_ms, search_floor_ms, counts = await searched(client, floor, headers, marketplace_id, searches)
+
+            laptop = shipped.ANCHOR_IDS["P1"]["Laptops"]
+            schema = (
+                await client.get(
+                    "/api/product-types/Schema",
+                    params={"marketplaceId": marketplace_id, "categoryId": laptop},
+                    headers=headers,
+                )
+            ).json()
+            assert {a["Code"] for a in schema["Attributes"]} == set(LAPTOP_ATTRIBUTES)
+
+            def payload(sku: str) -> dict[str, Any]:
+                return {
+                    "Sku": sku,
+                    "MarketplaceId": marketplace_id,
+                    "CategoryId": laptop,
+                    "Quantity": 5,
+                    "ProductTypeViewId": schema["ProductTypeViewId"],
+                    "Attributes": LAPTOP_ATTRIBUTES,
                 }
-                token = (await client.post("/connect/token", data=form)).json()["access_token"]
-                headers = {"Authorization": f"Bearer {token}"}
-                marketplace_id = setup["marketplace_id"]
 
-                async def search(index: int) -> None:
-                    body = search_body(marketplace_id, index)
-                    response = await client.post("/api/product-types/Search", json=body, headers=headers)
-                    assert response.status_code == 200, response.text
+            async def create(index: int) -> None:
+                response = await client.post("/api/products/Create", json=payload(f"LAP-{index:06d}"), headers=headers)
+                assert response.status_code == 200, response.text
 
-                async def search_floor(index: int) -> None:
-                    response = await floor.post("/search", json=search_body(marketplace_id, index))
-                    assert response.status_code == 200, response.text
+            async def create_floor(index: int) -> None:
+                response = await floor.post("/create", json=payload(f"LAP-{index:06d}"))
+                assert response.status_code == 200, response.text
 
-                load_before = Path("/proc/loadavg").read_text().split()[0]
-                search_ms, search_floor_ms = await alternating(searches, search, search_floor)
-                counts = {}
-                for text in SEARCHES:
-                    body = {"MarketplaceId": marketplace_id, **({"SearchText": text} if text else {})}
-                    ours_page = (await client.post("/api/product-types/Search", json=body, headers=headers)).json()
-                    floor_page = (await floor.post("/search", json=body)).json()
-                    assert ours_page == floor_page, text  # the floor answers the same body
-                    counts[text or "(walk)"] = ours_page["TotalCount"]
+            create_ms, create_floor_ms = await alternating(creates, create, create_floor)
 
-                laptop = shipped.ANCHOR_IDS["P1"]["Laptops"]
-                schema = (
-                    await client.get(
-                        "/api/product-types/Schema",
-                        params={"marketplaceId": marketplace_id, "categoryId": laptop},
-                        headers=headers,
-                    )
-                ).json()
-                assert {a["Code"] for a in schema["Attributes"]} == set(LAPTOP_ATTRIBUTES)
-
-                def payload(sku: str) -> dict[str, Any]:
-                    return {
-                        "Sku": sku,
-                        "MarketplaceId": marketplace_id,
-                        "CategoryId": laptop,
-                        "Quantity": 5,
-                        "ProductTypeViewId": schema["ProductTypeViewId"],
-                        "Attributes": LAPTOP_ATTRIBUTES,
-                    }
-
-                async def create(index: int) -> None:
+            async def worker(offset: int) -> None:
+                for index in range(creates // 4):
                     response = await client.post(
-                        "/api/products/Create", json=payload(f"LAP-{index:06d}"), headers=headers
+                        "/api/products/Create", json=payload(f"PAR-{offset}-{index:06d}"), headers=headers
                     )
                     assert response.status_code == 200, response.text
 
-                async def create_floor(index: int) -> None:
-                    response = await floor.post("/create", json=payload(f"LAP-{index:06d}"))
-                    assert response.status_code == 200, response.text
-
-                create_ms, create_floor_ms = await alternating(creates, create, create_floor)
-
-                async def worker(offset: int) -> None:
-                    for index in range(creates // 4):
-                        response = await client.post(
-                            "/api/products/Create", json=payload(f"PAR-{offset}-{index:06d}"), headers=headers
-                        )
-                        assert response.status_code == 200, response.text
-
-                started = time.perf_counter()
-                await asyncio.gather(*(worker(n) for n in range(4)))
-                concurrent_per_s = (creates // 4) * 4 / (time.perf_counter() - started)
-                load_after = Path("/proc/loadavg").read_text().split()[0]
+            started = time.perf_counter()
+            await asyncio.gather(*(worker(n) for n in range(4)))
+            concurrent_per_s = (creates // 4) * 4 / (time.perf_counter() - started)
+            load_after = Path("/proc/loadavg").read_text().split()[0]
         return {
             **setup,
             "backend": backend,
@@ -293,7 +375,60 @@ async def run_backend(
             await drop_scratch_pg(name)
 
 
+async def run_search_growth(backend: str, sizes: list[int], searches: int, directory: Path) -> list[dict[str, Any]]:
+    """Search at each size of the synthetic taxonomy (bench/synthetic_taxonomy.py), each alternating with its floor
+    over the same taxonomy; serve with its workers (idle: nothing is created)."""
+    results = []
+    for size in sizes:
+        scratch: list[str] = []
+        here = directory / f"{backend}-{size}"
+        here.mkdir()
+        try:
+            url, floor_url = await scratch_urls(backend, here, ["catg", "catgfloor"], scratch)
+            setup = await prepare(backend, url, size, here, synthetic=True)
+            async with serving(url, floor_url, setup, here, workers=True, synthetic=True) as (client, floor, headers):
+                load_before = Path("/proc/loadavg").read_text().split()[0]
+                ours_ms, floor_ms, counts = await searched(client, floor, headers, setup["marketplace_id"], searches)
+                load_after = Path("/proc/loadavg").read_text().split()[0]
+        finally:
+            for name in scratch:
+                await drop_scratch_pg(name)
+        results.append(
+            {**setup, "backend": backend, "size": size, "p50": statistics.median(ours_ms),
+             "p99": percentile(ours_ms, 0.99), "floor_p50": statistics.median(floor_ms),
+             "floor_p99": percentile(floor_ms, 0.99), "counts": counts, "load": f"{load_before} → {load_after}"}
+        )  # fmt: skip
+    return results
+
+
+def growth_figures(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Search p50 per backend and size against the floor; then, per backend, the largest size against the smallest
+    (ours with ours: a reference, not a floor)."""
+    out: list[dict[str, Any]] = []
+    for r in results:
+        out.append(
+            {"what": f"POST /api/product-types/Search, synthetic taxonomy of {r['categories']:,} categories "
+                     f"({r['leaves']:,} leaves), p50 ({r['backend']})",
+             "ours": round(r["p50"], 2), "p99_ms": round(r["p99"], 2), "floor": round(r["floor_p50"], 2),
+             "floor_name": FLOOR_NAME, "ratio": round(r["p50"] / r["floor_p50"], 2), "target": SEARCH_TARGET,
+             "unit": "ms"}
+        )  # fmt: skip
+    for backend in dict.fromkeys(r["backend"] for r in results):
+        ordered = sorted((r for r in results if r["backend"] == backend), key=lambda r: r["size"])
+        small, large = ordered[0], ordered[-1]
+        if small is large:
+            continue
+        out.append(
+            {"what": f"category search growth, {large['size']:,} vs {small['size']:,} categories ({backend})",
+             "ours": round(large["p50"], 2), "floor": None, "reference": round(small["p50"], 2),
+             "reference_name": f"ours at {small['size']:,} categories",
+             "ratio": round(large["p50"] / small["p50"], 2), "target": GROWTH_TARGET, "unit": "ms"}
+        )  # fmt: skip
+    return out
+
+
 SEARCH_TARGET = "p50 <= 3 ms (issue 15 item 5)"
+GROWTH_TARGET = "<= 1.3x (issue 15 item 7)"
 CREATE_TARGET = "p50 <= 10 ms (issue 15 item 5)"
 FLOOR_NAME = "bench/catalog_floor.py"
 
@@ -342,8 +477,17 @@ async def main() -> None:
         choices=["both", "in-process", "remote"],
         help="where the sandbox marketplace the publishes go to runs (with workers): see above",
     )
+    parser.add_argument(
+        "--search-growth",
+        metavar="SIZES",
+        help="only category search, on synthetic taxonomies of these sizes (e.g. 10000,1000000): p50 at each size "
+        "against its floor, and the largest against the smallest (issue 15 item 7)",
+    )
     args = parser.parse_args()
     configure_logging("WARNING")
+    if args.search_growth:
+        await search_growth(args.backends.split(","), [int(n) for n in args.search_growth.split(",")], args.searches)
+        return
     sandboxes = ["none"] if args.no_workers else ["in-process", "remote"] if args.sandbox == "both" else [args.sandbox]
     probe_before = cpu_probe_ms()
     results = []
@@ -385,6 +529,28 @@ async def main() -> None:
         )
     print("\nTotalCount per search:", results[0]["counts"])
     print_figures(figures(results))
+
+
+async def search_growth(backends: list[str], sizes: list[int], searches: int) -> None:
+    probe_before = cpu_probe_ms()
+    with tempfile.TemporaryDirectory(prefix="ms-bench-catg-") as raw:
+        results = [r for backend in backends for r in await run_search_growth(backend, sizes, searches, Path(raw))]
+    probe_after = cpu_probe_ms()
+    print(
+        f"Category search on synthetic P1 taxonomies: {searches} searches per size, each alternating with its floor; "
+        f"CPU probe {probe_before} ms before, {probe_after} ms after\n"
+    )
+    print("| backend | categories | leaves | load s | search p50 ms | p99 | floor p50 | floor p99 | ratio | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(
+            f"| {r['backend']} | {r['categories']:,} | {r['leaves']:,} | {r['import_s']:.1f} | {r['p50']:.2f} "
+            f"| {r['p99']:.2f} | {r['floor_p50']:.2f} | {r['floor_p99']:.2f} | {r['p50'] / r['floor_p50']:.1f}x "
+            f"| {r['load']}"
+        )
+    for r in results:
+        print(f"TotalCount per search ({r['backend']}, {r['categories']:,}):", r["counts"])
+    print_figures(growth_figures(results))
 
 
 if __name__ == "__main__":
