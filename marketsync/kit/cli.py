@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal, NoReturn, TypeVar
@@ -83,6 +84,9 @@ def serve_http(
                 build_app(rt), host=host, port=port, log_config=None, access_log=False, lifespan=lifespan,
                 proxy_headers=bool(trusted), forwarded_allow_ips=trusted or None,
             )  # fmt: skip
+            # What startup built (the app, its routes and models, the runtime: ~165,000 objects) lives as long as the
+            # process: kept out of the collector, a full collection no longer walks it (~10% of a request's CPU).
+            gc.freeze()
             log.info("serving", url=f"http://{host}:{port}", **announce)
             await uvicorn.Server(config).serve()
         finally:

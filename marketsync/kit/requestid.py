@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import base64
 import random
 import re
 import time
 from contextvars import ContextVar
 
-from marketsync.kit.ids import new_id
+from marketsync.kit.ids import ALPHABET, new_id
 
 _request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
 _ACCEPTABLE = re.compile(r"^[A-Za-z0-9._\-]{8,64}$")
-# base32's alphabet to Crockford's (kit.ids): 20 bytes encode to 32 characters, the last 26 hold the low 130 bits.
-_CROCKFORD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", b"0123456789ABCDEFGHJKMNPQRSTVWXYZ")
+# Every 10-bit value as its two Crockford characters (kit.ids), most significant first.
+_PAIRS = tuple(high + low for high in ALPHABET for low in ALPHABET)
 _random_bits = random.getrandbits
 
 
@@ -26,10 +25,20 @@ def current_request_id() -> str:
 
 
 def new_request_id() -> str:
-    """An id in the layout of kit.ids (time-ordered, 26 characters), its random part from the `random` module: a
-    request id correlates, it guards nothing, so it needs no system entropy (~0.8 µs against ~2.5 µs)."""
-    value = (int(time.time() * 1000) << 80 | _random_bits(80)).to_bytes(20, "big")
-    return base64.b32encode(value)[6:].translate(_CROCKFORD).decode()
+    """An id in the layout of kit.ids (26 characters: 50 bits of milliseconds, 80 random bits), its random part from
+    the `random` module: a request id correlates, it guards nothing, so it needs no system entropy. Encoded ten bits
+    at a time from a table (~1 µs; base64's base32 is a Python loop on 3.11, ~3 µs)."""
+    pairs = _PAIRS
+    ms = int(time.time() * 1000)
+    bits = _random_bits(80)
+    return "".join(
+        (
+            pairs[ms >> 40 & 1023], pairs[ms >> 30 & 1023], pairs[ms >> 20 & 1023], pairs[ms >> 10 & 1023],
+            pairs[ms & 1023], pairs[bits >> 70], pairs[bits >> 60 & 1023], pairs[bits >> 50 & 1023],
+            pairs[bits >> 40 & 1023], pairs[bits >> 30 & 1023], pairs[bits >> 20 & 1023], pairs[bits >> 10 & 1023],
+            pairs[bits & 1023],
+        )
+    )  # fmt: skip
 
 
 def begin_request(incoming: str | None) -> str:

@@ -4,6 +4,9 @@ answers as through SQLAlchemy, datetimes compared exactly, failures falling back
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import hmac
 import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -214,3 +217,14 @@ async def test_concurrent_credential_reads_share_round_trips(rt: Runtime, monkey
         await session.execute(delete(Credential).where(Credential.id == credential_ids[0]))
     again = await asyncio.gather(*(repository.find_credential(rt.db, key) for key in credential_ids))
     assert again == [None, *expected[1:]]
+
+
+def test_a_token_is_signed_with_hmac_sha256() -> None:
+    """The MAC is HMAC-SHA256 truncated to 128 bits, as when tokens were signed through `hmac.new`: tokens issued
+    before the precomputed pads still verify, whatever the key's length."""
+    for key in (tokens.signing_key(b"k" * 32), b"short", b"x" * 64, b"longer than a block" * 5):
+        token = tokens.issue(key, "0" * 26, ["OrdersRead"], 2_000_000_000)
+        raw = base64.urlsafe_b64decode(token[len(tokens.PREFIX) :])
+        body, mac = raw[:-16], raw[-16:]
+        assert mac == hmac.new(key, body, hashlib.sha256).digest()[:16]
+        assert tokens.verify(key, token, 0) == tokens.TokenClaims("0" * 26, frozenset({"OrdersRead"}), 2_000_000_000)
