@@ -68,9 +68,11 @@ from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import repository as catalog_repository
 from marketsync.catalog import service
 from marketsync.config import Settings
+from marketsync.kit.ids import new_id
 from marketsync.logging import configure_logging
 from marketsync.marketplaces import service as marketplaces
 from marketsync.marketplaces.sandbox import taxonomies as shipped
+from marketsync.models.catalog import TaxonomyImport
 from marketsync.runtime import Runtime
 
 WARMUP = 10
@@ -134,7 +136,8 @@ def search_body(marketplace_id: str, index: int) -> dict[str, Any]:
 
 async def load_synthetic(rt: Runtime, size: int) -> tuple[int, int]:
     """bench/synthetic_taxonomy.py's taxonomy of `size` categories as the P1 UK site's, bulk-loaded through the raw
-    driver (no schemas: search reads only the tree), its text index refreshed as an import does. (categories, leaves)"""
+    driver (no schemas: search reads only the tree), its text index refreshed and its import recorded as an import
+    does. (categories, leaves)"""
     rows = [
         ("P1", "UK", category_id, parent_id, name, name.lower(), path, depth, leaf, position, None)
         for position, (category_id, parent_id, name, path, depth, leaf) in enumerate(
@@ -169,9 +172,18 @@ async def load_synthetic(rt: Runtime, size: int) -> tuple[int, int]:
                     await conn.execute(index["indexdef"])
         finally:
             await conn.close()
+    leaves = sum(1 for row in rows if row[8])
     async with rt.db.transaction() as session:
         await catalog_repository.refresh_search_index(session, "P1", "UK")
-    return len(rows), sum(1 for row in rows if row[8])
+        catalog_repository.add_import(
+            session,
+            TaxonomyImport(
+                id=new_id(), platform="P1", country="UK", sequence=1, revision=1, source="synthetic",
+                content_hash="", category_count=len(rows), leaf_count=leaves, added_count=leaves, changed_count=0,
+                removed_count=0, imported_at=rt.clock.now(),
+            ),
+        )  # fmt: skip
+    return len(rows), leaves
 
 
 async def prepare(

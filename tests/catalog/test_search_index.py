@@ -218,3 +218,21 @@ async def test_a_reimport_replaces_the_indexed_names(rt: Runtime, api: httpx.Asy
     ]
     assert (await search(api, tenant, "guitars"))["ProductTypes"] == expected(revised.leaves, "guitars")
     assert removed.category_id not in {p["CategoryId"] for p in (await search(api, tenant, "🎸"))["ProductTypes"]}
+
+
+async def test_the_walk_counts_the_leaves_of_the_latest_import(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """The walk's TotalCount is the leaf count the site's latest import recorded: it follows a re-import that
+    removes leaves, and a page past the end is empty."""
+    taxonomy = tricky_taxonomy()
+    tenant = await loaded(rt, api, taxonomy)
+    walk = await search(api, tenant, None, Limit=200)
+    assert (walk["TotalCount"], walk["ProductTypes"]) == (len(taxonomy.leaves), expected(taxonomy.leaves, None)[:200])
+
+    kept = {c.category_id for c in taxonomy.leaves[: len(taxonomy.leaves) // 2]}
+    revised = Taxonomy("P1", 2, tuple(c for c in taxonomy.categories if not c.is_leaf or c.category_id in kept))
+    async with rt.db.transaction() as session:
+        await service.import_taxonomy(rt, session, revised, "UK")
+    walk = await search(api, tenant, None, Limit=200)
+    assert (walk["TotalCount"], walk["ProductTypes"]) == (len(revised.leaves), expected(revised.leaves, None)[:200])
+    past = await search(api, tenant, None, Offset=len(revised.leaves))
+    assert (past["TotalCount"], past["ProductTypes"]) == (len(revised.leaves), [])
