@@ -470,9 +470,12 @@ class DriverSql:
         return f"${len(self.params)}" if self.postgres else "?"
 
     def bind_time(self, value: datetime) -> str:
+        return self.bind(self.time_value(value))
+
+    def time_value(self, value: datetime) -> datetime | str:
         """A timestamp as UTCDateTime stores it: naive UTC (text with microseconds on SQLite)."""
         naive = value.replace(tzinfo=None) if value.tzinfo is UTC else value.astimezone(UTC).replace(tzinfo=None)
-        return self.bind(naive if self.postgres else naive.isoformat(sep=" ", timespec="microseconds"))
+        return naive if self.postgres else naive.isoformat(sep=" ", timespec="microseconds")
 
     def bind_in(self, column: str, values: Collection[str]) -> str:
         if self.postgres:

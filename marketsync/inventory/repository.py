@@ -261,55 +261,46 @@ def sqlite_time(value: datetime) -> str:
     return write_time(value).isoformat(sep=" ", timespec="microseconds")
 
 
-@dataclass(frozen=True)
-class ActiveConnection:
-    """An active connection of the account, with its state (the push's warnings name it)."""
+class ListedOn(NamedTuple):
+    """An active connection of the account and the products (sorted ids) of a push listed on it."""
 
-    id: str
     platform: str
     country: str
     requires_reauthorization: bool
-
-
-_ACTIVE_CONNECTIONS = (
-    "SELECT id, platform, country, requires_reauthorization FROM marketplace_connections "
-    "WHERE account_id = {} AND state = {}"
-)
-
-
-async def active_connections(session: AsyncSession, account_id: str) -> dict[str, ActiveConnection]:
-    driver = await session_driver(session)
-    sql = _ACTIVE_CONNECTIONS.format(*(("$1", "$2") if driver.postgres else ("?", "?")))
-    rows = await driver.fetch(sql, (account_id, ConnectionState.ACTIVE.value))
-    return {row[0]: ActiveConnection(row[0], row[1], row[2], bool(row[3])) for row in rows}
+    product_ids: list[str]
 
 
 _LISTED_SQLITE = (
-    "SELECT marketplace_id, group_concat(product_id) FROM listings WHERE account_id = ? AND product_id IN ({marks}) "
-    "AND listing_id IS NOT NULL GROUP BY marketplace_id"
+    "SELECT c.id, c.platform, c.country, c.requires_reauthorization, group_concat(l.product_id) "
+    "FROM listings l JOIN marketplace_connections c ON c.id = l.marketplace_id "
+    "WHERE l.account_id = ? AND l.product_id IN ({marks}) AND l.listing_id IS NOT NULL "
+    "AND c.account_id = ? AND c.state = ? GROUP BY c.id"
 )
 _LISTED_POSTGRES = (
-    "SELECT marketplace_id, array_agg(product_id) FROM listings WHERE account_id = $1 "
-    "AND product_id = ANY($2::varchar[]) AND listing_id IS NOT NULL GROUP BY marketplace_id"
+    "SELECT c.id, c.platform, c.country, c.requires_reauthorization, array_agg(l.product_id ORDER BY l.product_id) "
+    "FROM listings l JOIN marketplace_connections c ON c.id = l.marketplace_id "
+    "WHERE l.account_id = $1 AND l.product_id = ANY($2::varchar[]) AND l.listing_id IS NOT NULL "
+    "AND c.account_id = $1 AND c.state = $3 GROUP BY c.id"
 )
 
 
-async def listed_products(
-    session: AsyncSession, account_id: str, product_ids: Collection[str], connections: Collection[str]
-) -> dict[str, list[str]]:
-    """The products (sorted ids) listed on each of these connections (their listing id known: they exist at the
-    marketplace, and only those receive price/stock pushes); connections listing none are left out."""
-    if not product_ids or not connections:
+async def listed_on_active_connections(
+    session: AsyncSession, account_id: str, product_ids: Collection[str]
+) -> dict[str, ListedOn]:
+    """The account's active connections listing any of these products, by connection id, with those products
+    (their listing id known: they exist at the marketplace, and only those receive price/stock pushes). One
+    statement on the raw driver (the push's hot path)."""
+    if not product_ids:
         return {}
     driver = await session_driver(session)
+    active = ConnectionState.ACTIVE.value
     if driver.postgres:
-        rows = await driver.fetch(_LISTED_POSTGRES, (account_id, list(product_ids)))
-        listed = {row[0]: sorted(row[1]) for row in rows}
-    else:
-        marks = ",".join("?" * len(product_ids))
-        rows = await driver.fetch(_LISTED_SQLITE.format(marks=marks), (account_id, *product_ids))
-        listed = {row[0]: sorted(row[1].split(",")) for row in rows}  # ids are ULIDs: no commas
-    return {connection: listed[connection] for connection in sorted(connections) if connection in listed}
+        rows = await driver.fetch(_LISTED_POSTGRES, (account_id, list(product_ids), active))
+        return {row[0]: ListedOn(row[1], row[2], bool(row[3]), list(row[4])) for row in rows}
+    marks = ",".join("?" * len(product_ids))
+    rows = await driver.fetch(_LISTED_SQLITE.format(marks=marks), (account_id, *product_ids, account_id, active))
+    # ids are ULIDs: no commas
+    return {row[0]: ListedOn(row[1], row[2], bool(row[3]), sorted(row[4].split(","))) for row in rows}
 
 
 # --- reads -----------------------------------------------------------------------------------------
@@ -397,9 +388,12 @@ async def listings_of(session: AsyncSession, account_id: str, product_ids: Colle
 
 
 async def data_flows(session: AsyncSession, account_id: str) -> dict[DataKind, DataOwner]:
-    result = await session.execute(select(DataFlow.kind, DataFlow.owner).where(DataFlow.account_id == account_id))
+    """Who owns each kind the merchant set (one small read on the raw driver: every push asks)."""
+    driver = await session_driver(session)
+    placeholder = "$1" if driver.postgres else "?"
+    rows = await driver.fetch(f"SELECT kind, owner FROM data_flows WHERE account_id = {placeholder}", (account_id,))  # noqa: S608
     owners: dict[DataKind, DataOwner] = {}
-    for kind, owner in result.all():
+    for kind, owner in rows:
         if kind in DATA_KINDS and owner in DATA_OWNERS:
             owners[kind] = owner
     return owners

@@ -174,17 +174,6 @@ async def _apply_locked(
     return outcome
 
 
-async def _enqueue_pushes(
-    rt: Runtime, session: AsyncSession, account_id: str, per_connection: dict[str, list[str]]
-) -> list[str]:
-    """One PriceStockPush per connection holding a moved product, coalesced into a queued one if there is one."""
-    now = rt.clock.now()
-    return [
-        await jobs.enqueue_price_stock_push(session, now, account_id, marketplace_id, per_connection[marketplace_id])
-        for marketplace_id in sorted(per_connection)
-    ]
-
-
 # --- POST /api/inventory/price-quantity -----------------------------------------------------------
 
 
@@ -314,14 +303,13 @@ async def push_price_quantity(
     if not (to_push or zero_priced):
         return PushResult(results=results, job_ids=job_ids, warnings=warnings, changed_count=len(outcome.applied))
     # Listings are read only when something is to be sent, or a zero price to be warned about.
-    connections = await repository.active_connections(session, account_id)
-    listed = await repository.listed_products(session, account_id, sorted(to_push | set(zero_priced)), connections)
+    listed = await repository.listed_on_active_connections(session, account_id, sorted(to_push | set(zero_priced)))
     warnings.extend(
         rules.zero_price_warnings(
             [
-                (connections[marketplace_id].platform, connections[marketplace_id].country, product_id)
-                for marketplace_id, product_ids in listed.items()
-                for product_id in product_ids
+                (on.platform, on.country, product_id)
+                for on in listed.values()
+                for product_id in on.product_ids
                 if product_id in zero_priced
             ],
             zero_priced,
@@ -330,18 +318,18 @@ async def push_price_quantity(
     if to_push:
         per_connection = {
             marketplace_id: moved
-            for marketplace_id, product_ids in listed.items()
-            if (moved := [product_id for product_id in product_ids if product_id in to_push])
+            for marketplace_id, on in sorted(listed.items())
+            if (moved := [product_id for product_id in on.product_ids if product_id in to_push])
         }
-        job_ids = await _enqueue_pushes(rt, session, account_id, per_connection)
+        job_ids = await jobs.enqueue_price_stock_pushes(session, rt.clock.now(), account_id, per_connection)
         # A connection only a person can repair (spec: RequiresReauthorization): the job will fail (0027).
         warnings.extend(
             rules.reauthorization_warning(name)
             for name in sorted(
                 {
-                    (connections[marketplace_id].platform, connections[marketplace_id].country)
+                    (listed[marketplace_id].platform, listed[marketplace_id].country)
                     for marketplace_id in per_connection
-                    if connections[marketplace_id].requires_reauthorization
+                    if listed[marketplace_id].requires_reauthorization
                 }
             )
         )

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, and_, case, exists, func, or_, select, type_coerce, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from marketsync.db import dialect_of, insert_for
+from marketsync.db_fast import DriverSql, session_driver
 from marketsync.jobs.types import QUEUED, JobStatus, JobType
+from marketsync.kit import jsonio
 from marketsync.models import Job, Schedule
 from marketsync.models.base import UTCDateTime
 
@@ -55,39 +57,111 @@ async def cancel_queued_for_marketplace(
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-async def queued_for_marketplace(
-    session: AsyncSession, account_id: str, marketplace_id: str, job_type: str
-) -> Job | None:
-    """The oldest job of this type queued (Published) for the connection that never ran: one that ran and went back
-    to the queue (throttled, its feed still processing) has read the catalogue and sent its feed already, so
-    products added to it would never be sent."""
-    query = (
-        select(Job)
-        .where(
-            Job.account_id == account_id,
-            Job.marketplace_id == marketplace_id,
-            Job.type == job_type,
-            Job.status == JobStatus.PUBLISHED,
-            Job.started_at.is_(None),
-        )
-        .order_by(Job.run_after, Job.id)
-        .limit(1)
-        # Locked until the caller commits: two pushes coalescing into this job at once read-modify-write its
-        # payload one after the other, so neither's products are lost (PostgreSQL; SQLite has one writer).
-        .with_for_update()
-    )
-    return (await session.execute(query)).scalar_one_or_none()
+# The price/stock push's enqueue on the raw driver (docs/decisions/0260): a fixed number of statements whatever the
+# number of connections, no ORM unit of work. Payloads are JSON text (SQLite stores it so; on PostgreSQL cast to json).
 
 
-async def extend_queued(session: AsyncSession, job_id: str, payload: dict[str, Any], total: int, now: datetime) -> bool:
-    """Replace a queued job's payload, only if it is still queued and never ran (a worker claims with a status
-    check too)."""
-    result = await session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.status == JobStatus.PUBLISHED, Job.started_at.is_(None))
-        .values(payload=payload, progress_total=total, progress_done=0, updated_at=now)
+class QueuedJob(NamedTuple):
+    id: str
+    marketplace_id: str
+    payload: dict[str, Any]
+
+
+class NewJob(NamedTuple):
+    id: str
+    marketplace_id: str
+    payload: dict[str, Any]
+    progress_total: int
+
+
+async def queued_never_started(
+    session: AsyncSession, account_id: str, marketplace_ids: Collection[str], job_type: str
+) -> dict[str, QueuedJob]:
+    """Each connection's oldest job of this type queued (Published) that never ran, in one statement. One that ran and
+    went back to the queue (throttled, its feed still processing) has read the catalogue and sent its feed already, so
+    products added to it would never be sent. Locked until the caller commits: two pushes coalescing into one job at
+    once read-modify-write its payload one after the other, so neither's products are lost (PostgreSQL; SQLite's
+    writer transaction excludes other writers already)."""
+    driver = await session_driver(session)
+    sql = DriverSql(driver.postgres)
+    text_ = (
+        "SELECT id, marketplace_id, payload FROM jobs "  # noqa: S608
+        f"WHERE account_id = {sql.bind(account_id)} AND {sql.bind_in('marketplace_id', marketplace_ids)} "
+        f"AND type = {sql.bind(job_type)} AND status = {sql.bind(JobStatus.PUBLISHED.value)} "
+        "AND started_at IS NULL ORDER BY run_after, id"
     )
-    return bool(getattr(result, "rowcount", 0))
+    rows = await driver.fetch(text_ + (" FOR UPDATE" if driver.postgres else ""), sql.params)
+    oldest: dict[str, QueuedJob] = {}
+    for job_id, marketplace_id, payload in rows:
+        if marketplace_id not in oldest:
+            stored = payload if isinstance(payload, dict) else jsonio.loads(payload)
+            oldest[marketplace_id] = QueuedJob(job_id, marketplace_id, stored)
+    return oldest
+
+
+_EXTEND_SQLITE = (
+    "UPDATE jobs SET payload = ?, progress_total = ?, progress_done = 0, updated_at = ? "
+    "WHERE id = ? AND status = 'Published' AND started_at IS NULL RETURNING id"
+)
+_EXTEND_POSTGRES = (
+    "UPDATE jobs AS j SET payload = v.payload::json, progress_total = v.total, progress_done = 0, updated_at = $4 "
+    "FROM unnest($1::varchar[], $2::text[], $3::integer[]) AS v(id, payload, total) "
+    "WHERE j.id = v.id AND j.status = 'Published' AND j.started_at IS NULL RETURNING j.id"
+)
+
+
+async def extend_queued_jobs(session: AsyncSession, extended: Sequence[QueuedJob], now: datetime) -> set[str]:
+    """Replace queued jobs' payloads (progress_total: their ProductIds), each only if still queued and never run (a
+    worker claims with a status check too); the ids of those extended."""
+    if not extended:
+        return set()
+    driver = await session_driver(session)
+    stamp = DriverSql(driver.postgres).time_value(now)
+    payloads = [jsonio.dumps(job.payload).decode() for job in extended]
+    totals = [len(job.payload["ProductIds"]) for job in extended]
+    if driver.postgres:
+        rows = await driver.fetch(_EXTEND_POSTGRES, ([job.id for job in extended], payloads, totals, stamp))
+        return {row[0] for row in rows}
+    done: set[str] = set()
+    for job, payload, total in zip(extended, payloads, totals, strict=True):
+        done.update(row[0] for row in await driver.fetch(_EXTEND_SQLITE, (payload, total, stamp, job.id)))
+    return done
+
+
+_INSERT_COLUMNS = (
+    "id, account_id, type, marketplace_id, status, payload, progress_done, progress_total, recovery_count, "
+    "run_after, created_at, updated_at"
+)
+_INSERT_SQLITE = f"INSERT INTO jobs ({_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 0, ?, 0, ?, ?, ?)"  # noqa: S608
+_INSERT_POSTGRES = (
+    f"INSERT INTO jobs ({_INSERT_COLUMNS}) "  # noqa: S608
+    "SELECT v.id, $4, $5, v.marketplace_id, $6, v.payload::json, 0, v.total, 0, $7, $7, $7 "
+    "FROM unnest($1::varchar[], $2::varchar[], $3::text[], $8::integer[]) AS v(id, marketplace_id, payload, total)"
+)
+
+
+async def insert_queued(
+    session: AsyncSession, account_id: str, job_type: str, jobs: Sequence[NewJob], now: datetime
+) -> None:
+    """Queue these jobs (Published, runnable now) in one statement, in the caller's transaction."""
+    if not jobs:
+        return
+    driver = await session_driver(session)
+    stamp = DriverSql(driver.postgres).time_value(now)
+    status = JobStatus.PUBLISHED.value
+    payloads = [jsonio.dumps(job.payload).decode() for job in jobs]
+    if driver.postgres:
+        columns = ([j.id for j in jobs], [j.marketplace_id for j in jobs], payloads)
+        totals = [j.progress_total for j in jobs]
+        await driver.execute(_INSERT_POSTGRES, (*columns, account_id, job_type, status, stamp, totals))
+        return
+    await driver.executemany(
+        _INSERT_SQLITE,
+        [
+            (job.id, account_id, job_type, job.marketplace_id, status, payload, job.progress_total, stamp, stamp, stamp)
+            for job, payload in zip(jobs, payloads, strict=True)
+        ],
+    )
 
 
 async def claim_by_id(session: AsyncSession, job_id: str, worker_id: str, now: datetime, lease_s: float) -> Job | None:

@@ -6,7 +6,7 @@ Only `marketsync/jobs/` touches the jobs table (tests/unit/test_boundaries.py ho
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -26,6 +26,7 @@ __all__ = [
     "cancel_queued_for",
     "enqueue",
     "enqueue_price_stock_push",
+    "enqueue_price_stock_pushes",
     "get_job",
     "has_open_job",
     "job_info",
@@ -74,23 +75,47 @@ def enqueue(
 async def enqueue_price_stock_push(
     session: AsyncSession, now: datetime, account_id: str, marketplace_id: str, product_ids: Sequence[str]
 ) -> str:
-    """A PriceStockPush for these products, coalesced: when one for the connection is still queued (no worker has
-    it yet), its products are added to it instead of a new job being queued (a loop of pushes makes one job per
-    connection, not one per push). The job reads the catalogue when it runs, so it sends the latest values.
-    Returns the job's id."""
-    for _ in range(3):  # a worker may claim the queued job between the read and the update: look again
-        queued = await repository.queued_for_marketplace(session, account_id, marketplace_id, JobType.PRICE_STOCK_PUSH)
-        if queued is None:
-            break
-        current = PriceStockPushPayload.of(queued.payload)
-        if current.AllListings:
-            return queued.id  # a full resync is queued: it carries these products too
-        merged = sorted(set(current.ProductIds) | set(product_ids))
-        payload = PriceStockPushPayload(MarketplaceId=marketplace_id, ProductIds=merged)
-        if await repository.extend_queued(session, queued.id, {**queued.payload, **payload.stored()}, len(merged), now):
-            return queued.id
-    payload = PriceStockPushPayload(MarketplaceId=marketplace_id, ProductIds=sorted(set(product_ids)))
-    return enqueue(session, now, account_id, payload, progress_total=len(payload.ProductIds)).id
+    """`enqueue_price_stock_pushes` for one connection."""
+    return (await enqueue_price_stock_pushes(session, now, account_id, {marketplace_id: product_ids}))[0]
+
+
+async def enqueue_price_stock_pushes(
+    session: AsyncSession, now: datetime, account_id: str, per_connection: Mapping[str, Sequence[str]]
+) -> list[str]:
+    """A PriceStockPush per connection for its products, coalesced: when one for the connection is still queued (no
+    worker has it yet), its products are added to it instead of a new job being queued (a loop of pushes makes one
+    job per connection, not one per push). The job reads the catalogue when it runs, so it sends the latest values.
+    Returns the jobs' ids in connection id order.
+
+    A fixed number of statements on the raw driver whatever the number of connections (docs/decisions/0260)."""
+    chosen: dict[str, str] = {}
+    waiting = sorted(per_connection)
+    for _ in range(3):  # a worker may claim a queued job between the read and the update: look again
+        queued = await repository.queued_never_started(session, account_id, waiting, JobType.PRICE_STOCK_PUSH)
+        extended = []
+        for marketplace_id, job in queued.items():
+            current = PriceStockPushPayload.of(job.payload)
+            if current.AllListings:
+                chosen[marketplace_id] = job.id  # a full resync is queued: it carries these products too
+                continue
+            merged = sorted(set(current.ProductIds).union(per_connection[marketplace_id]))
+            payload = PriceStockPushPayload(MarketplaceId=marketplace_id, ProductIds=merged)
+            extended.append(repository.QueuedJob(job.id, marketplace_id, {**job.payload, **payload.stored()}))
+        done = await repository.extend_queued_jobs(session, extended, now)
+        chosen.update((job.marketplace_id, job.id) for job in extended if job.id in done)
+        waiting = [marketplace_id for marketplace_id in waiting if marketplace_id not in chosen]
+        if len(done) == len(extended):
+            break  # every queued job found took the products: the others have none queued
+    fresh = []
+    for marketplace_id in waiting:
+        products = sorted(set(per_connection[marketplace_id]))
+        payload = PriceStockPushPayload(MarketplaceId=marketplace_id, ProductIds=products)
+        fresh.append(repository.NewJob(new_id(), marketplace_id, payload.stored(), len(payload.ProductIds)))
+        chosen[marketplace_id] = fresh[-1].id
+    if fresh:
+        await repository.insert_queued(session, account_id, JobType.PRICE_STOCK_PUSH, fresh, now)
+        wake_workers_on_commit(session)
+    return [chosen[marketplace_id] for marketplace_id in sorted(per_connection)]
 
 
 async def has_open_job(session: AsyncSession, account_id: str, marketplace_id: str, job_type: JobType) -> bool:

@@ -11,6 +11,7 @@ from marketsync.jobs import repository
 from marketsync.jobs import service as job_service
 from marketsync.jobs.types import JobStatus, JobType, PriceStockPushPayload
 from marketsync.runtime import Runtime
+from marketsync.wakeups import wants_wake_up
 from tests.support.factories import make_account, make_connection
 
 
@@ -112,3 +113,48 @@ async def test_a_push_that_started_and_went_back_to_the_queue_stays_ahead_of_new
         later = rt.clock.now() + timedelta(seconds=61)
         taken = await repository.claim_next(session, "w2", later, 30, [JobType.PRICE_STOCK_PUSH])
         assert taken is not None and taken[0].id == first
+
+
+async def test_one_push_to_several_connections_coalesces_each_as_its_queue_allows(rt: Runtime) -> None:
+    """The push's enqueue handles every connection in a fixed number of statements (docs/decisions/0260): per
+    connection a queued job is extended, a queued full resync takes the products as it is, a job that ran gets a
+    new one behind it, and a connection with none queued gets a new one."""
+    account_id = await make_account(rt)
+    queued, resync, ran, idle = [
+        await make_connection(rt, account_id, platform, country)
+        for platform, country in (("P1", "UK"), ("P2", "DE"), ("P3", "US"), ("P4", "FR"))
+    ]
+    async with rt.db.transaction() as session:
+        ran_id = await job_service.enqueue_price_stock_push(session, rt.clock.now(), account_id, ran.id, ["P-0"])
+    async with rt.db.transaction() as session:  # it ran, sent its feed, went back to the queue
+        now = rt.clock.now()
+        claimed = await repository.claim_next(session, "w", now, 30, [JobType.PRICE_STOCK_PUSH])
+        assert claimed is not None and claimed[0].id == ran_id
+        await repository.requeue(session, ran_id, "w", now, now)
+    async with rt.db.transaction() as session:
+        now = rt.clock.now()
+        queued_id = await job_service.enqueue_price_stock_push(session, now, account_id, queued.id, ["P-5", "P-1"])
+        resync_job = job_service.enqueue(
+            session, now, account_id, PriceStockPushPayload(MarketplaceId=resync.id, AllListings=True)
+        )
+    per_connection = {c.id: ["P-3", "P-1"] for c in (queued, resync, ran, idle)}
+    async with rt.db.transaction() as session:
+        job_ids = await job_service.enqueue_price_stock_pushes(session, rt.clock.now(), account_id, per_connection)
+        assert wants_wake_up(session)  # new jobs were queued: the workers hear of them as this commits
+
+    by_connection = dict(zip(sorted(per_connection), job_ids, strict=True))
+    assert by_connection[queued.id] == queued_id and by_connection[resync.id] == resync_job.id
+    assert by_connection[ran.id] not in (ran_id, queued_id) and by_connection[idle.id] not in (ran_id, queued_id)
+    assert (await _payload(rt, queued_id)).ProductIds == ["P-1", "P-3", "P-5"]
+    assert (await _payload(rt, resync_job.id)).AllListings and (await _payload(rt, ran_id)).ProductIds == ["P-0"]
+    for connection in (ran, idle):
+        async with rt.db.read() as session:
+            job = await repository.get_any(session, by_connection[connection.id])
+        assert job is not None and job.status == JobStatus.PUBLISHED and job.started_at is None
+        assert job.payload == {"MarketplaceId": connection.id, "ProductIds": ["P-1", "P-3"]}
+        assert (job.type, job.marketplace_id, job.account_id) == (JobType.PRICE_STOCK_PUSH, connection.id, account_id)
+        assert (job.progress_done, job.progress_total, job.recovery_count) == (0, 2, 0)
+        assert job.run_after == job.created_at == job.updated_at
+    async with rt.db.read() as session:
+        extended = await repository.get_any(session, queued_id)
+    assert extended is not None and (extended.progress_done, extended.progress_total) == (0, 3)
