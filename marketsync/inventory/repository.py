@@ -535,7 +535,13 @@ async def count_of_products(
     if at_most is None:
         text_ = f"SELECT count(*) FROM products WHERE {where}"  # noqa: S608
     else:
-        text_ = f"SELECT count(*) FROM (SELECT 1 FROM products WHERE {where} LIMIT {sql.bind(at_most)}) AS bounded"  # noqa: S608
+        # In index order: the count reads at most `at_most` entries of (account_id, modified_at, id) from where the
+        # walk stands. Unordered, PostgreSQL counted with a sequential scan from the table's start whenever most rows
+        # matched, skipping every older row first (docs/decisions/0271-walk-count-in-index-order.md).
+        text_ = (
+            f"SELECT count(*) FROM (SELECT 1 FROM products WHERE {where} ORDER BY modified_at "  # noqa: S608
+            f"LIMIT {sql.bind(at_most)}) AS bounded"
+        )
     rows = await reader.fetch(text_, sql.params)
     return int(rows[0][0])
 
