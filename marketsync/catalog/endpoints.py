@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from marketsync.auth.dependencies import InventoryReader, InventoryWriter, RuntimeDep
 from marketsync.catalog import service
+from marketsync.catalog.repository import DriverCreateReads
 from marketsync.catalog.schemas import (
     CreateProductIn,
     CreateProductOut,
@@ -78,9 +79,12 @@ async def create_product(request: Request, caller: InventoryWriter, rt: RuntimeD
     validated: list[service.CreatePlan] = []
 
     async def validate() -> None:
-        # Read-only, before the write transaction: on SQLite the one writer is not held while it runs.
-        async with rt.db.read() as session:
-            validated.append(await service.validate_create(session, caller.account_id, raw))
+        # Read-only on the raw driver, before the write transaction: on SQLite the one writer is not held meanwhile.
+        validated.append(
+            await rt.db.driver_read(
+                lambda reader: service.validate_create(DriverCreateReads(reader), caller.account_id, raw)
+            )
+        )
 
     async def work(session: AsyncSession) -> idempotency.Outcome:
         outcome = await service.create_product(rt, session, caller.account_id, raw, validated[0])

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+import orjson
 from sqlalchemy import and_, delete, select, true, update
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -274,6 +275,151 @@ async def connection_category_view(
     if row is None:
         return None, None, None
     return row[0], row[1], row[2]
+
+
+class CreateReads(Protocol):
+    """What a create's validation reads (service.validate_create): through a session, or on the raw driver."""
+
+    async def connection_category_view(
+        self, account_id: str, marketplace_id: str, category_id: str | None
+    ) -> tuple[MarketplaceConnection | None, TaxonomyCategory | None, ProductTypeView | None]: ...
+
+    async def view(self, view_id: str) -> ProductTypeView | None: ...
+
+    async def category(self, platform: str, country: str, category_id: str) -> TaxonomyCategory | None: ...
+
+    async def products_by_sku(self, account_id: str, sku: str) -> Sequence[Product]: ...
+
+    async def listing(self, product_id: str, marketplace_id: str) -> Listing | None: ...
+
+
+class SessionCreateReads:
+    """A create's validation reads in a session (the write transaction's, when it validates there)."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def connection_category_view(
+        self, account_id: str, marketplace_id: str, category_id: str | None
+    ) -> tuple[MarketplaceConnection | None, TaxonomyCategory | None, ProductTypeView | None]:
+        return await connection_category_view(self.session, account_id, marketplace_id, category_id)
+
+    async def view(self, view_id: str) -> ProductTypeView | None:
+        return await get_view(self.session, view_id)
+
+    async def category(self, platform: str, country: str, category_id: str) -> TaxonomyCategory | None:
+        return await get_category(self.session, platform, country, category_id)
+
+    async def products_by_sku(self, account_id: str, sku: str) -> Sequence[Product]:
+        return await products_by_sku(self.session, account_id, sku)
+
+    async def listing(self, product_id: str, marketplace_id: str) -> Listing | None:
+        return await get_listing(self.session, product_id, marketplace_id)
+
+
+_VIEW_COLUMNS = "id, platform, country, category_id, is_current, attributes, off_api_requirements"
+
+
+def _json(value: Any) -> Any:
+    """A JSON column as the raw driver returns it (text on SQLite, str from asyncpg), decoded."""
+    return orjson.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+def _view(row: Sequence[Any]) -> ProductTypeView:
+    view_id, platform, country, category_id, is_current, attributes, off_api = row
+    return ProductTypeView(
+        id=view_id,
+        platform=platform,
+        country=country,
+        category_id=category_id,
+        is_current=bool(is_current),
+        attributes=bytes(attributes),
+        off_api_requirements=_json(off_api),
+    )
+
+
+class DriverCreateReads:
+    """A create's validation reads on the raw driver (`Database.driver_read`), before its write transaction: the
+    same rows as SessionCreateReads, as transient model objects holding the columns validation reads."""
+
+    def __init__(self, reader: DriverReader) -> None:
+        self.reader = reader
+
+    async def connection_category_view(
+        self, account_id: str, marketplace_id: str, category_id: str | None
+    ) -> tuple[MarketplaceConnection | None, TaxonomyCategory | None, ProductTypeView | None]:
+        sql = DriverSql(self.reader.postgres)
+        views = ", ".join(f"v.{column}" for column in _VIEW_COLUMNS.split(", "))
+        rows = await self.reader.fetch(
+            f"SELECT c.id, c.platform, c.country, c.state, t.category_id, t.is_leaf, t.view_id, {views} "  # noqa: S608
+            "FROM marketplace_connections c LEFT JOIN taxonomy_categories t ON t.platform = c.platform "
+            f"AND t.country = c.country AND t.category_id = {sql.bind(category_id)} "
+            "LEFT JOIN product_type_views v ON v.id = t.view_id "
+            f"WHERE c.id = {sql.bind(marketplace_id)} AND c.account_id = {sql.bind(account_id)}",
+            sql.params,
+        )
+        if not rows:
+            return None, None, None
+        row = rows[0]
+        connection = MarketplaceConnection(
+            id=row[0], account_id=account_id, platform=row[1], country=row[2], state=row[3]
+        )
+        if row[4] is None:
+            return connection, None, None
+        category = TaxonomyCategory(
+            platform=row[1], country=row[2], category_id=row[4], is_leaf=bool(row[5]), view_id=row[6]
+        )
+        return connection, category, _view(row[7:]) if row[7] is not None else None
+
+    async def view(self, view_id: str) -> ProductTypeView | None:
+        sql = DriverSql(self.reader.postgres)
+        rows = await self.reader.fetch(
+            f"SELECT {_VIEW_COLUMNS} FROM product_type_views WHERE id = {sql.bind(view_id)}",  # noqa: S608
+            sql.params,
+        )
+        return _view(rows[0]) if rows else None
+
+    async def category(self, platform: str, country: str, category_id: str) -> TaxonomyCategory | None:
+        sql = DriverSql(self.reader.postgres)
+        rows = await self.reader.fetch(
+            "SELECT is_leaf, view_id FROM taxonomy_categories "  # noqa: S608
+            f"WHERE platform = {sql.bind(platform)} AND country = {sql.bind(country)} "
+            f"AND category_id = {sql.bind(category_id)}",
+            sql.params,
+        )
+        if not rows:
+            return None
+        return TaxonomyCategory(
+            platform=platform, country=country, category_id=category_id, is_leaf=bool(rows[0][0]), view_id=rows[0][1]
+        )
+
+    async def products_by_sku(self, account_id: str, sku: str) -> Sequence[Product]:
+        sql = DriverSql(self.reader.postgres)
+        rows = await self.reader.fetch(
+            "SELECT id, sku FROM products "  # noqa: S608
+            f"WHERE account_id = {sql.bind(account_id)} AND sku_lower = {sql.bind(sku.lower())} ORDER BY id",
+            sql.params,
+        )
+        return [Product(id=product_id, account_id=account_id, sku=found) for product_id, found in rows]
+
+    async def listing(self, product_id: str, marketplace_id: str) -> Listing | None:
+        sql = DriverSql(self.reader.postgres)
+        rows = await self.reader.fetch(
+            "SELECT id, listing_id, category_id, attributes FROM listings "  # noqa: S608
+            f"WHERE product_id = {sql.bind(product_id)} AND marketplace_id = {sql.bind(marketplace_id)}",
+            sql.params,
+        )
+        if not rows:
+            return None
+        listing_row_id, listing_id, category_id, attributes = rows[0]
+        return Listing(
+            id=listing_row_id,
+            product_id=product_id,
+            marketplace_id=marketplace_id,
+            listing_id=listing_id,
+            category_id=category_id,
+            attributes=_json(attributes),
+        )
 
 
 async def get_category(session: AsyncSession, platform: str, country: str, category_id: str) -> TaxonomyCategory | None:

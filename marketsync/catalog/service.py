@@ -355,7 +355,7 @@ async def create_product(
     """
     plan = validated if validated is not None and await _still_holds(session, account_id, validated) else None
     if plan is None:
-        plan = await validate_create(session, account_id, raw)
+        plan = await validate_create(repository.SessionCreateReads(session), account_id, raw)
     listing = plan.listing
     action = "Revise" if listing is not None and listing.listing_id else "Create"
     existing_listing_id = listing.listing_id if listing is not None and action == "Revise" else None
@@ -368,12 +368,12 @@ async def create_product(
     return CreateOutcome(product_id, sku, action, existing_listing_id, job_id, plan.warnings)
 
 
-async def validate_create(session: AsyncSession, account_id: str, raw: Any) -> CreatePlan:
-    """Every check of a create, collected; read-only. The endpoint runs it in a read session before the write
-    transaction, so that on SQLite the one writer is not held while the schema, the category and the SKU are read
-    and the attributes checked (docs/decisions/0265-create-validates-before-its-write.md). An unknown MarketplaceId
-    or CategoryId alone is a 404 (spec section 7); with any other bad field it is named in the one 400 beside them,
-    keyed by its field (docs/decisions/0081)."""
+async def validate_create(reads: repository.CreateReads, account_id: str, raw: Any) -> CreatePlan:
+    """Every check of a create, collected; read-only. The endpoint runs it on the raw driver (DriverCreateReads)
+    before the write transaction, so that on SQLite the one writer is not held while the schema, the category and the
+    SKU are read and the attributes checked (docs/decisions/0265-create-validates-before-its-write.md). An unknown
+    MarketplaceId or CategoryId alone is a 404 (spec section 7); with any other bad field it is named in the one 400
+    beside them, keyed by its field (docs/decisions/0081)."""
     request, errors = rules.parse_create_request(raw)
     not_found: dict[str, str] = {}  # field -> why it names nothing
     connection: MarketplaceConnection | None = None
@@ -383,8 +383,8 @@ async def validate_create(session: AsyncSession, account_id: str, raw: Any) -> C
     leaf_view: ProductTypeView | None = None
     if request.marketplace_id is not None:
         # One query: the connection, and the category of its site with the category's current view.
-        found, category, leaf_view = await repository.connection_category_view(
-            session, account_id, request.marketplace_id, request.category_id
+        found, category, leaf_view = await reads.connection_category_view(
+            account_id, request.marketplace_id, request.category_id
         )
         if found is not None and found.state == ConnectionState.ACTIVE:
             connection = found
@@ -418,17 +418,17 @@ async def validate_create(session: AsyncSession, account_id: str, raw: Any) -> C
         else:
             view = leaf_view
         if request.product_type_view_id is not None and category is not None:
-            problem = await _view_problem(session, connection, category.category_id, request.product_type_view_id)
+            problem = await _view_problem(reads, connection, category.category_id, request.product_type_view_id)
             if problem:
                 rules.add_error(errors, "ProductTypeViewId", problem)
     if view is None and not_found and request.category_id is not None and request.product_type_view_id is not None:
         # The marketplace or the category names nothing, but the caller named the schema it meant: its attributes
         # are checked against that one, so the 400 that names MarketplaceId or CategoryId names them too.
-        named = await repository.get_view(session, request.product_type_view_id)
+        named = await reads.view(request.product_type_view_id)
         if named is not None and named.category_id == request.category_id:
             view = named
             if connection is not None:  # a schema of that category id elsewhere: its own field is wrong too
-                problem = await _view_problem(session, connection, request.category_id, named.id)
+                problem = await _view_problem(reads, connection, request.category_id, named.id)
                 if problem:
                     rules.add_error(errors, "ProductTypeViewId", problem)
 
@@ -437,14 +437,14 @@ async def validate_create(session: AsyncSession, account_id: str, raw: Any) -> C
     case_variants: list[str] = []
     candidates: Sequence[Product] = ()
     if request.sku is not None:
-        candidates = await repository.products_by_sku(session, account_id, request.sku)
+        candidates = await reads.products_by_sku(account_id, request.sku)
         product = next((p for p in candidates if p.sku == request.sku), None)
         if product is None:
             case_variants = [p.sku for p in candidates]
 
     listing: Listing | None = None
     if product is not None and connection is not None:
-        listing = await repository.get_listing(session, product.id, connection.id)
+        listing = await reads.listing(product.id, connection.id)
 
     attributes: dict[str, Any] | None = None
     if view is not None:
@@ -461,7 +461,7 @@ async def validate_create(session: AsyncSession, account_id: str, raw: Any) -> C
         raise NotFound(next(iter(not_found.values()), None))
 
     category_id = request.category_id or (listing.category_id if listing is not None else None)
-    warnings = await _warnings(session, connection, view, category_id, validate_only=request.validate_only)
+    warnings = await _warnings(reads, connection, view, category_id, validate_only=request.validate_only)
     if case_variants and request.sku is not None:
         warnings.insert(0, rules.case_variant_warning(request.sku, case_variants, validate_only=request.validate_only))
     return CreatePlan(
@@ -492,9 +492,9 @@ async def _still_holds(session: AsyncSession, account_id: str, plan: CreatePlan)
 
 
 async def _view_problem(
-    session: AsyncSession, connection: MarketplaceConnection, category_id: str, view_id: str
+    reads: repository.CreateReads, connection: MarketplaceConnection, category_id: str, view_id: str
 ) -> str | None:
-    sent = await repository.get_view(session, view_id)
+    sent = await reads.view(view_id)
     if sent is None:
         return "Unknown ProductTypeViewId: fetch it with GET /api/product-types/Schema."
     if (sent.platform, sent.country) != (connection.platform, connection.country):
@@ -513,7 +513,7 @@ async def _view_problem(
 
 
 async def _warnings(
-    session: AsyncSession,
+    reads: repository.CreateReads,
     connection: MarketplaceConnection,
     view: ProductTypeView | None,
     category_id: str | None,
@@ -522,9 +522,9 @@ async def _warnings(
 ) -> list[str]:
     """Required things the API cannot carry: they never fail the create, they come back as warnings."""
     if view is None and category_id is not None:
-        category = await repository.get_category(session, connection.platform, connection.country, category_id)
+        category = await reads.category(connection.platform, connection.country, category_id)
         if category is not None and category.view_id is not None:
-            view = await repository.get_view(session, category.view_id)
+            view = await reads.view(category.view_id)
     if view is None:
         return []
     return [

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.catalog import service
+from marketsync.catalog.repository import CreateReads
 from marketsync.catalog.service import CreatePlan
 from marketsync.kinds import ConnectionState
 from marketsync.models import MarketplaceConnection
@@ -36,11 +36,11 @@ def _between_validation_and_write(
     validations: list[str] = []
     interfering: list[bool] = []
 
-    async def validate_then_interfere(session: AsyncSession, account_id: str, raw: Any) -> CreatePlan:
+    async def validate_then_interfere(reads: CreateReads, account_id: str, raw: Any) -> CreatePlan:
         if interfering:
-            return await original(session, account_id, raw)
+            return await original(reads, account_id, raw)
         validations.append(raw["Sku"])
-        plan = await original(session, account_id, raw)
+        plan = await original(reads, account_id, raw)
         if len(validations) == 1:
             interfering.append(True)
             await meanwhile()
