@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -29,6 +29,7 @@ from marketsync.inventory.rules import (
     DataKind,
     DataOwner,
     StoredProduct,
+    modification_times,
 )
 from marketsync.kinds import ConnectionState
 from marketsync.models import Account, Listing, MarketplaceConnection, Product
@@ -45,7 +46,6 @@ class ProductWrite(NamedTuple):
     id: str
     price: Decimal | None
     quantity: int
-    modified_at: datetime
     rowid: int | None = None  # SQLite's rowid, when the lock read returned it
 
 
@@ -170,30 +170,31 @@ _POSTGRES_WRITE_ROWS = (
 
 
 async def write_product_values(
-    session: AsyncSession, writes: Sequence[ProductWrite], *, isolate: bool | None = None
+    session: AsyncSession, writes: Sequence[ProductWrite], modified_from: datetime, *, isolate: bool | None = None
 ) -> set[str]:
-    """Write the batch (id order); returns the ids whose write failed.
+    """Write the batch; returns the ids whose write failed. The writes' LastModifiedDate are
+    `rules.modification_times(modified_from, len(writes))`, in the order given.
 
     `isolate=False` (the push's first attempt): one statement on the raw driver, no savepoint; if any row fails,
     BatchWriteFailed (the caller rolls back and runs again with `isolate=True`). `isolate=True`: each row in its
-    own savepoint, so one bad row never stops the others (spec §4, rule 4) nor aborts the caller's transaction.
-    `None` (writers that share their transaction with other work: the mirror, product create): the batch in a
-    savepoint, falling back to row by row if it fails.
+    own savepoint (in id order), so one bad row never stops the others (spec §4, rule 4) nor aborts the caller's
+    transaction. `None` (writers that share their transaction with other work: the mirror, product create): the batch
+    in a savepoint, falling back to row by row if it fails.
     """
     if not writes:
         return set()
-    ordered = sorted(writes, key=lambda w: w.id)
     if isolate is False:
-        await _write_batch_raw(session, ordered)
+        await _write_batch_raw(session, writes, modified_from)
         return set()
+    timed = zip(writes, modification_times(modified_from, len(writes)), strict=True)
     params = [
         {
             "b_id": write.id,
             "b_price": storage_price(write.price),
             "b_quantity": write.quantity,
-            "b_modified_at": write.modified_at,
+            "b_modified_at": modified_at,
         }
-        for write in ordered
+        for write, modified_at in sorted(timed, key=lambda pair: pair[0].id)
     ]
     connection = await session.connection()
     if isolate is None:
@@ -227,33 +228,51 @@ async def write_product_values(
     return failed
 
 
-async def _write_batch_raw(session: AsyncSession, ordered: Sequence[ProductWrite]) -> None:
+async def _write_batch_raw(session: AsyncSession, writes: Sequence[ProductWrite], modified_from: datetime) -> None:
+    """The batch in one statement. Rows need no order here: the lock read holds them all already (PostgreSQL; SQLite
+    has one writer)."""
     driver = await session_driver(session)
+    times = stored_modification_times(modified_from, len(writes), driver.postgres)
     try:
         if driver.postgres:
             await driver.execute(
                 _POSTGRES_WRITE_ROWS,
                 (
-                    [write.id for write in ordered],
-                    [storage_price(write.price) for write in ordered],
-                    [write.quantity for write in ordered],
-                    [write_time(write.modified_at) for write in ordered],
+                    [write.id for write in writes],
+                    [storage_price(write.price) for write in writes],
+                    [write.quantity for write in writes],
+                    times,
                 ),
             )
-        elif all(w.rowid is not None for w in ordered):
+        elif all(w.rowid is not None for w in writes):
             await driver.executemany(
                 _SQLITE_WRITE_ROWIDS,
-                [(storage_price(w.price), w.quantity, sqlite_time(w.modified_at), w.rowid, w.id) for w in ordered],
+                [(storage_price(w.price), w.quantity, t, w.rowid, w.id) for w, t in zip(writes, times, strict=True)],
             )
         else:
             await driver.executemany(
                 _SQLITE_WRITE_ROWS,
-                [(storage_price(w.price), w.quantity, sqlite_time(w.modified_at), w.id) for w in ordered],
+                [(storage_price(w.price), w.quantity, t, w.id) for w, t in zip(writes, times, strict=True)],
             )
     except POSTGRES_UNAVAILABLE:
         raise  # the database went away: not one SKU's failure (the request answers 503, nothing written)
     except (sqlite3.Error, asyncpg.PostgresError) as exc:
         raise BatchWriteFailed(str(exc)) from exc
+
+
+def stored_modification_times(start: datetime, count: int, postgres: bool) -> list[datetime] | list[str]:
+    """`rules.modification_times(start, count)` as the column stores them, built directly (the push writes 500):
+    naive UTC datetimes, or SQLite's text, where only the microseconds differ within `start`'s second."""
+    naive = write_time(start)
+    if postgres:
+        return [naive + timedelta(microseconds=step) for step in range(count)]
+    first = naive.microsecond
+    within = min(count, 1_000_000 - first)
+    head = naive.strftime("%Y-%m-%d %H:%M:%S.")
+    texts = [f"{head}{micro:06d}" for micro in range(first, first + within)]
+    later = (naive + timedelta(microseconds=step) for step in range(within, count))  # past the second
+    texts.extend(moment.isoformat(sep=" ", timespec="microseconds") for moment in later)
+    return texts
 
 
 def sqlite_time(value: datetime) -> str:

@@ -154,19 +154,18 @@ async def _apply_locked(
         moves.append((product, AppliedChange(product.id, product.sku, price, quantity)))
     if not moves:
         return outcome
+    # LastModifiedDate one microsecond apart in SKU order (rules.modification_times)
     moves.sort(key=lambda move: (move[0].sku, move[0].id))
-    times = rules.modification_times(now, len(moves))
     writes = [
         ProductWrite(
-            id=product.id,
-            price=change.price if change.price is not None else product.price,
-            quantity=change.quantity if change.quantity is not None else product.quantity,
-            modified_at=modified_at,
-            rowid=product.rowid,
+            product.id,
+            change.price if change.price is not None else product.price,
+            change.quantity if change.quantity is not None else product.quantity,
+            product.rowid,
         )
-        for (product, change), modified_at in zip(moves, times, strict=True)
+        for product, change in moves
     ]
-    outcome.failed = await repository.write_product_values(session, writes, isolate=isolate)
+    outcome.failed = await repository.write_product_values(session, writes, now, isolate=isolate)
     outcome.applied = [change for _, change in moves if change.product_id not in outcome.failed]
     if outcome.applied:
         payload = rules.inventory_changed_payload(now, source, outcome.applied)
