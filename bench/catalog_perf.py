@@ -21,7 +21,10 @@ marketplace while the next creates arrive. --sandbox picks where that marketplac
   - both (default): one run of each, every one alternating with its floor.
 With --search-growth SIZES (e.g. 10000,1000000) it measures only category search, on bench/synthetic_taxonomy.py's
 taxonomies of those sizes (bulk-loaded through the raw driver; the floor loads the same one), each size alternating
-with its floor, and reports the largest size's p50 against the smallest's (issue 15 item 7).
+with its floor, and reports the largest size's p50 against the smallest's (issue 15 item 7), in two series: the mix
+above, whose terms match more categories the larger the taxonomy (growing matches: the exact TotalCount and the
+tree-order page read every match, so it grows with the answer), and FIXED_SEARCHES, each measured on its own, which
+match as many categories at every size (the taxonomy's marker words and an anchor's id: the cost of the size alone).
 The last line is a FIGURES line (bench/support.py print_figures) for make bench.
 
 Run:  .venv/bin/python -m bench.catalog_perf [--categories 20000] [--searches 300] [--creates 200]
@@ -77,6 +80,8 @@ from marketsync.runtime import Runtime
 
 WARMUP = 10
 SEARCHES = ["shirts", "Vintage", "wireless head", "KITS", "9007199254740993", None, "organic", "zzz-nothing"]
+# Search text -> its TotalCount at every size of the synthetic taxonomy (the T-Shirts anchor's id finds it alone).
+FIXED_SEARCHES = {**synthetic_taxonomy.MARKERS, shipped.ANCHOR_IDS["P1"]["T-Shirts"]: 1}
 LAPTOP_ATTRIBUTES: dict[str, Any] = {
     "Title": "Bench laptop",
     "Brand": "Acme",
@@ -126,8 +131,8 @@ async def alternating(
     return ours_ms, floor_ms
 
 
-def search_body(marketplace_id: str, index: int) -> dict[str, Any]:
-    text = SEARCHES[index % len(SEARCHES)]
+def search_body(marketplace_id: str, index: int, searches: list[str | None] = SEARCHES) -> dict[str, Any]:
+    text = searches[index % len(searches)]
     body: dict[str, Any] = {"MarketplaceId": marketplace_id, "Limit": 50, "Offset": (index % 3) * 50}
     if text is not None:
         body["SearchText"] = text
@@ -272,23 +277,28 @@ async def serving(
 
 
 async def searched(
-    client: httpx.AsyncClient, floor: httpx.AsyncClient, headers: dict[str, str], marketplace_id: str, count: int
+    client: httpx.AsyncClient,
+    floor: httpx.AsyncClient,
+    headers: dict[str, str],
+    marketplace_id: str,
+    count: int,
+    searches: list[str | None] = SEARCHES,
 ) -> tuple[list[float], list[float], dict[str, int]]:
-    """`count` searches of the mix, each alternating with the floor's; then each search once more on both, checked
-    to answer the same body: (ours ms, floor ms, TotalCount per search)."""
+    """`count` searches of the mix `searches`, each alternating with the floor's; then each search once more on
+    both, checked to answer the same body: (ours ms, floor ms, TotalCount per search)."""
 
     async def search(index: int) -> None:
-        body = search_body(marketplace_id, index)
+        body = search_body(marketplace_id, index, searches)
         response = await client.post("/api/product-types/Search", json=body, headers=headers)
         assert response.status_code == 200, response.text
 
     async def search_floor(index: int) -> None:
-        response = await floor.post("/search", json=search_body(marketplace_id, index))
+        response = await floor.post("/search", json=search_body(marketplace_id, index, searches))
         assert response.status_code == 200, response.text
 
     ours_ms, floor_ms = await alternating(count, search, search_floor)
     counts = {}
-    for searched_text in SEARCHES:
+    for searched_text in searches:
         body = {"MarketplaceId": marketplace_id, **({"SearchText": searched_text} if searched_text else {})}
         ours_page = (await client.post("/api/product-types/Search", json=body, headers=headers)).json()
         floor_page = (await floor.post("/search", json=body)).json()
@@ -389,7 +399,8 @@ async def run_backend(
 
 async def run_search_growth(backend: str, sizes: list[int], searches: int, directory: Path) -> list[dict[str, Any]]:
     """Search at each size of the synthetic taxonomy (bench/synthetic_taxonomy.py), each alternating with its floor
-    over the same taxonomy; serve with its workers (idle: nothing is created)."""
+    over the same taxonomy: the mix, then each of FIXED_SEARCHES on its own; serve with its workers (idle: nothing
+    is created)."""
     results = []
     for size in sizes:
         scratch: list[str] = []
@@ -401,6 +412,16 @@ async def run_search_growth(backend: str, sizes: list[int], searches: int, direc
             async with serving(url, floor_url, setup, here, workers=True, synthetic=True) as (client, floor, headers):
                 load_before = Path("/proc/loadavg").read_text().split()[0]
                 ours_ms, floor_ms, counts = await searched(client, floor, headers, setup["marketplace_id"], searches)
+                fixed = {}
+                for term, matches in FIXED_SEARCHES.items():
+                    term_ms, term_floor_ms, term_counts = await searched(
+                        client, floor, headers, setup["marketplace_id"], searches, [term]
+                    )
+                    assert term_counts == {term: matches}, term_counts
+                    fixed[term] = {
+                        "matches": matches, "p50": statistics.median(term_ms), "p99": percentile(term_ms, 0.99),
+                        "floor_p50": statistics.median(term_floor_ms), "floor_p99": percentile(term_floor_ms, 0.99),
+                    }  # fmt: skip
                 load_after = Path("/proc/loadavg").read_text().split()[0]
         finally:
             for name in scratch:
@@ -408,34 +429,47 @@ async def run_search_growth(backend: str, sizes: list[int], searches: int, direc
         results.append(
             {**setup, "backend": backend, "size": size, "p50": statistics.median(ours_ms),
              "p99": percentile(ours_ms, 0.99), "floor_p50": statistics.median(floor_ms),
-             "floor_p99": percentile(floor_ms, 0.99), "counts": counts, "load": f"{load_before} → {load_after}"}
+             "floor_p99": percentile(floor_ms, 0.99), "counts": counts, "fixed": fixed,
+             "load": f"{load_before} → {load_after}"}
         )  # fmt: skip
     return results
 
 
 def growth_figures(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Search p50 per backend and size against the floor; then, per backend, the largest size against the smallest
-    (ours with ours: a reference, not a floor)."""
+    """Search p50 per backend and size against the floor, for the growing-matches mix and each fixed-matches search;
+    then, per backend and series, the largest size against the smallest (ours with ours: a reference, not a floor)."""
+
+    def series(r: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+        """(growth label, search label, measurement) per series of one size's result."""
+        mix = f"growing matches ({r['counts']['KITS']:,} for KITS)"
+        fixed = {term: f"{m['matches']:,} match{'es' if m['matches'] != 1 else ''}" for term, m in r["fixed"].items()}
+        return [("growing matches", f"mix of {len(SEARCHES)} searches, {mix}", r)] + [
+            (f"fixed matches ({fixed[term]})", f"'{term}', {fixed[term]}", m) for term, m in r["fixed"].items()
+        ]
+
     out: list[dict[str, Any]] = []
     for r in results:
-        out.append(
-            {"what": f"POST /api/product-types/Search, synthetic taxonomy of {r['categories']:,} categories "
-                     f"({r['leaves']:,} leaves), p50 ({r['backend']})",
-             "ours": round(r["p50"], 2), "p99_ms": round(r["p99"], 2), "floor": round(r["floor_p50"], 2),
-             "floor_name": FLOOR_NAME, "ratio": round(r["p50"] / r["floor_p50"], 2), "target": SEARCH_TARGET,
-             "unit": "ms"}
-        )  # fmt: skip
+        for _, label, m in series(r):
+            out.append(
+                {"what": f"POST /api/product-types/Search, synthetic taxonomy of {r['categories']:,} categories "
+                         f"({r['leaves']:,} leaves), {label}, p50 ({r['backend']})",
+                 "ours": round(m["p50"], 2), "p99_ms": round(m["p99"], 2), "floor": round(m["floor_p50"], 2),
+                 "floor_name": FLOOR_NAME, "ratio": round(m["p50"] / m["floor_p50"], 2), "target": SEARCH_TARGET,
+                 "unit": "ms"}
+            )  # fmt: skip
     for backend in dict.fromkeys(r["backend"] for r in results):
         ordered = sorted((r for r in results if r["backend"] == backend), key=lambda r: r["size"])
         small, large = ordered[0], ordered[-1]
         if small is large:
             continue
-        out.append(
-            {"what": f"category search growth, {large['size']:,} vs {small['size']:,} categories ({backend})",
-             "ours": round(large["p50"], 2), "floor": None, "reference": round(small["p50"], 2),
-             "reference_name": f"ours at {small['size']:,} categories",
-             "ratio": round(large["p50"] / small["p50"], 2), "target": GROWTH_TARGET, "unit": "ms"}
-        )  # fmt: skip
+        for (name, _, small_m), (_, _, large_m) in zip(series(small), series(large), strict=True):
+            out.append(
+                {"what": f"category search growth, {name}, {large['size']:,} vs {small['size']:,} categories "
+                         f"({backend})",
+                 "ours": round(large_m["p50"], 2), "floor": None, "reference": round(small_m["p50"], 2),
+                 "reference_name": f"ours at {small['size']:,} categories",
+                 "ratio": round(large_m["p50"] / small_m["p50"], 2), "target": GROWTH_TARGET, "unit": "ms"}
+            )  # fmt: skip
     return out
 
 
@@ -560,6 +594,15 @@ async def search_growth(backends: list[str], sizes: list[int], searches: int) ->
             f"| {r['p99']:.2f} | {r['floor_p50']:.2f} | {r['floor_p99']:.2f} | {r['p50'] / r['floor_p50']:.1f}x "
             f"| {r['load']}"
         )
+    print("\nFixed matches, each search on its own:\n")
+    print("| backend | categories | search | matches | p50 ms | p99 | floor p50 | floor p99 | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        for term, m in r["fixed"].items():
+            print(
+                f"| {r['backend']} | {r['categories']:,} | {term} | {m['matches']:,} | {m['p50']:.2f} | {m['p99']:.2f} "
+                f"| {m['floor_p50']:.2f} | {m['floor_p99']:.2f} | {m['p50'] / m['floor_p50']:.1f}x |"
+            )
     for r in results:
         print(f"TotalCount per search ({r['backend']}, {r['categories']:,}):", r["counts"])
     print_figures(growth_figures(results))

@@ -5,8 +5,10 @@ growing near 95,000 categories; search needs only the tree. This one uses the sa
 subcategories, nouns, qualifiers, colours, materials, brands, suffixes), so names and their word frequencies look
 like the shipped taxonomy's at every size: departments > subcategories > product groups > leaves, about 24 leaves a
 group, leaf names such as "Merino Cardigans Refills" that repeat under different groups as real taxonomies' do.
-The four anchor leaves keep their ids (the id search of bench.catalog_perf finds one). Deterministic, about a second
-per 200,000 categories.
+The four anchor leaves keep their ids (the id search of bench.catalog_perf finds one). MARKERS plants rare words
+in the same number of leaves at every size (appended to evenly spaced leaves' names, so every other word's matches
+stay as they were): searches for them match as many categories at 10,000 as at 1,000,000. Deterministic, about a
+second per 200,000 categories.
 
 `categories(n)` yields (category_id, parent_id, name, path, depth, is_leaf) in tree order (the position).
 """
@@ -22,6 +24,8 @@ Category = tuple[str, str | None, str, str, int, bool]
 LEAVES_PER_GROUP = 24
 _SEPARATOR = " > "
 _FIRST_ID = 10_000_000
+# Marker word -> the number of leaves named with it, at every size (words of no vocabulary: nothing else matches).
+MARKERS = {"zephyrine": 20, "quorbalt": 200}
 
 
 def _group_name(rng: random.Random, noun: str) -> str:
@@ -41,12 +45,26 @@ def _leaf_name(rng: random.Random, noun: str, taken: set[str]) -> str:
     return f"{noun} {len(taken) + 1}"
 
 
+def _marked(name: str, leaf: int, leaves: int) -> str:
+    """`name` with the markers whose evenly spaced leaves (every leaves // count-th, from its own offset) include
+    the `leaf`-th of `leaves`."""
+    for marker, count in MARKERS.items():
+        stride = leaves // count
+        offset = stride * list(MARKERS).index(marker) // len(MARKERS)
+        if leaf % stride == offset and leaf // stride < count:
+            name = f"{name} {marker.capitalize()}"
+    return name
+
+
 def categories(size: int) -> Iterator[Category]:
     """About `size` categories (never fewer than the departments, their subcategories and the anchors)."""
     rng = random.Random(f"synthetic-taxonomy:{size}")
     departments = list(shipped.DEPARTMENTS.items())
     subcategories = sum(len(subs) for _, subs in departments)
     groups = max(1, (size - len(departments) - subcategories) // (LEAVES_PER_GROUP + 1))
+    leaves = groups * LEAVES_PER_GROUP
+    assert leaves >= max(MARKERS.values()), f"{size} categories are too few for the markers"
+    leaf = 0
     serial = _FIRST_ID
     anchors = dict(shipped.ANCHOR_IDS["P1"])
     for d_index, (department, subs) in enumerate(departments):
@@ -69,6 +87,8 @@ def categories(size: int) -> Iterator[Category]:
                 for _ in range(LEAVES_PER_GROUP):
                     name = _leaf_name(rng, noun, taken)
                     taken.add(name)
+                    name = _marked(name, leaf, leaves)
+                    leaf += 1
                     serial += 1
                     yield str(serial), group_id, name, f"{group_path}{_SEPARATOR}{name}", 4, True
                 if anchors:  # one anchor leaf in each of the first groups
