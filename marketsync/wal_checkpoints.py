@@ -76,6 +76,8 @@ class WalCheckpointer:
                     return
                 time.sleep(COALESCE_S)
                 self._pending.clear()
+                if self._stopping:  # close() came during the sleep: its wake-up was just cleared
+                    return
                 self._checkpoint(connection)
         finally:
             connection.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from sqlalchemy.exc import DBAPIError
 
 from marketsync.db import Database
 from marketsync.runtime import Runtime
-from marketsync.wal_checkpoints import SAFETY_NET_PAGES
+from marketsync.wal_checkpoints import COALESCE_S, SAFETY_NET_PAGES, WalCheckpointer
 
 
 async def test_a_database_error_never_carries_its_bound_values(rt: Runtime) -> None:
@@ -79,3 +80,13 @@ async def test_a_database_that_never_writes_runs_no_checkpoint_thread(tmp_path: 
         assert db.checkpointer is not None and not db.checkpointer.started()
     finally:
         await db.dispose()
+
+
+async def test_closing_just_after_a_commit_stops_the_checkpoint_thread_at_once(tmp_path: Path) -> None:
+    """close() arriving while the thread coalesces commits (COALESCE_S) once left it waiting for a wake-up that
+    had been cleared: every dispose then waited out the join's 10 s."""
+    checkpointer = WalCheckpointer(str(tmp_path / "marketsync.db"))
+    checkpointer.committed()
+    time.sleep(COALESCE_S / 2)
+    checkpointer.close()
+    assert checkpointer.thread_stopped()
