@@ -83,7 +83,9 @@ def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
     console_pages.install(app)
     lean_routes.install(app, REQUEST_DEPENDENCIES)
     RouteIndex.install(app)
-    app.add_middleware(RequestContextMiddleware, max_body_bytes=rt.settings.max_body_bytes)
+    app.add_middleware(
+        RequestContextMiddleware, max_body_bytes=rt.settings.max_body_bytes, requests_first=rt.db.requests_first
+    )
     app.openapi = lambda: _openapi(app, rt)  # type: ignore[method-assign]
     return app
 

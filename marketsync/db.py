@@ -31,6 +31,7 @@ from marketsync.db_fast import (
     asyncpg_connect_args,
     session_reader,
 )
+from marketsync.requests_first import RequestsFirst, WriterTurns
 from marketsync.wal_checkpoints import WRITE_CONNECTION_PRAGMAS, WalCheckpointer
 
 __all__ = [
@@ -108,8 +109,11 @@ class Database:
         pool_size: int = 10,
         max_overflow: int = 10,
         command_timeout_s: float | None = 30.0,
+        requests_first_max_wait_s: float = 0.0,
     ) -> None:
         self.url = async_url(url)
+        self.requests_first = RequestsFirst(requests_first_max_wait_s)
+        self.writer_turns: WriterTurns | None = None
         self.command_timeout_s = command_timeout_s
         parsed = make_url(self.url)
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
@@ -123,6 +127,8 @@ class Database:
             self.write_engine = create_async_engine(
                 self.url, echo=echo, pool_size=1, max_overflow=0, pool_timeout=60, hide_parameters=True
             )
+            # Who takes the one writer next: a request before background work (requests_first.py).
+            self.writer_turns = WriterTurns(timeout_s=60, background_max_wait_s=requests_first_max_wait_s)
             # A file's WAL is checkpointed by a thread of this process after commits (marketsync/wal_checkpoints.py).
             self.checkpointer = WalCheckpointer(sqlite_file) if sqlite_file else None
             _configure_sqlite(self.write_engine, immediate=True, checkpointer=self.checkpointer)
@@ -188,19 +194,36 @@ class Database:
         """A write session committed once at the edge, rolled back on any exception. Work it queued (a job, an
         event) wakes the workers as it commits (marketsync/wakeups.py)."""
         wake = False
-        async with self._writer() as session, session.begin():
-            yield session
-            if wakeups.wants_wake_up(session):
-                wake = True
-                if not self.is_sqlite:  # delivered by PostgreSQL only when this transaction commits
-                    await session.execute(_NOTIFY)
+        entered = await self.requests_first.turn()
+        turns = self.writer_turns
+        try:
+            if turns is not None:
+                await turns.acquire()
+            try:
+                async with self._writer() as session, session.begin():
+                    yield session
+                    if wakeups.wants_wake_up(session):
+                        wake = True
+                        if not self.is_sqlite:  # delivered by PostgreSQL only when this transaction commits
+                            await session.execute(_NOTIFY)
+            finally:
+                if turns is not None:
+                    turns.release()
+        finally:
+            if entered:
+                RequestsFirst.left()
         if wake:
             self.wakeups.signal()
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
-        async with self._reader() as session, session.begin():
-            yield session
+        entered = await self.requests_first.turn()
+        try:
+            async with self._reader() as session, session.begin():
+                yield session
+        finally:
+            if entered:
+                RequestsFirst.left()
 
     async def first(self, prepared: PreparedRead, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
         """The first row of a prepared read on the raw driver (db_fast.py: the bearer-token lookup)."""
@@ -212,7 +235,12 @@ class Database:
 
     async def driver_read(self, work: Callable[[DriverReader], Awaitable[T]]) -> T:
         """`work(reader)` with hand-written SQL on the raw driver (db_fast.py: the orders page)."""
-        return await self.fast.driver_read(work)
+        entered = await self.requests_first.turn()
+        try:
+            return await self.fast.driver_read(work)
+        finally:
+            if entered:
+                RequestsFirst.left()
 
     async def dispose(self) -> None:
         await self.fast.close()

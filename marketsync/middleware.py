@@ -21,6 +21,7 @@ from marketsync.errors import (
 )
 from marketsync.kit.requestid import begin_request
 from marketsync.logging import access_line
+from marketsync.requests_first import RequestsFirst
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -57,9 +58,11 @@ def _metrics(method: str, route: str, status: int, elapsed_s: float) -> None:
 
 
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, requests_first: RequestsFirst | None = None) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        # Counts the requests in flight: background work in this process lets them go first (requests_first.py).
+        self.requests_first = requests_first or RequestsFirst(0.0)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,6 +90,7 @@ class RequestContextMiddleware:
             await send(message)
 
         rejection = self._reject(scope, headers)
+        self.requests_first.request_started()
         try:
             if rejection is not None:
                 await rejection(scope, receive, send_with_id)
@@ -108,6 +112,7 @@ class RequestContextMiddleware:
             log.exception("unhandled_error", error_class=type(exc).__name__)
             await internal_error_response()(scope, receive, send_with_id)
         finally:
+            self.requests_first.request_ended()
             route = scope.get("route")
             template = getattr(route, "path", "unmatched")
             elapsed = time.perf_counter() - started

@@ -30,6 +30,7 @@ class Runtime:
                 pool_size=settings.db_pool_size,
                 max_overflow=settings.db_max_overflow,
                 command_timeout_s=settings.db_command_timeout_s,
+                requests_first_max_wait_s=settings.requests_first_max_wait_s,
             ),
             clock=clock or SystemClock(),
             limiter=RateLimiter(settings.redis_url),

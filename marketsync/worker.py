@@ -16,6 +16,7 @@ from datetime import timedelta
 
 import structlog
 
+from marketsync import requests_first
 from marketsync.jobs import registry, repository
 from marketsync.jobs.run import JobRun, execute
 from marketsync.kit.ids import new_id
@@ -45,6 +46,8 @@ class Worker:
         return self.rt.settings.job_lease_s
 
     async def run(self, stop: asyncio.Event) -> None:
+        # Everything this loop starts (jobs, pollers, schedules) lets the process's requests go first.
+        requests_first.mark_background()
         log.info("worker_started", worker_id=self.worker_id, concurrency=self.concurrency)
         wakeups = self.rt.db.wakeups
         listener = asyncio.create_task(wakeups.listen(), name="wakeup-listener")

@@ -1,0 +1,143 @@
+"""Requests first: in a process that serves the API and runs the workers (`marketsync serve`), background work
+opens its next database transaction when no request is in flight, or after waiting at most `max_wait_s`.
+
+The two share one event loop and, on SQLite, one writer. Without this, the work a request causes (a publish, its
+events' webhooks, the sandbox's calls) takes the loop and the writer while the next request waits behind it
+(docs/decisions/0281-requests-first.md). The wait is bounded, so background work still advances under a steady
+stream of requests; a process without requests (`marketsync worker`) never waits.
+
+Only the outermost database use of a background task waits: a task inside a transaction may hold the writer or
+row locks that a request needs, so its nested reads and statements go on at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from contextvars import ContextVar
+
+from sqlalchemy import exc as sa_exc
+
+_background: ContextVar[bool] = ContextVar("marketsync_background", default=False)
+_in_database: ContextVar[bool] = ContextVar("marketsync_in_database", default=False)
+
+
+def mark_background() -> None:
+    """The calling task, and every task it creates from now on, is background work (the worker's loop)."""
+    _background.set(True)
+
+
+def is_background() -> bool:
+    return _background.get()
+
+
+class RequestsFirst:
+    def __init__(self, max_wait_s: float) -> None:
+        self.max_wait_s = max_wait_s
+        self.in_flight = 0
+        self._waiters: set[asyncio.Future[None]] = set()
+
+    def request_started(self) -> None:
+        self.in_flight += 1
+
+    def request_ended(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight == 0 and self._waiters:
+            waiters, self._waiters = self._waiters, set()
+            for waiter in waiters:
+                _release(waiter)
+
+    async def wait(self) -> None:
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._waiters.add(waiter)
+        timeout = loop.call_later(self.max_wait_s, _release, waiter)
+        try:
+            await waiter
+        finally:
+            timeout.cancel()
+            self._waiters.discard(waiter)
+
+    async def turn(self) -> bool:
+        """Wait, if this is background work outside any transaction and requests are in flight. True when the
+        caller enters the database (it must then call `left`)."""
+        if not _background.get() or _in_database.get():
+            return False
+        if self.in_flight and self.max_wait_s > 0:
+            await self.wait()
+        _in_database.set(True)
+        return True
+
+    @staticmethod
+    def left() -> None:
+        _in_database.set(False)
+
+
+def _release(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+class WriterTurns:
+    """SQLite's one writer connection, handed to requests before background work (FIFO within each). Background
+    work that holds the writer keeps it to its commit; a background waiter that has waited `background_max_wait_s`
+    goes before the requests, so a steady stream of writes cannot starve the workers."""
+
+    def __init__(self, *, timeout_s: float, background_max_wait_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.background_max_wait_s = background_max_wait_s
+        self._held = False
+        self._requests: deque[asyncio.Future[None]] = deque()
+        self._background: deque[tuple[float, asyncio.Future[None]]] = deque()
+
+    async def acquire(self) -> None:
+        if not self._held:
+            self._held = True
+            return
+        loop = asyncio.get_running_loop()
+        turn: asyncio.Future[None] = loop.create_future()
+        # With no wait allowed (0), one queue: first come, first served.
+        background = _background.get() and self.background_max_wait_s > 0
+        if background:
+            self._background.append((loop.time(), turn))
+        else:
+            self._requests.append(turn)
+        timeout = loop.call_later(self.timeout_s, _time_out, turn, self.timeout_s)
+        try:
+            await turn
+        except BaseException:
+            if turn.done() and not turn.cancelled() and turn.exception() is None:
+                self.release()  # handed the writer as this waiter was cancelled: hand it on
+            elif background:
+                self._background = deque(entry for entry in self._background if entry[1] is not turn)
+            else:
+                with contextlib.suppress(ValueError):
+                    self._requests.remove(turn)
+            raise
+        finally:
+            timeout.cancel()
+
+    def release(self) -> None:
+        background, requests = self._background, self._requests
+        while background and background[0][1].done():  # timed out
+            background.popleft()
+        now = asyncio.get_running_loop().time()
+        overdue = bool(background) and now - background[0][0] >= self.background_max_wait_s
+        if not overdue:
+            while requests:
+                turn = requests.popleft()
+                if not turn.done():
+                    turn.set_result(None)
+                    return
+        while background:
+            _, turn = background.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self._held = False
+
+
+def _time_out(turn: asyncio.Future[None], timeout_s: float) -> None:
+    if not turn.done():
+        turn.set_exception(sa_exc.TimeoutError(f"the SQLite writer was not free within {timeout_s:g} s"))
