@@ -37,8 +37,11 @@ OPENAPI_CLIENT_ARGS ?= --call
 openapi-client: install
 	timeout 300 $(BIN)/python -m bench.openapi_client $(OPENAPI_CLIENT_ARGS)
 
+# The suite mostly waits (servers, workers, subprocesses), so it runs on more pytest-xdist workers than cores; groups
+# marked xdist_group stay on one worker. A plain `python -m pytest tests/x.py` still runs in one process.
+PYTEST_WORKERS ?= 4
 test: install browser lint typecheck openapi-client
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 # The inner loop: pure rules, the auth/jobs/kit cores, and every other test on SQLite only (no lint, no mypy).
 test-fast: install

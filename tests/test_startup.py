@@ -92,7 +92,11 @@ def test_keys_generate_prints_a_usable_pair(tmp_path: Path) -> None:
 
 
 async def test_with_migrations_off_an_old_schema_is_refused(tmp_path: Path) -> None:
-    env = _clean_env(MARKETSYNC_DATABASE_URL=f"sqlite:///{tmp_path}/new.db", MARKETSYNC_MIGRATE_ON_START="false")
+    env = _clean_env(
+        MARKETSYNC_DATABASE_URL=f"sqlite:///{tmp_path}/new.db",
+        MARKETSYNC_MIGRATE_ON_START="false",
+        MARKETSYNC_VAR_DIR=str(tmp_path / "var"),  # the keys it mints, not in the repository's var/
+    )
     done = _run(env, "worker")
     assert done.returncode == 2
     assert "run `marketsync db upgrade` first" in done.stderr

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -15,6 +17,7 @@ import httpx
 import structlog
 from typer.testing import CliRunner
 
+from marketsync import logging as marketsync_logging
 from marketsync.cli import app
 from marketsync.kit import cli as kit_cli
 from marketsync.logging import configure_logging
@@ -32,6 +35,23 @@ def _logging_to_real_stderr(level: str = "INFO") -> None:
         configure_logging(level)
 
 
+@contextlib.contextmanager
+def _suite_logging_kept() -> Iterator[None]:
+    """The command sets the process's logging to its WARNING: put the suite's back (INFO, tests/conftest.py), or a
+    later test in this process (pytest-xdist runs them in any order) finds no access line in its logs."""
+    saved = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    configured = marketsync_logging._configured_level
+    try:
+        yield
+    finally:
+        structlog.configure(**saved)
+        root.handlers = handlers
+        root.setLevel(level)
+        marketsync_logging._configured_level = configured
+
+
 async def cli(database_url: str, var_dir: Path, *args: str, expect_rc: int = 0) -> dict[str, Any]:
     """Run one command as the operator would, in a thread with its own event loop and Runtime
     (a separate process costs seconds of imports on this machine; the isolation is the same)."""
@@ -42,12 +62,8 @@ async def cli(database_url: str, var_dir: Path, *args: str, expect_rc: int = 0) 
         "MARKETSYNC_SECRET_HASH_KEY": TEST_HASH_KEY,
         "MARKETSYNC_LOG_LEVEL": "WARNING",
     }
-    saved = structlog.get_config()
-    try:
-        with mock.patch.object(kit_cli, "configure_logging", _logging_to_real_stderr):
-            result = await asyncio.to_thread(CliRunner().invoke, app, [*args, "--json"], env=env)
-    finally:
-        structlog.configure(**saved)
+    with _suite_logging_kept(), mock.patch.object(kit_cli, "configure_logging", _logging_to_real_stderr):
+        result = await asyncio.to_thread(CliRunner().invoke, app, [*args, "--json"], env=env)
     assert result.exit_code == expect_rc, (result.output, result.exception)
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 1, result.stdout  # exactly one JSON object on stdout
