@@ -33,6 +33,8 @@ def _logging_to_real_stderr(level: str = "INFO") -> None:
     temporary stream (structlog caches loggers, which would later write to a closed file)."""
     with contextlib.redirect_stderr(sys.__stderr__):
         configure_logging(level)
+    # Not cached: a logger first used during the command would keep its WARNING setup for the rest of the process.
+    structlog.configure(cache_logger_on_first_use=False)
 
 
 @contextlib.contextmanager
