@@ -92,9 +92,10 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool, checkpointer: Wal
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     if checkpointer is not None:
-
-        @event.listens_for(engine.sync_engine, "commit")
-        def _on_commit(_conn: Any) -> None:
+        # When the connection is back in the pool, its transaction has ended: the "commit" event comes before the
+        # commit, and a checkpoint run between the two would miss it with no wake-up left to come.
+        @event.listens_for(engine.sync_engine, "checkin")
+        def _on_checkin(_dbapi_connection: Any, _record: Any) -> None:
             checkpointer.committed()
 
 
