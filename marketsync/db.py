@@ -19,6 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
+from sqlalchemy.util import await_only
 
 from marketsync import wakeups
 from marketsync.db_fast import (
@@ -147,6 +148,7 @@ class Database:
                 connect_args=bounded_waits(command_timeout_s),
             )
             _treat_timeouts_as_lost_connections(self.engine)
+            _background_statements_wait(self.engine, self.requests_first)
             self.write_engine = self.engine
         self._reader = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False)
         self._writer = async_sessionmaker(self.write_engine, expire_on_commit=False, autoflush=False)
@@ -250,6 +252,16 @@ class Database:
             await self.write_engine.dispose()
         if self.checkpointer is not None:
             self.checkpointer.close()
+
+
+def _background_statements_wait(engine: AsyncEngine, requests_first: RequestsFirst) -> None:
+    """PostgreSQL: background work waits for the requests in flight before each of its statements too (bounded), so
+    a request resumes without the loop running the workers' work between its own statements."""
+
+    @event.listens_for(engine.sync_engine, "before_cursor_execute")
+    def _before(*_args: Any) -> None:
+        if requests_first.background_waits():
+            await_only(requests_first.wait())
 
 
 def bounded_waits(command_timeout_s: float | None) -> dict[str, Any]:

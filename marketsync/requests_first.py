@@ -6,8 +6,8 @@ events' webhooks, the sandbox's calls) takes the loop and the writer while the n
 (docs/decisions/0281-requests-first.md). The wait is bounded, so background work still advances under a steady
 stream of requests; a process without requests (`marketsync worker`) never waits.
 
-Only the outermost database use of a background task waits: a task inside a transaction may hold the writer or
-row locks that a request needs, so its nested reads and statements go on at once.
+On SQLite only the outermost database use of a background task waits: inside a transaction it holds the one writer,
+which a request may be waiting for. On PostgreSQL, with no single writer, background statements wait too (db.py).
 """
 
 from __future__ import annotations
@@ -47,6 +47,10 @@ class RequestsFirst:
             waiters, self._waiters = self._waiters, set()
             for waiter in waiters:
                 _release(waiter)
+
+    def background_waits(self) -> bool:
+        """Whether background work should wait before its next statement (requests_first_statements)."""
+        return self.in_flight > 0 and self.max_wait_s > 0 and _background.get()
 
     async def wait(self) -> None:
         loop = asyncio.get_running_loop()

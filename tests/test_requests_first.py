@@ -111,10 +111,11 @@ async def test_requests_and_work_outside_the_worker_never_wait(
     await request.task
 
 
-async def test_background_work_inside_its_transaction_goes_on_while_a_request_is_in_flight(
+@pytest.mark.parametrize("backend", ["sqlite"])
+async def test_on_sqlite_background_work_inside_its_transaction_goes_on_while_a_request_is_in_flight(
     rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
 ) -> None:
-    """It may hold the writer or row locks the request needs: its nested reads never wait."""
+    """It may hold the writer the request needs: its nested reads and statements never wait."""
     entered = asyncio.Event()
     request_started = asyncio.Event()
     read_back: list[int] = []
@@ -135,6 +136,34 @@ async def test_background_work_inside_its_transaction_goes_on_while_a_request_is
     assert read_back == [7]
     request.release.set()
     await request.task
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+async def test_on_postgresql_background_work_waits_before_each_statement_while_a_request_is_in_flight(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    """No single writer there: the loop, not a lock, is what a request waits for, so background statements wait too."""
+    entered, go = asyncio.Event(), asyncio.Event()
+    done: list[str] = []
+
+    async def two_statements() -> None:
+        async with rt.db.transaction() as session:
+            await session.execute(text("SELECT 1"))
+            entered.set()
+            await go.wait()
+            await session.execute(text("SELECT 2"))
+            done.append("second statement")
+
+    background = in_background(two_statements)
+    await entered.wait()
+    request = await held()
+    go.set()
+    await settled()
+    assert done == [], "a background statement ran while a request was in flight"
+    request.release.set()
+    await request.task
+    await asyncio.wait_for(background, 10)
+    assert done == ["second statement"]
 
 
 @pytest.mark.parametrize("settings_overrides", [{"requests_first_max_wait_s": 0.02}])
