@@ -197,9 +197,8 @@ class Database:
         """A write session committed once at the edge, rolled back on any exception. Work it queued (a job, an
         event) wakes the workers as it commits (marketsync/wakeups.py)."""
         wake = False
-        entered = await self.requests_first.turn()
         turns = self.writer_turns
-        try:
+        async with self.requests_first.turn():
             if turns is not None:
                 await turns.acquire()
             try:
@@ -212,21 +211,13 @@ class Database:
             finally:
                 if turns is not None:
                     turns.release()
-        finally:
-            if entered:
-                RequestsFirst.left()
         if wake:
             self.wakeups.signal()
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
-        entered = await self.requests_first.turn()
-        try:
-            async with self._reader() as session, session.begin():
-                yield session
-        finally:
-            if entered:
-                RequestsFirst.left()
+        async with self.requests_first.turn(), self._reader() as session, session.begin():
+            yield session
 
     async def first(self, prepared: PreparedRead, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
         """The first row of a prepared read on the raw driver (db_fast.py: the bearer-token lookup)."""
@@ -238,12 +229,8 @@ class Database:
 
     async def driver_read(self, work: Callable[[DriverReader], Awaitable[T]]) -> T:
         """`work(reader)` with hand-written SQL on the raw driver (db_fast.py: the orders page)."""
-        entered = await self.requests_first.turn()
-        try:
+        async with self.requests_first.turn():
             return await self.fast.driver_read(work)
-        finally:
-            if entered:
-                RequestsFirst.left()
 
     async def dispose(self) -> None:
         await self.fast.close()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 
 from sqlalchemy import exc as sa_exc
 
@@ -26,10 +26,6 @@ _in_database: ContextVar[bool] = ContextVar("marketsync_in_database", default=Fa
 def mark_background() -> None:
     """The calling task, and every task it creates from now on, is background work (the worker's loop)."""
     _background.set(True)
-
-
-def is_background() -> bool:
-    return _background.get()
 
 
 class RequestsFirst:
@@ -49,7 +45,7 @@ class RequestsFirst:
                 _release(waiter)
 
     def background_waits(self) -> bool:
-        """Whether background work should wait before its next statement (requests_first_statements)."""
+        """Whether background work should wait before its next statement (PostgreSQL: db.py)."""
         return self.in_flight > 0 and self.max_wait_s > 0 and _background.get()
 
     async def wait(self) -> None:
@@ -63,19 +59,30 @@ class RequestsFirst:
             timeout.cancel()
             self._waiters.discard(waiter)
 
-    async def turn(self) -> bool:
-        """Wait, if this is background work outside any transaction and requests are in flight. True when the
-        caller enters the database (it must then call `left`)."""
-        if not _background.get() or _in_database.get():
-            return False
-        if self.in_flight and self.max_wait_s > 0:
-            await self.wait()
-        _in_database.set(True)
-        return True
+    def turn(self) -> _Turn:
+        """`async with` around a database use: background work outside any transaction waits there while requests
+        are in flight (bounded); nested uses and everything else go on at once."""
+        return _Turn(self)
 
-    @staticmethod
-    def left() -> None:
-        _in_database.set(False)
+
+class _Turn:
+    __slots__ = ("_entered", "_owner")
+
+    def __init__(self, owner: RequestsFirst) -> None:
+        self._owner = owner
+        self._entered: Token[bool] | None = None
+
+    async def __aenter__(self) -> None:
+        if not _background.get() or _in_database.get():
+            return
+        owner = self._owner
+        if owner.in_flight and owner.max_wait_s > 0:
+            await owner.wait()
+        self._entered = _in_database.set(True)
+
+    async def __aexit__(self, *_exc: object) -> None:
+        if self._entered is not None:
+            _in_database.reset(self._entered)
 
 
 def _release(waiter: asyncio.Future[None]) -> None:
