@@ -47,8 +47,10 @@ test: install browser lint typecheck openapi-client
 test-fast: install
 	$(BIN)/python -m pytest -q -x -p no:randomly -k "not postgresql" tests/unit tests/kit tests/auth tests/jobs tests/orders tests/inventory
 
-bench-tools:
+# wrk drives the fixed-cost figures; py-spy samples the service for the profiles in docs/perf (--profile DIR).
+bench-tools: install
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+	test -x $(BIN)/py-spy || $(BIN)/python -m pip install -q py-spy==0.4.3
 
 # Every hot-path figure next to its floor (issue 15), both databases; rewrites docs/performance.md.
 bench: install bench-tools

@@ -18,6 +18,11 @@ same bearer token. One client (httpx, bodies pre-serialised), requests alternati
   - get: `GET /api/products/{sku}` for random SKUs, next to the authenticated no-op route of
     bench/foundation_http.py (the service's fixed cost of a request) served by a third process.
 Prints p50/p99 per side and the ratio, with the load average before and after.
+
+The seeded listings exist at the sandbox marketplaces too (a propagating push's feeds are applied, not refused line
+by line: the drained phase asserts every job succeeded), and the catalogue counts as mirrored (`mirrored`).
+Diagnosis: BENCH_RAW=1 prints every timing in order; BENCH_LOGS=DIR keeps the servers' logs, at the level
+BENCH_SERVICE_LOG_LEVEL (default WARNING).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +71,8 @@ PLATFORMS = (("P1", "UK"), ("P2", "DE"), ("P3", "US"), ("P4", "FR"))
 # benchmark started right after the load would measure the minutes before it instead (no visibility map, so no
 # index-only scans, hint bits set by the first reads, autovacuum running mid-benchmark): both sides start vacuumed.
 VACUUM_AFTER_LOAD = "VACUUM (ANALYZE)"
+SANDBOX_LISTING_COLUMNS = ("connection_id", "listing_id", "sku", "external_sku", "listing_url", "attributes", "price",
+                           "quantity", "feed_updates", "updated_at")  # fmt: skip
 
 
 def loadavg() -> str:
@@ -85,6 +92,17 @@ def listing_values(index: int, platform: str, country: str) -> tuple[str, str, s
 
 def _chunks(count: int, size: int = 50_000) -> range:
     return range(0, count, size)
+
+
+def mirrored(*, now_text: bool) -> tuple[str, tuple[Any, Any]]:
+    """The seeded catalogue is the mirrored one: the listing mirror's schedule last ran now and is next due in a day.
+    Otherwise `serve` starts by mirroring every seeded listing (4 x 100,000 here: minutes, a benchmark of its own,
+    bench/marketplaces_feeds.py) while the phases below are measured."""
+    now = datetime.now(UTC).replace(tzinfo=None)
+    values = (now, now + timedelta(days=1))
+    if now_text:
+        values = tuple(value.isoformat(sep=" ", timespec="microseconds") for value in values)  # type: ignore[assignment]
+    return "INSERT INTO schedules (name, last_run_at, next_run_at) VALUES ('marketplaces.listing_mirror', ?, ?)", values
 
 
 async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, str, str]], count: int,
@@ -115,6 +133,16 @@ async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, 
             for marketplace_id, platform, country in marketplaces[:listings]
         ]  # fmt: skip
 
+    def marketplace_rows(start: int, stop: int, text: bool) -> list[tuple[Any, ...]]:
+        """The same listings as the sandbox marketplace holds them: a feed's lines are applied, not refused."""
+        stamp: Any = now.isoformat(sep=" ", timespec="microseconds") if text else now
+        return [
+            (marketplace_id, listing_id, sku, sku, url, "{}", 100_000, 10, 0, stamp)
+            for i in range(start, stop)
+            for marketplace_id, platform, country in marketplaces[:listings]
+            for listing_id, sku, url in (listing_values(i, platform, country),)
+        ]
+
     if url.startswith("sqlite:///"):
         db = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
         db.execute("BEGIN")
@@ -125,6 +153,11 @@ async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, 
                 f"INSERT INTO listings ({','.join(listing_columns)}) VALUES ({','.join('?' * 11)})",
                 listing_rows(start, stop, True),
             )
+            db.executemany(
+                f"INSERT INTO sandbox_listings ({','.join(SANDBOX_LISTING_COLUMNS)}) VALUES ({','.join('?' * 10)})",
+                marketplace_rows(start, stop, True),
+            )
+        db.execute(*mirrored(now_text=True))
         db.execute("COMMIT")
         db.execute("ANALYZE")
         db.close()
@@ -139,6 +172,11 @@ async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, 
             await connection.copy_records_to_table(
                 "listings", records=listing_rows(start, stop, False), columns=listing_columns
             )
+            await connection.copy_records_to_table(
+                "sandbox_listings", records=marketplace_rows(start, stop, False), columns=SANDBOX_LISTING_COLUMNS
+            )
+        statement, values = mirrored(now_text=False)
+        await connection.execute(statement.replace("?", "$1", 1).replace("?", "$2", 1), *values)
         await connection.execute(VACUUM_AFTER_LOAD)
     finally:
         await connection.close()
@@ -214,6 +252,8 @@ async def alternate(
 
 
 def summary(timings: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    if os.environ.get("BENCH_RAW"):
+        print({name: [round(x, 1) for x in t] for name, t in timings.items()}, file=sys.stderr)
     return {name: {"p50": statistics.median(t), "p99": percentile(t, 0.99), "n": len(t)} for name, t in timings.items()}
 
 
@@ -222,7 +262,10 @@ async def drain(client: httpx.AsyncClient, job_ids: list[str]) -> None:
     deadline = time.monotonic() + 120
     for job_id in job_ids:
         while time.monotonic() < deadline:
-            if (await client.get(f"/api/jobs/{job_id}")).json()["IsComplete"]:
+            job = (await client.get(f"/api/jobs/{job_id}")).json()
+            if job["IsComplete"]:
+                # A feed the marketplace refused line by line is cheaper than one it applies: measure the real one.
+                assert job["IsSuccessful"] and job["ProgressDone"] == job["ProgressTotal"], job
                 break
             await asyncio.sleep(0.02)
 
@@ -307,7 +350,7 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     async with scratch_database(backend, directory) as url, scratch_database(backend, directory) as floor_url:
         var_dir = f"{directory}/var"
         env = service_env(url, var_dir)
-        env["MARKETSYNC_LOG_LEVEL"] = "WARNING"
+        env["MARKETSYNC_LOG_LEVEL"] = os.environ.get("BENCH_SERVICE_LOG_LEVEL", "WARNING")
         account = str(marketsync(env, "admin", "account", "create", "--name", "bench")["AccountId"])
         credential = marketsync(env, "admin", "credential", "create", "--account", account, "--name", "bench",
                                 "--scopes", "InventoryRead InventoryWrite MarketplacesRead")  # fmt: skip

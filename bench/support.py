@@ -92,13 +92,23 @@ def wait_ready(url: str, timeout: float = 120) -> None:
 
 @contextlib.contextmanager
 def process(command: list[str], env: dict[str, str], ready_url: str) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """A server process for the duration of the block. Its output is dropped, unless BENCH_LOGS names a folder to
+    keep each process's stderr in (diagnosis: why did a request fail?)."""
+    logs = os.environ.get("BENCH_LOGS")
+    stderr: Any = subprocess.DEVNULL
+    if logs:
+        os.makedirs(logs, exist_ok=True)
+        name = "-".join(Path(part).name for part in command[1:4])
+        stderr = open(f"{logs}/{name}-{time.time_ns()}.log", "wb")  # noqa: SIM115 (closed below)
+    proc = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         wait_ready(ready_url)
         yield proc
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        if stderr is not subprocess.DEVNULL:
+            stderr.close()
 
 
 async def _pg_admin(sql: str) -> None:

@@ -13,7 +13,6 @@ which a request may be waiting for. On PostgreSQL, with no single writer, backgr
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
 from contextvars import ContextVar, Token
 
@@ -91,15 +90,19 @@ def _release(waiter: asyncio.Future[None]) -> None:
 
 
 class WriterTurns:
-    """SQLite's one writer connection, handed to requests before background work (FIFO within each). Background
-    work that holds the writer keeps it to its commit; a background waiter that has waited `background_max_wait_s`
-    goes before the requests, so a steady stream of writes cannot starve the workers."""
+    """SQLite's one writer connection, handed to requests before background work. Background work that holds the
+    writer keeps it to its commit. Waiters are served in order of arrival, a background waiter counted as arriving
+    `background_max_wait_s` later than it did: a request goes before background work queued up to that long before
+    it, and never waits behind background work queued after it, however many background transactions follow one
+    another (four listing mirrors did: a request waited its whole 60 s). Background work still advances under a
+    steady stream of writes."""
 
     def __init__(self, *, timeout_s: float, background_max_wait_s: float) -> None:
         self.timeout_s = timeout_s
         self.background_max_wait_s = background_max_wait_s
         self._held = False
-        self._requests: deque[asyncio.Future[None]] = deque()
+        # (when the waiter counts as arrived, its turn); each queue in arrival order.
+        self._requests: deque[tuple[float, asyncio.Future[None]]] = deque()
         self._background: deque[tuple[float, asyncio.Future[None]]] = deque()
 
     async def acquire(self) -> None:
@@ -108,45 +111,43 @@ class WriterTurns:
             return
         loop = asyncio.get_running_loop()
         turn: asyncio.Future[None] = loop.create_future()
-        # With no wait allowed (0), one queue: first come, first served.
+        # With no wait allowed (0), background work queues with the requests: first come, first served.
         background = _background.get() and self.background_max_wait_s > 0
-        if background:
-            self._background.append((loop.time(), turn))
-        else:
-            self._requests.append(turn)
+        queue = self._background if background else self._requests
+        queue.append((loop.time() + (self.background_max_wait_s if background else 0.0), turn))
         timeout = loop.call_later(self.timeout_s, _time_out, turn, self.timeout_s)
         try:
             await turn
         except BaseException:
             if turn.done() and not turn.cancelled() and turn.exception() is None:
                 self.release()  # handed the writer as this waiter was cancelled: hand it on
-            elif background:
-                self._background = deque(entry for entry in self._background if entry[1] is not turn)
             else:
-                with contextlib.suppress(ValueError):
-                    self._requests.remove(turn)
+                _forget(queue, turn)
             raise
         finally:
             timeout.cancel()
 
     def release(self) -> None:
-        background, requests = self._background, self._requests
-        while background and background[0][1].done():  # timed out
-            background.popleft()
-        now = asyncio.get_running_loop().time()
-        overdue = bool(background) and now - background[0][0] >= self.background_max_wait_s
-        if not overdue:
-            while requests:
-                turn = requests.popleft()
-                if not turn.done():
-                    turn.set_result(None)
-                    return
-        while background:
-            _, turn = background.popleft()
+        requests, background = self._requests, self._background
+        for queue in (requests, background):
+            while queue and queue[0][1].done():  # timed out or cancelled
+                queue.popleft()
+        while requests or background:
+            if requests and (not background or requests[0][0] <= background[0][0]):
+                _, turn = requests.popleft()
+            else:
+                _, turn = background.popleft()
             if not turn.done():
                 turn.set_result(None)
                 return
         self._held = False
+
+
+def _forget(queue: deque[tuple[float, asyncio.Future[None]]], turn: asyncio.Future[None]) -> None:
+    for entry in queue:
+        if entry[1] is turn:
+            queue.remove(entry)
+            return
 
 
 def _time_out(turn: asyncio.Future[None], timeout_s: float) -> None:

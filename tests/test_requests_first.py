@@ -251,6 +251,35 @@ async def test_on_sqlite_background_work_waiting_longer_than_the_bound_goes_firs
         await db.dispose()
 
 
+async def test_on_sqlite_a_request_never_waits_behind_background_work_queued_after_it(tmp_path: Path) -> None:
+    """Four background loops each open their next transaction as soon as the last commits, every one holding the
+    writer longer than the bound (listing mirrors of 100,000 listings did): a request still gets the writer after at
+    most the holder and the three queued before it. It once waited for all of them, its whole 60 s, and got a 503."""
+    db = await with_table(sqlite_database(tmp_path, 0.01))
+    commits: list[str] = []
+    stop = asyncio.Event()
+
+    async def mirror(name: str) -> None:
+        while not stop.is_set():
+            async with db.transaction() as session:
+                await session.execute(text("INSERT INTO t (name) VALUES (:name)"), {"name": name})
+                await asyncio.sleep(0.03)
+            commits.append(name)
+
+    mirrors = [in_background(lambda name=f"mirror-{n}": mirror(name)) for n in range(4)]
+    try:
+        await asyncio.sleep(0.3)  # every mirror has by now waited longer than the bound for its turn
+        arrived = len(commits)
+        async with asyncio.timeout(10), db.transaction() as session:
+            await session.execute(text("INSERT INTO t (name) VALUES ('request')"))
+        commits.append("request")
+        assert len(commits) - 1 - arrived <= 4, commits[arrived:]
+    finally:
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*mirrors), 10)
+        await db.dispose()
+
+
 async def test_with_no_wait_allowed_the_writer_is_first_come_first_served(tmp_path: Path) -> None:
     db = await with_table(sqlite_database(tmp_path, 0.0))
     try:

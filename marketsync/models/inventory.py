@@ -39,6 +39,8 @@ class Listing(Base):
     __table_args__ = (
         UniqueConstraint("product_id", "marketplace_id", name="uq_listings_product_marketplace"),
         Index("ix_listings_marketplace", "marketplace_id", "product_id"),
+        # The listing mirror reads a page of a connection's listings by the marketplace's ids (migration 0018).
+        Index("ix_listings_marketplace_listing", "marketplace_id", "listing_id"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)

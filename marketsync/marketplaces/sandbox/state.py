@@ -422,11 +422,10 @@ async def _apply_price_stock(
         session, seller.connection_id, [str(line.get("ExternalSku")) for line in lines]
     )
     errors, processed = [], 0
+    known, accepts_zero_price = set(listings), kind_of(seller.platform).accepts_zero_price
     for index, line in enumerate(lines):
         reference = _reference(line, "ExternalSku")
-        error = rules.price_stock_line_error(
-            line, set(listings), accepts_zero_price=kind_of(seller.platform).accepts_zero_price
-        )
+        error = rules.price_stock_line_error(line, known, accepts_zero_price=accepts_zero_price)
         if error is None and index in faulted:
             error = "Value rejected by the marketplace (sandbox item-errors mode)."
         if error is not None:

@@ -1,0 +1,78 @@
+"""The listing mirror finds each page of a connection's listings by the marketplace's ids through an index
+(migration 0018), never by reading every listing of the connection: a mirror of 100,000 listings took 36 s on
+SQLite, each page's transaction holding the one writer ~70 ms."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import event, insert, text
+from sqlalchemy.engine import Connection
+
+from marketsync.inventory import repository
+from marketsync.models import Listing, Product
+from marketsync.runtime import Runtime
+from tests.support.factories import make_account, make_connection
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+LISTINGS = 20_000
+
+
+@contextmanager
+def statements_of(rt: Runtime) -> Iterator[list[tuple[str, Any]]]:
+    """Every statement the write engine runs inside the block, with its parameters."""
+    seen: list[tuple[str, Any]] = []
+
+    def keep(_conn: Connection, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
+        seen.append((statement, parameters))
+
+    engine = rt.db.write_engine.sync_engine
+    event.listen(engine, "before_cursor_execute", keep)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", keep)
+
+
+async def test_a_mirror_page_reads_the_connection_s_listings_by_index(rt: Runtime) -> None:
+    account_id = await make_account(rt)
+    marketplace_id = (await make_connection(rt, account_id, "P1", "UK")).id
+    async with rt.db.transaction() as session:
+        await session.execute(
+            insert(Product),
+            [
+                {"id": f"P{i:025d}", "account_id": account_id, "sku": f"M-{i}", "sku_lower": f"m-{i}",
+                 "quantity": 1, "modified_at": NOW, "created_at": NOW}
+                for i in range(LISTINGS)
+            ],
+        )  # fmt: skip
+        await session.execute(
+            insert(Listing),
+            [
+                {"id": f"L{i:025d}", "account_id": account_id, "product_id": f"P{i:025d}",
+                 "marketplace_id": marketplace_id, "listing_id": f"UK-{i:08d}", "external_sku": f"M-{i}",
+                 "attributes": {}, "status": "Live", "created_at": NOW, "updated_at": NOW}
+                for i in range(LISTINGS)
+            ],
+        )  # fmt: skip
+        await session.execute(text("ANALYZE listings"))
+    page = [f"UK-{i:08d}" for i in range(1_000, 1_200)]
+    async with rt.db.transaction() as session:
+        with statements_of(rt) as seen:
+            found = await repository.listings_for_mirror(session, marketplace_id, page)
+        assert sorted(found) == page
+        (statement, parameters), *_ = [(s, p) for s, p in seen if "FROM listings" in s]
+        explain = "EXPLAIN QUERY PLAN " if rt.db.is_sqlite else "EXPLAIN "
+        if not rt.db.is_sqlite:
+            # At 20,000 rows PostgreSQL rightly reads the whole table (~800 cost units); at 100,000 and more it takes
+            # the index. Forbid the scan to see which index it would use: the one on (marketplace_id, product_id)
+            # filtered by listing_id is what it took before migration 0018.
+            await session.execute(text("SET LOCAL enable_seqscan = off"))
+        plan = "\n".join(
+            str(row[-1])
+            for row in (await (await session.connection()).exec_driver_sql(explain + statement, parameters))
+        )
+    assert "ix_listings_marketplace_listing" in plan, plan
