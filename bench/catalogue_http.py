@@ -22,7 +22,7 @@ Prints p50/p99 per side and the ratio, with the load average before and after.
 The seeded listings exist at the sandbox marketplaces too (a propagating push's feeds are applied, not refused line
 by line: the drained phase asserts every job succeeded), and the catalogue counts as mirrored (`mirrored`).
 Diagnosis: BENCH_RAW=1 prints every timing in order; BENCH_LOGS=DIR keeps the servers' logs, at the level
-BENCH_SERVICE_LOG_LEVEL (default WARNING).
+BENCH_SERVICE_LOG_LEVEL (default WARNING); BENCH_MAX_WAIT=S sets the service's MARKETSYNC_REQUESTS_FIRST_MAX_WAIT_S.
 """
 
 from __future__ import annotations
@@ -351,6 +351,8 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         var_dir = f"{directory}/var"
         env = service_env(url, var_dir)
         env["MARKETSYNC_LOG_LEVEL"] = os.environ.get("BENCH_SERVICE_LOG_LEVEL", "WARNING")
+        if os.environ.get("BENCH_MAX_WAIT"):
+            env["MARKETSYNC_REQUESTS_FIRST_MAX_WAIT_S"] = os.environ["BENCH_MAX_WAIT"]
         account = str(marketsync(env, "admin", "account", "create", "--name", "bench")["AccountId"])
         credential = marketsync(env, "admin", "credential", "create", "--account", account, "--name", "bench",
                                 "--scopes", "InventoryRead InventoryWrite MarketplacesRead")  # fmt: skip
