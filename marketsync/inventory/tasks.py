@@ -87,10 +87,19 @@ async def _mirror_page(
             )
             session.add(row)
             by_product[product.id] = row
-        row.listing_id, row.external_sku, row.listing_url = item.listing_id, item.external_sku, item.listing_url
-        row.category_id = row.category_id or item.category_id
-        row.marketplace_price, row.marketplace_quantity = item.price, item.quantity
-        row.status, row.updated_at = ListingStatus.LIVE, now
+        seen = {
+            "listing_id": item.listing_id,
+            "external_sku": item.external_sku,
+            "listing_url": item.listing_url,
+            "category_id": row.category_id or item.category_id,
+            "marketplace_price": item.price,
+            "marketplace_quantity": item.quantity,
+            "status": ListingStatus.LIVE,
+        }
+        if any(getattr(row, name) != value for name, value in seen.items()):  # a re-mirror of the same writes nothing
+            for name, value in seen.items():
+                setattr(row, name, value)
+            row.updated_at = now
     owners = await service.data_owners(session, connection.account_id)  # both kinds in one read
     price_owned, stock_owned = owners["Price"] == "Marketplace", owners["Stock"] == "Marketplace"
     changes = []

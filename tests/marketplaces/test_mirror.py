@@ -158,3 +158,57 @@ async def test_a_remirror_keeps_known_listings_and_maps_new_ones_in_the_same_pag
     assert (mapped.external_sku, mapped.marketplace_quantity) == ("Mix-2", 1)
     marketplaces = (await api.get("/api/marketplaces", headers=tenant.headers)).json()["Marketplaces"]
     assert marketplaces[0]["LastPull"] == {"Status": "Completed", "TotalSkus": 2, "CurrentSku": 2}
+
+
+async def test_a_remirror_writes_only_the_listings_that_changed_at_the_marketplace(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Mirroring 100,000 unchanged listings rewrote every row (each page's transaction holding SQLite's writer): a
+    listing the marketplace still holds as the map has it is left alone, its updated_at included."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    await _set_owner(rt, tenant.account_id, "Price", "Merchant")
+    await _set_owner(rt, tenant.account_id, "Stock", "Merchant")
+    same = await support.listed_product(rt, p1, "SAME-1", price="10.00", quantity=5)
+    moved = await support.listed_product(rt, p1, "MOVED-1", price="10.00", quantity=5)
+    await _mirror_now(rt, p1)
+    before = {product.id: await support.our_listing(rt, p1, product.id) for product in (same, moved)}
+
+    await _sandbox_set(rt, p1, "MOVED-1", quantity=2)
+    await _mirror_now(rt, p1)
+
+    unchanged = await support.our_listing(rt, p1, same.id)
+    changed = await support.our_listing(rt, p1, moved.id)
+    assert unchanged is not None and changed is not None
+    was_same, was_moved = before[same.id], before[moved.id]
+    assert was_same is not None and was_moved is not None
+    assert (unchanged.marketplace_quantity, unchanged.updated_at) == (5, was_same.updated_at)
+    assert changed.marketplace_quantity == 2 and changed.updated_at > was_moved.updated_at
+
+
+async def test_the_marketplace_counts_a_listing_pull_once_and_pages_through_every_listing(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """The total a listing pull reports is counted for its first page and carried by the cursor (counted again for
+    each of 500 pages it was most of a 100,000-listing mirror on PostgreSQL); the pages still cover every listing
+    once, and a listing added mid-pull is found by the pull without changing the total it started with."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    async with rt.db.transaction() as session:
+        seller = await sandbox_state.ensure_seller(session, p1.id, "P1", "UK", rt.clock.now())
+        known = [
+            sandbox_state.KnownListing(f"PAGE-{i:03d}", None, None, None, None, Decimal("2.00"), 1) for i in range(7)
+        ]
+        await sandbox_state.seed_listings(session, seller, rt.clock.now(), known)
+    seen, totals, cursor = [], [], None
+    while True:
+        async with rt.db.read() as session:
+            rows, total, cursor = await sandbox_state.listings_page(session, p1.id, cursor, 3)
+        seen.extend(row.sku for row in rows)
+        totals.append(total)
+        if len(seen) == 3:
+            await _sandbox_set(rt, p1, "PAGE-999", quantity=1)  # listed at the marketplace mid-pull
+        if cursor is None:
+            break
+    assert sorted(seen) == [*(f"PAGE-{i:03d}" for i in range(7)), "PAGE-999"]
+    assert totals == [7, 7, 7]

@@ -150,12 +150,10 @@ def create_sandbox_app(rt: Runtime) -> Starlette:
             limit = min(MAX_PAGE, max(1, int(params.get("limit") or 100)))
         except ValueError as exc:
             raise state.SandboxError(400, "limit is a whole number.") from exc
-        rows, total = await state.listings_page(call.session, call.seller.connection_id, params.get("cursor"), limit)
-        return {
-            "Listings": [listing_json(item) for item in rows],
-            "Total": total,
-            "NextCursor": rows[-1].listing_id if len(rows) == limit else None,
-        }
+        rows, total, next_cursor = await state.listings_page(
+            call.session, call.seller.connection_id, params.get("cursor"), limit
+        )
+        return {"Listings": [listing_json(item) for item in rows], "Total": total, "NextCursor": next_cursor}
 
     async def submit(call: Call) -> Any:
         payload = call.payload
