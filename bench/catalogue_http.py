@@ -368,9 +368,12 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         results["seed_service_s"] = time.perf_counter() - started
         port, floor_port, noop_port = free_port(), free_port(), free_port()
         serve = [sys.executable, "-m", "marketsync", "serve", "--port", str(port)]
-        if args.no_workers:  # diagnosis only: what the in-process workers cost the requests
+        if args.no_workers or args.worker_process:  # the workers elsewhere, or (diagnosis) none
             serve.append("--no-workers")
-        with process(serve, env, f"http://127.0.0.1:{port}/readyz") as served:
+        with (
+            process(serve, env, f"http://127.0.0.1:{port}/readyz") as served,
+            worker_process(env) if args.worker_process else contextlib.nullcontext(),
+        ):
             profile = profiler(args.profile, served.pid, backend)
             token = httpx.post(
                 f"http://127.0.0.1:{port}/connect/token",
@@ -423,6 +426,19 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     shutil.rmtree(directory, ignore_errors=True)
     results["load_after"] = loadavg()
     return results
+
+
+@contextlib.contextmanager
+def worker_process(env: dict[str, str]) -> Iterator[None]:
+    """`marketsync worker` beside `serve --no-workers`: the scale-out deployment (DESIGN.md section 1)."""
+    worker = subprocess.Popen([sys.executable, "-m", "marketsync", "worker"], env=env, cwd=Path(__file__).parent.parent,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        time.sleep(2)  # started: it polls the queue from then on
+        yield
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
 
 
 def profiler(directory: str | None, pid: int, backend: str) -> Callable[[str], contextlib.AbstractContextManager[None]]:
@@ -552,6 +568,11 @@ async def main() -> None:
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--only", default="walk,get,push,propagate,drained")
     parser.add_argument("--no-workers", action="store_true", help="serve without workers (diagnosis only)")
+    parser.add_argument(
+        "--worker-process",
+        action="store_true",
+        help="serve --no-workers beside one `marketsync worker` process (the scale-out deployment)",
+    )
     parser.add_argument("--profile", metavar="DIR", help="py-spy the service during each phase (collapsed stacks)")
     args = parser.parse_args()
     before = cpu_probe_ms()
