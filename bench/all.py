@@ -49,6 +49,21 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
         ["-m", "bench.catalogue_http", "--products", "1000000", "--only", "walk,get,push"],
         ["-m", "bench.catalogue_http", "--products", "20000", "--only", "walk,push", "--pushes", "3", "--pages", "5"],
     ),
+    # The propagating push in the scale-out deployment: `serve --no-workers` beside a `marketsync worker` process.
+    "catalogue-worker": (
+        ["-m", "bench.catalogue_http", "--products", "100000", "--only", "drained,propagate", "--worker-process"],
+        [
+            "-m",
+            "bench.catalogue_http",
+            "--products",
+            "2000",
+            "--only",
+            "drained,propagate",
+            "--pushes",
+            "3",
+            "--worker-process",
+        ],
+    ),
     "catalog": (
         ["-m", "bench.catalog_perf"],
         ["-m", "bench.catalog_perf", "--categories", "2000", "--searches", "30", "--creates", "20"],

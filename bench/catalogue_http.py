@@ -522,6 +522,8 @@ SERIES = {
 def figures_of(results: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
     """The FIGURES line of `make bench` (bench/all.py): each path's p50 next to its floor's, with the target."""
     size = f"{args.products:,} products"
+    if args.worker_process:
+        size += ", serve --no-workers and a worker process"
     paths = (
         ("push", f"500-SKU push, every SKU changing, PropagateToListings false, {size}", "≤ 2.5x"),
         ("drained", f"500-SKU push, propagate to 4 connections (previous jobs done), {size}", "≤ 3x"),
@@ -545,7 +547,7 @@ def figures_of(results: list[dict[str, Any]], args: argparse.Namespace) -> list[
                 "target": target,
                 "unit": "ms",
                 # bench/all.py puts the same series at two sizes side by side (issue 15 item 7: cost growth).
-                "series": f"{SERIES[key]} ({r['backend']})",
+                "series": f"{SERIES[key]} ({r['backend']}{', worker process' if args.worker_process else ''})",
                 "rows": args.products,
             }
             if key == "walk":
