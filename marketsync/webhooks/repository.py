@@ -513,15 +513,19 @@ async def list_attempts(
     return result.scalars().all()
 
 
-async def sweep(session: AsyncSession, cutoff: datetime) -> dict[str, int]:
-    attempts = await session.execute(delete(WebhookAttempt).where(WebhookAttempt.started_at < cutoff))
-    deliveries = await session.execute(
-        delete(WebhookDelivery).where(WebhookDelivery.status != PENDING, WebhookDelivery.finished_at < cutoff)
+async def sweep(session: AsyncSession, cutoff: datetime, at_most: int) -> dict[str, int]:
+    """Delete up to `at_most` expired rows of each table: the attempts, the finished deliveries, then the events no
+    delivery refers to any more. The caller repeats it, one transaction a batch, until a batch finds less."""
+    attempts = await session.execute(
+        delete(WebhookAttempt).where(
+            WebhookAttempt.id.in_(select(WebhookAttempt.id).where(WebhookAttempt.started_at < cutoff).limit(at_most))
+        )
     )
+    finished = select(WebhookDelivery.id).where(WebhookDelivery.status != PENDING, WebhookDelivery.finished_at < cutoff)
+    deliveries = await session.execute(delete(WebhookDelivery).where(WebhookDelivery.id.in_(finished.limit(at_most))))
     pending_for_event = exists().where(WebhookDelivery.event_id == Event.id)
-    events = await session.execute(
-        delete(Event).where(Event.dispatched_at.is_not(None), Event.dispatched_at < cutoff, ~pending_for_event)
-    )
+    expired = select(Event.id).where(Event.dispatched_at.is_not(None), Event.dispatched_at < cutoff, ~pending_for_event)
+    events = await session.execute(delete(Event).where(Event.id.in_(expired.limit(at_most))))
     return {
         "Attempts": _rowcount(attempts),
         "Deliveries": _rowcount(deliveries),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import structlog
 
 from marketsync.jobs.registry import poller, schedule
@@ -11,6 +13,7 @@ from marketsync.webhooks import engine, repository, rules
 log = structlog.get_logger("marketsync.webhooks")
 
 RETENTION_SWEEP_INTERVAL_S = 3600.0
+RETENTION_SWEEP_BATCH = 2_000
 
 
 @poller("webhooks.fan-out")
@@ -41,6 +44,13 @@ async def deliver_webhooks(rt: Runtime, worker_id: str) -> int:
 @schedule("webhooks.retention", interval_s=lambda _settings: RETENTION_SWEEP_INTERVAL_S)
 async def sweep_attempt_log(rt: Runtime) -> None:
     """The attempt log is kept 30 days (spec section 6), with the finished deliveries and events behind it."""
-    async with rt.db.transaction() as session:
-        swept = await repository.sweep(session, rt.clock.now() - rules.ATTEMPT_LOG_RETENTION)
-    log.info("webhook_retention_swept", **swept)
+    cutoff, swept = rt.clock.now() - rules.ATTEMPT_LOG_RETENTION, Counter[str]()
+    while True:
+        # In batches, a transaction each: a month of a busy account's log deleted at once held SQLite's one writer
+        # (and every push waiting for it) for as long as that took.
+        async with rt.db.transaction() as session:
+            batch = await repository.sweep(session, cutoff, RETENTION_SWEEP_BATCH)
+        swept.update(batch)
+        if all(count < RETENTION_SWEEP_BATCH for count in batch.values()):
+            break
+    log.info("webhook_retention_swept", **{kind: swept[kind] for kind in ("Attempts", "Deliveries", "Events")})

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import select
 from typer.testing import CliRunner
 
 from marketsync.cli import app
@@ -17,7 +18,7 @@ from marketsync.kit.ids import new_id
 from marketsync.models import Event
 from marketsync.models.webhooks import WebhookAttempt, WebhookDelivery
 from marketsync.runtime import Runtime
-from marketsync.webhooks import repository
+from marketsync.webhooks import repository, tasks
 from marketsync.webhooks.tasks import sweep_attempt_log
 from tests.support.factories import make_tenant
 from tests.webhooks.receiver import Receiver
@@ -134,3 +135,58 @@ async def test_retention_sweeps_attempts_older_than_30_days(
     await sweep_attempt_log(rt)
     assert [a.id for a in await attempts(rt)] == [recent.id]
     assert [d.id for d in await deliveries(rt)] == [delivered.id]
+
+
+async def test_retention_sweeps_in_batches_of_a_transaction_each(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seven expired events, each with its delivery and attempt, swept 3 rows a table per transaction: every one goes,
+    the events only once no delivery refers to them, and the recent delivery and attempt stay."""
+    monkeypatch.setattr(tasks, "RETENTION_SWEEP_BATCH", 3)
+    tenant = await make_tenant(rt, api)
+    await subscribe(api, tenant, receiver.url())
+    await fire(rt, tenant.account_id)
+    await pump(rt, lambda: len(receiver.received) >= 1)
+    await pump(rt, lambda: True)
+    [recent] = await attempts(rt)
+    [delivered] = await deliveries(rt)
+    old = rt.clock.now() - timedelta(days=31)
+    expired_events = [new_id() for _ in range(7)]
+    async with rt.db.transaction() as session:
+        for event_id in expired_events:
+            session.add(
+                Event(id=event_id, account_id=tenant.account_id, type="FeedOutcome", body=b"{}", occurred_at=old,
+                      dispatched_at=old)
+            )  # fmt: skip
+        await session.flush()
+        for event_id in expired_events:
+            delivery_id = new_id()
+            session.add(
+                WebhookDelivery(id=delivery_id, account_id=tenant.account_id,
+                                subscription_id=delivered.subscription_id, event_id=event_id, event_type="FeedOutcome",
+                                status=repository.SUCCEEDED, attempts=1, next_attempt_at=old, created_at=old,
+                                finished_at=old)
+            )  # fmt: skip
+            session.add(
+                WebhookAttempt(id=new_id(), account_id=tenant.account_id, subscription_id=delivered.subscription_id,
+                               delivery_id=delivery_id, event_id=event_id, event_type="FeedOutcome", attempt=1,
+                               started_at=old, duration_ms=5, status_code=200, outcome="Succeeded")
+            )  # fmt: skip
+    transactions = 0
+    open_transaction = rt.db.transaction
+
+    def counted() -> Any:
+        nonlocal transactions
+        transactions += 1
+        return open_transaction()
+
+    monkeypatch.setattr(rt.db, "transaction", counted)
+    await sweep_attempt_log(rt)
+    monkeypatch.setattr(rt.db, "transaction", open_transaction)
+
+    assert [a.id for a in await attempts(rt)] == [recent.id]
+    assert [d.id for d in await deliveries(rt)] == [delivered.id]
+    async with rt.db.read() as session:
+        left = (await session.execute(select(Event.id).where(Event.id.in_(expired_events)))).scalars().all()
+    assert left == []
+    assert transactions >= 3  # 7 rows of each table, 3 a batch
