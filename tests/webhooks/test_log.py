@@ -20,7 +20,7 @@ from marketsync.models.webhooks import WebhookAttempt, WebhookDelivery
 from marketsync.runtime import Runtime
 from marketsync.webhooks import repository, tasks
 from marketsync.webhooks.tasks import sweep_attempt_log
-from tests.support.factories import make_tenant
+from tests.support.factories import Tenant, make_tenant
 from tests.webhooks.receiver import Receiver
 from tests.webhooks.support import attempts, deliveries, fire, pump, subscribe
 
@@ -78,9 +78,10 @@ async def test_admin_log_shows_every_attempt(rt: Runtime, api: httpx.AsyncClient
     assert rotated == {"Examined": 2, "Reencrypted": 0, "KeyId": "t1"}
 
 
-async def test_retention_sweeps_attempts_older_than_30_days(
+async def one_delivery_made(
     rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
-) -> None:
+) -> tuple[Tenant, WebhookAttempt, WebhookDelivery]:
+    """A tenant whose one event was delivered now: its attempt and delivery (the recent ones a sweep keeps)."""
     tenant = await make_tenant(rt, api)
     await subscribe(api, tenant, receiver.url())
     await fire(rt, tenant.account_id)
@@ -88,6 +89,13 @@ async def test_retention_sweeps_attempts_older_than_30_days(
     await pump(rt, lambda: True)
     [recent] = await attempts(rt)
     [delivered] = await deliveries(rt)
+    return tenant, recent, delivered
+
+
+async def test_retention_sweeps_attempts_older_than_30_days(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    tenant, recent, delivered = await one_delivery_made(rt, api, receiver)
     old = rt.clock.now() - timedelta(days=30, minutes=1)
     async with rt.db.transaction() as session:
         session.add(
@@ -143,13 +151,7 @@ async def test_retention_sweeps_in_batches_of_a_transaction_each(
     """Seven expired events, each with its delivery and attempt, swept 3 rows a table per transaction: every one goes,
     the events only once no delivery refers to them, and the recent delivery and attempt stay."""
     monkeypatch.setattr(tasks, "RETENTION_SWEEP_BATCH", 3)
-    tenant = await make_tenant(rt, api)
-    await subscribe(api, tenant, receiver.url())
-    await fire(rt, tenant.account_id)
-    await pump(rt, lambda: len(receiver.received) >= 1)
-    await pump(rt, lambda: True)
-    [recent] = await attempts(rt)
-    [delivered] = await deliveries(rt)
+    tenant, recent, delivered = await one_delivery_made(rt, api, receiver)
     old = rt.clock.now() - timedelta(days=31)
     expired_events = [new_id() for _ in range(7)]
     async with rt.db.transaction() as session:
