@@ -6,15 +6,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Integer, Table, bindparam, func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import Database, KeyedRead
+from marketsync.db_fast import session_driver
+from marketsync.inventory.repository import sqlite_time, storage_price, write_time
 from marketsync.kinds import ConnectionState, ListingStatus
 from marketsync.models import Listing, MarketplaceConnection, Product
-from marketsync.models.base import Money, UTCDateTime
 
 # Ids per IN (...) list: well under both backends' bound-parameter limits.
 _CHUNK = 500
@@ -137,26 +138,27 @@ async def listing_lines(
     return rows
 
 
+_RECORD_VALUES = (
+    "UPDATE listings SET marketplace_price = COALESCE({0}, marketplace_price), "
+    "marketplace_quantity = COALESCE({1}, marketplace_quantity), updated_at = {2} WHERE id = {3}"
+)
+
+
 async def record_marketplace_values(
     session: AsyncSession, values: Sequence[tuple[str, Decimal | None, int | None]], now: datetime
 ) -> None:
-    """After a feed was applied: the values the marketplace now holds, per listing row id (one executemany)."""
+    """After a feed was applied: the values the marketplace now holds, per listing row id. One executemany on the raw
+    driver, in id order (two runs of one connection's pushes lock the same rows in the same order): a feed writes 500,
+    and SQLAlchemy's per-row parameter processing cost the event loop the workers share with the API."""
     if not values:
         return
-    table = cast(Table, Listing.__table__)
-    statement = (
-        update(table)
-        .where(table.c.id == bindparam("m_id"))
-        .values(
-            marketplace_price=func.coalesce(bindparam("m_price", type_=Money()), table.c.marketplace_price),
-            marketplace_quantity=func.coalesce(bindparam("m_quantity", type_=Integer()), table.c.marketplace_quantity),
-            updated_at=bindparam("m_now", type_=UTCDateTime()),
-        )
-    )
-    await session.execute(
-        statement,
+    driver = await session_driver(session)
+    stamp: datetime | str = write_time(now) if driver.postgres else sqlite_time(now)
+    marks = ("$1::bigint", "$2::integer", "$3", "$4") if driver.postgres else ("?", "?", "?", "?")
+    await driver.executemany(
+        _RECORD_VALUES.format(*marks),
         [
-            {"m_id": row_id, "m_price": price, "m_quantity": quantity, "m_now": now}
+            (storage_price(price), quantity, stamp, row_id)
             for row_id, price, quantity in sorted(values, key=lambda v: v[0])
         ],
     )
