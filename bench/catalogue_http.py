@@ -94,15 +94,16 @@ def _chunks(count: int, size: int = 50_000) -> range:
     return range(0, count, size)
 
 
-def mirrored(*, now_text: bool) -> tuple[str, tuple[Any, Any]]:
+def mirrored(*, postgres: bool) -> tuple[str, tuple[Any, Any]]:
     """The seeded catalogue is the mirrored one: the listing mirror's schedule last ran now and is next due in a day.
     Otherwise `serve` starts by mirroring every seeded listing (4 x 100,000 here: minutes, a benchmark of its own,
-    bench/marketplaces_feeds.py) while the phases below are measured."""
+    bench/marketplaces_feeds.py) while the phases below are measured. The statement and its values for the driver."""
     now = datetime.now(UTC).replace(tzinfo=None)
-    values = (now, now + timedelta(days=1))
-    if now_text:
-        values = tuple(value.isoformat(sep=" ", timespec="microseconds") for value in values)  # type: ignore[assignment]
-    return "INSERT INTO schedules (name, last_run_at, next_run_at) VALUES ('marketplaces.listing_mirror', ?, ?)", values
+    last, due = now, now + timedelta(days=1)
+    columns = "INSERT INTO schedules (name, last_run_at, next_run_at) VALUES ('marketplaces.listing_mirror', "
+    if postgres:
+        return columns + "$1, $2)", (last, due)
+    return columns + "?, ?)", tuple(at.isoformat(sep=" ", timespec="microseconds") for at in (last, due))
 
 
 async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, str, str]], count: int,
@@ -157,7 +158,7 @@ async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, 
                 f"INSERT INTO sandbox_listings ({','.join(SANDBOX_LISTING_COLUMNS)}) VALUES ({','.join('?' * 10)})",
                 marketplace_rows(start, stop, True),
             )
-        db.execute(*mirrored(now_text=True))
+        db.execute(*mirrored(postgres=False))
         db.execute("COMMIT")
         db.execute("ANALYZE")
         db.close()
@@ -175,8 +176,8 @@ async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, 
             await connection.copy_records_to_table(
                 "sandbox_listings", records=marketplace_rows(start, stop, False), columns=SANDBOX_LISTING_COLUMNS
             )
-        statement, values = mirrored(now_text=False)
-        await connection.execute(statement.replace("?", "$1", 1).replace("?", "$2", 1), *values)
+        statement, values = mirrored(postgres=True)
+        await connection.execute(statement, *values)
         await connection.execute(VACUUM_AFTER_LOAD)
     finally:
         await connection.close()

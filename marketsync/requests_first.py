@@ -13,7 +13,8 @@ which a request may be waiting for. On PostgreSQL, with no single writer, backgr
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+import heapq
+import itertools
 from contextvars import ContextVar, Token
 
 from sqlalchemy import exc as sa_exc
@@ -101,9 +102,10 @@ class WriterTurns:
         self.timeout_s = timeout_s
         self.background_max_wait_s = background_max_wait_s
         self._held = False
-        # (when the waiter counts as arrived, its turn); each queue in arrival order.
-        self._requests: deque[tuple[float, asyncio.Future[None]]] = deque()
-        self._background: deque[tuple[float, asyncio.Future[None]]] = deque()
+        # A heap of (when the waiter counts as arrived, arrival order, its turn). A waiter that timed out or was
+        # cancelled stays in it, done, and is passed over when its entry comes up.
+        self._waiting: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
 
     async def acquire(self) -> None:
         if not self._held:
@@ -111,43 +113,26 @@ class WriterTurns:
             return
         loop = asyncio.get_running_loop()
         turn: asyncio.Future[None] = loop.create_future()
-        # With no wait allowed (0), background work queues with the requests: first come, first served.
-        background = _background.get() and self.background_max_wait_s > 0
-        queue = self._background if background else self._requests
-        queue.append((loop.time() + (self.background_max_wait_s if background else 0.0), turn))
+        # With no wait allowed (0), background work counts as arriving when it does: first come, first served.
+        late_by = self.background_max_wait_s if _background.get() else 0.0
+        heapq.heappush(self._waiting, (loop.time() + late_by, next(self._arrivals), turn))
         timeout = loop.call_later(self.timeout_s, _time_out, turn, self.timeout_s)
         try:
             await turn
         except BaseException:
             if turn.done() and not turn.cancelled() and turn.exception() is None:
                 self.release()  # handed the writer as this waiter was cancelled: hand it on
-            else:
-                _forget(queue, turn)
             raise
         finally:
             timeout.cancel()
 
     def release(self) -> None:
-        requests, background = self._requests, self._background
-        for queue in (requests, background):
-            while queue and queue[0][1].done():  # timed out or cancelled
-                queue.popleft()
-        while requests or background:
-            if requests and (not background or requests[0][0] <= background[0][0]):
-                _, turn = requests.popleft()
-            else:
-                _, turn = background.popleft()
+        while self._waiting:
+            _, _, turn = heapq.heappop(self._waiting)
             if not turn.done():
                 turn.set_result(None)
                 return
         self._held = False
-
-
-def _forget(queue: deque[tuple[float, asyncio.Future[None]]], turn: asyncio.Future[None]) -> None:
-    for entry in queue:
-        if entry[1] is turn:
-            queue.remove(entry)
-            return
 
 
 def _time_out(turn: asyncio.Future[None], timeout_s: float) -> None:

@@ -137,10 +137,11 @@ async def listings_page(
 
     The total is counted once, for the first page, and travels in the cursor: counted again for each of the 500
     pages of a 100,000-listing catalogue it was most of a mirror's time on PostgreSQL."""
-    after, total = None, None
+    after, total = cursor, None
     if cursor:
-        after, separator, counted = cursor.rpartition(CURSOR_SEPARATOR)
-        after, total = (after, int(counted)) if separator and counted.isdigit() else (cursor, None)
+        resume_after, separator, counted = cursor.rpartition(CURSOR_SEPARATOR)
+        if separator and counted.isdigit():
+            after, total = resume_after, int(counted)
     query = select(SandboxListing).where(SandboxListing.connection_id == connection_id)
     if after:
         query = query.where(SandboxListing.listing_id > after)
@@ -446,6 +447,7 @@ async def _apply_price_stock(
                 "s_listing_id": listing_ids[line["ExternalSku"]],
                 "s_price": None if price is None else Decimal(str(price)),
                 "s_quantity": None if quantity is None else int(quantity),
+                "s_now": now,
             }
         )
     if updates:
@@ -458,7 +460,7 @@ async def _apply_price_stock(
                 feed_updates=table.c.feed_updates + 1,
                 updated_at=bindparam("s_now", type_=UTCDateTime()),
             ),
-            [{**values, "s_now": now} for values in updates],
+            updates,
         )
         # Listings loaded as objects earlier in this transaction (another feed of the same poll) are now stale.
         for loaded in list(session.identity_map.values()):
