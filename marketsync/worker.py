@@ -178,8 +178,11 @@ class Worker:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while loop.time() < deadline:
+            # A job that ends while the tick looks (requeued to run at once) was not claimable when the tick looked:
+            # only a tick that began with nothing running may end the drain.
+            was_running = bool(self._running)
             found = await self.tick(side_work=False)
-            if not found and not self._running:
+            if not found and not was_running and not self._running:
                 return
             if self._running:
                 await asyncio.wait(list(self._running.values()), timeout=0.05)
