@@ -49,9 +49,20 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
         ["-m", "bench.catalogue_http", "--products", "1000000", "--only", "walk,get,push"],
         ["-m", "bench.catalogue_http", "--products", "20000", "--only", "walk,push", "--pushes", "3", "--pages", "5"],
     ),
-    # The propagating push in the scale-out deployment: `serve --no-workers` beside a `marketsync worker` process.
+    # The propagating push in the scale-out deployment: `serve --no-workers` beside a `marketsync worker` process,
+    # the marketplaces elsewhere (`marketsync sandbox serve`, its own database), as a merchant's would be.
     "catalogue-worker": (
-        ["-m", "bench.catalogue_http", "--products", "100000", "--only", "drained,propagate", "--worker-process"],
+        [
+            "-m",
+            "bench.catalogue_http",
+            "--products",
+            "100000",
+            "--only",
+            "drained,propagate",
+            "--worker-process",
+            "--sandbox",
+            "remote",
+        ],
         [
             "-m",
             "bench.catalogue_http",
@@ -62,6 +73,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
             "--pushes",
             "3",
             "--worker-process",
+            "--sandbox",
+            "remote",
         ],
     ),
     "catalog": (

@@ -61,6 +61,8 @@ from bench.support import (
     percentile,
     print_figures,
     process,
+    process_cpu_s,
+    thread_cpu_s,
 )
 from marketsync.kit.ids import new_id
 
@@ -107,8 +109,9 @@ def mirrored(*, postgres: bool) -> tuple[str, tuple[Any, Any]]:
 
 
 async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, str, str]], count: int,
-                       listings: int) -> None:  # fmt: skip
-    """The service's products and listings, bulk-inserted with the raw driver (ids in SKU order)."""
+                       listings: int, marketplace_url: str) -> None:  # fmt: skip
+    """The service's products and listings, bulk-inserted with the raw driver (ids in SKU order), and the same
+    listings at the sandbox marketplace in `marketplace_url` (the service's own database unless it runs apart)."""
     skus, times = catalogue(count)
     now = datetime(2026, 1, 1)
     ids = [new_id() for _ in range(count)]
@@ -134,16 +137,6 @@ async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, 
             for marketplace_id, platform, country in marketplaces[:listings]
         ]  # fmt: skip
 
-    def marketplace_rows(start: int, stop: int, text: bool) -> list[tuple[Any, ...]]:
-        """The same listings as the sandbox marketplace holds them: a feed's lines are applied, not refused."""
-        stamp: Any = now.isoformat(sep=" ", timespec="microseconds") if text else now
-        return [
-            (marketplace_id, listing_id, sku, sku, url, "{}", 100_000, 10, 0, stamp)
-            for i in range(start, stop)
-            for marketplace_id, platform, country in marketplaces[:listings]
-            for listing_id, sku, url in (listing_values(i, platform, country),)
-        ]
-
     if url.startswith("sqlite:///"):
         db = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
         db.execute("BEGIN")
@@ -154,11 +147,50 @@ async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, 
                 f"INSERT INTO listings ({','.join(listing_columns)}) VALUES ({','.join('?' * 11)})",
                 listing_rows(start, stop, True),
             )
+        db.execute(*mirrored(postgres=False))
+        db.execute("COMMIT")
+        db.execute("ANALYZE")
+        db.close()
+    else:
+        connection = await asyncpg.connect(url)
+        try:
+            for start in _chunks(count):
+                stop = min(start + 50_000, count)
+                await connection.copy_records_to_table(
+                    "products", records=product_rows(start, stop, False), columns=product_columns
+                )
+                await connection.copy_records_to_table(
+                    "listings", records=listing_rows(start, stop, False), columns=listing_columns
+                )
+            statement, values = mirrored(postgres=True)
+            await connection.execute(statement, *values)
+            await connection.execute(VACUUM_AFTER_LOAD)
+        finally:
+            await connection.close()
+    await seed_marketplace(marketplace_url, marketplaces, count, listings)
+
+
+async def seed_marketplace(url: str, marketplaces: list[tuple[str, str, str]], count: int, listings: int) -> None:
+    """The same listings as the sandbox marketplace holds them: a feed's lines are applied, not refused."""
+    now = datetime(2026, 1, 1)
+
+    def marketplace_rows(start: int, stop: int, text: bool) -> list[tuple[Any, ...]]:
+        stamp: Any = now.isoformat(sep=" ", timespec="microseconds") if text else now
+        return [
+            (marketplace_id, listing_id, sku, sku, listing_url, "{}", 100_000, 10, 0, stamp)
+            for i in range(start, stop)
+            for marketplace_id, platform, country in marketplaces[:listings]
+            for listing_id, sku, listing_url in (listing_values(i, platform, country),)
+        ]
+
+    if url.startswith("sqlite:///"):
+        db = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        db.execute("BEGIN")
+        for start in _chunks(count):
             db.executemany(
                 f"INSERT INTO sandbox_listings ({','.join(SANDBOX_LISTING_COLUMNS)}) VALUES ({','.join('?' * 10)})",
-                marketplace_rows(start, stop, True),
+                marketplace_rows(start, min(start + 50_000, count), True),
             )
-        db.execute(*mirrored(postgres=False))
         db.execute("COMMIT")
         db.execute("ANALYZE")
         db.close()
@@ -166,18 +198,11 @@ async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, 
     connection = await asyncpg.connect(url)
     try:
         for start in _chunks(count):
-            stop = min(start + 50_000, count)
             await connection.copy_records_to_table(
-                "products", records=product_rows(start, stop, False), columns=product_columns
+                "sandbox_listings",
+                records=marketplace_rows(start, min(start + 50_000, count), False),
+                columns=SANDBOX_LISTING_COLUMNS,
             )
-            await connection.copy_records_to_table(
-                "listings", records=listing_rows(start, stop, False), columns=listing_columns
-            )
-            await connection.copy_records_to_table(
-                "sandbox_listings", records=marketplace_rows(start, stop, False), columns=SANDBOX_LISTING_COLUMNS
-            )
-        statement, values = mirrored(postgres=True)
-        await connection.execute(statement, *values)
         await connection.execute(VACUUM_AFTER_LOAD)
     finally:
         await connection.close()
@@ -348,7 +373,12 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"backend": backend, "load_before": loadavg()}
     only = set(args.only.split(","))
     directory = tempfile.mkdtemp(prefix="msbench-catalogue-")
-    async with scratch_database(backend, directory) as url, scratch_database(backend, directory) as floor_url:
+    async with (
+        scratch_database(backend, directory) as url,
+        scratch_database(backend, directory) as floor_url,
+        scratch_database(backend, directory) as sandbox_url,
+        contextlib.AsyncExitStack() as servers,
+    ):
         var_dir = f"{directory}/var"
         env = service_env(url, var_dir)
         env["MARKETSYNC_LOG_LEVEL"] = os.environ.get("BENCH_SERVICE_LOG_LEVEL", "WARNING")
@@ -363,9 +393,21 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         for kind in ("Price", "Stock"):
             marketsync(env, "admin", "dataflow", "set", "--account", account, "--kind", kind, "--owner", "Merchant")
         raw_url = url.replace("postgresql+asyncpg://", "postgresql://")
+        marketplace_url = raw_url
+        pids: dict[str, int] = {}  # whose CPU time each push phase reports
+        if args.sandbox == "remote":  # started before the seed: it migrates its own database as it starts
+            sandbox_port = free_port()
+            sandbox_env = {**service_env(sandbox_url, f"{directory}/sandbox-var"), "MARKETSYNC_LOG_LEVEL": "WARNING"}
+            sandbox_app = [sys.executable, "-m", "marketsync", "sandbox", "serve", "--port", str(sandbox_port)]
+            sandbox = servers.enter_context(
+                process(sandbox_app, sandbox_env, f"http://127.0.0.1:{sandbox_port}/v1/feeds")
+            )
+            pids["sandbox"] = sandbox.pid
+            env["MARKETSYNC_SANDBOX_URL"] = f"http://127.0.0.1:{sandbox_port}"
+            marketplace_url = sandbox_url.replace("postgresql+asyncpg://", "postgresql://")
         marketplaces = await _marketplaces(raw_url, account)
         started = time.perf_counter()
-        await seed_service(raw_url, account, marketplaces, args.products, args.listings)
+        await seed_service(raw_url, account, marketplaces, args.products, args.listings, marketplace_url)
         results["seed_service_s"] = time.perf_counter() - started
         port, floor_port, noop_port = free_port(), free_port(), free_port()
         serve = [sys.executable, "-m", "marketsync", "serve", "--port", str(port)]
@@ -373,8 +415,11 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
             serve.append("--no-workers")
         with (
             process(serve, env, f"http://127.0.0.1:{port}/readyz") as served,
-            worker_process(env) if args.worker_process else contextlib.nullcontext(),
+            worker_process(env) if args.worker_process else contextlib.nullcontext() as worker,
         ):
+            pids["serve"] = served.pid
+            if worker is not None:
+                pids["worker"] = worker.pid
             profile = profiler(args.profile, served.pid, backend)
             token = httpx.post(
                 f"http://127.0.0.1:{port}/connect/token",
@@ -387,7 +432,8 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
             floor_env = {**os.environ, "FLOOR_DATABASE": floor_url}
             floor_cmd = [sys.executable, "-m", "uvicorn", "bench.floors:app", "--port", str(floor_port),
                          "--log-level", "warning", "--no-access-log"]  # fmt: skip
-            with process(floor_cmd, floor_env, f"http://127.0.0.1:{floor_port}/readyz"):
+            with process(floor_cmd, floor_env, f"http://127.0.0.1:{floor_port}/readyz") as floor_server:
+                pids["floor"] = floor_server.pid
                 skus, _ = catalogue(args.products)
                 headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
                 async with (
@@ -412,16 +458,17 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
                                 with profile("get"):
                                     timings = await bench_get({**clients, "no-op": noop}, skus, args.gets)
                                 results["get"] = summary(timings)
+                    pushes = WARMUP + args.pushes
                     if "push" in only:
-                        with profile("push"):
+                        with profile("push"), cpu_per_push(pids, results, "push", pushes):
                             timings = await bench_push(clients, skus, args.pushes, False, 1)
                         results["push"] = summary(timings)
                     if "drained" in only:
-                        with profile("drained"):
+                        with profile("drained"), cpu_per_push(pids, results, "drained", pushes):
                             timings = await bench_push(clients, skus, args.pushes, True, 3, drained=True)
                         results["drained"] = summary(timings)
                     if "propagate" in only:
-                        with profile("propagate"):
+                        with profile("propagate"), cpu_per_push(pids, results, "propagate", pushes):
                             timings = await bench_push(clients, skus, args.pushes, True, 2)
                         results["propagate"] = summary(timings)
     shutil.rmtree(directory, ignore_errors=True)
@@ -430,13 +477,31 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def worker_process(env: dict[str, str]) -> Iterator[None]:
+def cpu_per_push(pids: dict[str, int], results: dict[str, Any], phase: str, pushes: int) -> Iterator[None]:
+    """Each process's CPU time during the phase, in ms per push (results[phase + "_cpu"]). In the drained phase the
+    service's includes the jobs of every push but the last; back to back, those of the pushes the phase ended on."""
+    before = {name: process_cpu_s(pid) for name, pid in pids.items()}
+    threads_before = thread_cpu_s(pids["serve"])
+    yield
+    results[f"{phase}_cpu"] = {
+        name: round((process_cpu_s(pid) - before[name]) * 1000 / pushes, 1) for name, pid in pids.items()
+    }
+    threads = thread_cpu_s(pids["serve"])
+    results[f"{phase}_serve_threads_cpu"] = {
+        name: round((spent - threads_before.get(name, 0.0)) * 1000 / pushes, 1)
+        for name, spent in threads.items()
+        if spent - threads_before.get(name, 0.0) > 0
+    }
+
+
+@contextlib.contextmanager
+def worker_process(env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
     """`marketsync worker` beside `serve --no-workers`: the scale-out deployment (DESIGN.md section 1)."""
     worker = subprocess.Popen([sys.executable, "-m", "marketsync", "worker"], env=env, cwd=Path(__file__).parent.parent,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         time.sleep(2)  # started: it polls the queue from then on
-        yield
+        yield worker
     finally:
         worker.terminate()
         worker.wait(timeout=30)
@@ -494,6 +559,12 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
                 o, f = r[key]["ours"], r[key]["floor"]
                 print(f"| {r['backend']} | {label} | {o['p50']:.1f} | {o['p99']:.1f} | {f['p50']:.1f} | {f['p99']:.1f} "
                       f"| {o['p50'] / f['p50']:.2f}x | {load} |")  # fmt: skip
+    for r in results:
+        for key in ("push", "drained", "propagate"):
+            if f"{key}_cpu" in r:
+                spent = ", ".join(f"{name} {ms} ms" for name, ms in r[f"{key}_cpu"].items())
+                print(f"CPU per push, {r['backend']} {key} (both sides' pushes, each process): {spent}")
+                print(f"  serve's threads: {r[f'{key}_serve_threads_cpu']}")
         if "walk" in r:
             o, f = r["walk"]["ours"], r["walk"]["floor"]
             new = r["walk_new_per_page"]
@@ -525,6 +596,8 @@ def figures_of(results: list[dict[str, Any]], args: argparse.Namespace) -> list[
     size = f"{args.products:,} products"
     if args.worker_process:
         size += ", serve --no-workers and a worker process"
+    if args.sandbox == "remote":
+        size += ", the sandbox marketplaces as their own process"
     paths = (
         ("push", f"500-SKU push, every SKU changing, PropagateToListings false, {size}", "≤ 2.5x"),
         ("drained", f"500-SKU push, propagate to 4 connections (previous jobs done), {size}", "≤ 3x"),
@@ -548,11 +621,15 @@ def figures_of(results: list[dict[str, Any]], args: argparse.Namespace) -> list[
                 "target": target,
                 "unit": "ms",
                 # bench/all.py puts the same series at two sizes side by side (issue 15 item 7: cost growth).
-                "series": f"{SERIES[key]} ({r['backend']}{', worker process' if args.worker_process else ''})",
+                "series": f"{SERIES[key]} ({r['backend']}{', worker process' if args.worker_process else ''}"
+                f"{', sandbox apart' if args.sandbox == 'remote' else ''})",
                 "rows": args.products,
             }
             if key == "walk":
                 figure["target"] += f" (ours {r['walk_new_per_page'] / ours['p50'] * 1000:,.0f}/s)"
+            if f"{key}_cpu" in r:  # what each process spent a push: the propagation's work is the service's
+                spent = ", ".join(f"{name} {ms:g}" for name, ms in r[f"{key}_cpu"].items())
+                figure["target"] += f" (CPU ms a push: {spent})"
             if key == "get":
                 figure["target"] += (
                     f" (no-op {r['get']['no-op']['p50']:.2f} ms: {ours['p50'] / r['get']['no-op']['p50']:.2f}x)"
@@ -575,6 +652,13 @@ async def main() -> None:
         "--worker-process",
         action="store_true",
         help="serve --no-workers beside one `marketsync worker` process (the scale-out deployment)",
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=("in-process", "remote"),
+        default="in-process",
+        help="where the sandbox marketplaces run: inside serve (their feed handling shares our process and, on "
+        "SQLite, our writer) or as `marketsync sandbox serve` with its own database, as a real marketplace would",
     )
     parser.add_argument("--profile", metavar="DIR", help="py-spy the service during each phase (collapsed stacks)")
     args = parser.parse_args()

@@ -42,6 +42,24 @@ def cpu_probe_ms() -> float:
     return round(best, 1)
 
 
+def process_cpu_s(pid: int) -> float:
+    """CPU time (user + system, every thread) a process has used so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu_s(pid: int) -> dict[str, float]:
+    """CPU time (user + system) so far of each thread of a process: "main" and the others by thread id (Python
+    names no thread for the OS)."""
+    spent: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            name = "main" if task.name == str(pid) else f"thread {task.name}"
+            spent[name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return spent
+
+
 def print_figures(figures: list[dict[str, Any]]) -> None:
     """The last line a benchmark prints: `FIGURES {json}` (bench/all.py collects them into docs/performance.md).
 

@@ -182,12 +182,19 @@ async def claim_by_id(session: AsyncSession, job_id: str, worker_id: str, now: d
 
 
 async def store_payload(
-    session: AsyncSession, job_id: str, worker_id: str, payload: dict[str, Any], now: datetime
+    session: AsyncSession,
+    job_id: str,
+    worker_id: str,
+    payload: dict[str, Any],
+    now: datetime,
+    *,
+    progress: tuple[int | None, int | None] | None = None,
 ) -> bool:
+    values: dict[str, Any] = {"payload": payload, "updated_at": now}
+    if progress is not None:
+        values["progress_done"], values["progress_total"] = progress
     result = await session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == IN_PROCESS)
-        .values(payload=payload, updated_at=now)
+        update(Job).where(Job.id == job_id, Job.lease_owner == worker_id, Job.status == IN_PROCESS).values(**values)
     )
     return bool(getattr(result, "rowcount", 0))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -85,13 +85,19 @@ class JobRun:
         """What earlier runs of this job remembered (`remember`), e.g. the id of a feed already submitted."""
         return dict(self.payload.get(STATE_KEY) or {})
 
-    async def remember(self, **values: Any) -> None:
-        """Keep values across retries and recoveries, committed now (before the next step's side effects)."""
+    async def remember(
+        self, values: Mapping[str, Any], *, progress: tuple[int | None, int | None] | None = None
+    ) -> None:
+        """Keep values across retries and recoveries, committed now (before the next step's side effects), with the
+        job's progress when given (one write)."""
         stored = {**self.payload, STATE_KEY: {**self.state, **values}}
         async with self.rt.db.transaction() as session:
-            if not await repository.store_payload(session, self.job_id, self.worker_id, stored, self.rt.clock.now()):
+            now = self.rt.clock.now()
+            if not await repository.store_payload(session, self.job_id, self.worker_id, stored, now, progress=progress):
                 raise LeaseLost(self.job_id)
         self.payload = stored
+        if progress is not None:
+            self.progress_done, self.progress_total = progress
 
     async def progress(self, done: int | None, total: int | None) -> None:
         """Report progress in a transaction of its own."""

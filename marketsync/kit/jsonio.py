@@ -27,3 +27,11 @@ def dumps(value: Any) -> bytes:
 
 def loads(raw: bytes | str) -> Any:
     return orjson.loads(raw)
+
+
+def column_text(value: Any) -> str:
+    """A JSON column's stored text (the engines' json_serializer): as `dumps`, keys that are not strings written as
+    strings, as the standard library's json did."""
+    return orjson.dumps(
+        value, default=_default, option=orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_NON_STR_KEYS
+    ).decode()

@@ -58,7 +58,7 @@ async def submit_and_await(
     feed_id = str(job.state.get(FEED_MARKER) or "")
     if not feed_id:
         feed_id = await call(rt, connection, submit())
-        await job.remember(**{FEED_MARKER: feed_id})
+        await job.remember({FEED_MARKER: feed_id})
     connector = connector_for(rt, connection)
     result = await call(rt, connection, connector.feed_result(feed_id))
     for delay in POLL_DELAYS_S:

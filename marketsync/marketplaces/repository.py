@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import Database, KeyedRead
-from marketsync.db_fast import session_driver
+from marketsync.db_fast import DriverSql, session_driver, session_reader
 from marketsync.inventory.repository import sqlite_time, storage_price, write_time
 from marketsync.kinds import ConnectionState, ListingStatus
 from marketsync.models import Listing, MarketplaceConnection, Product
@@ -98,44 +98,47 @@ async def get_by_id(
     return (await session.execute(query)).scalar_one_or_none()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ListingLine:
-    """A published listing's catalogue values next to what the marketplace is known to hold (None: unknown)."""
+    """A published listing's catalogue values next to what the marketplace is known to hold (None: unknown), prices
+    in storage units (`Money`'s scaled integers: compared as they are, read as decimals only when sent)."""
 
     external_sku: str
-    price: Decimal | None
+    price_units: int | None
     quantity: int
     listing_row_id: str
-    held_price: Decimal | None
+    held_price_units: int | None
     held_quantity: int | None
+
+
+_LISTING_LINES = (
+    "SELECT l.external_sku, p.price, p.quantity, l.id, l.marketplace_price, l.marketplace_quantity "
+    "FROM listings AS l JOIN products AS p ON p.id = l.product_id "
+    "WHERE l.marketplace_id = {0} AND l.external_sku IS NOT NULL"
+)
 
 
 async def listing_lines(
     session: AsyncSession, marketplace_id: str, product_ids: Sequence[str] | None
 ) -> list[ListingLine]:
-    """The connection's published listings (external SKU known) with catalogue and marketplace values."""
-    base = (
-        select(
-            Listing.external_sku,
-            Product.price,
-            Product.quantity,
-            Listing.id,
-            Listing.marketplace_price,
-            Listing.marketplace_quantity,
-        )
-        .join(Product, Product.id == Listing.product_id)
-        .where(Listing.marketplace_id == marketplace_id, Listing.external_sku.is_not(None))
-    )
-    results = []
-    if product_ids is None:
-        results.append(await session.execute(base))
-    else:
+    """The connection's published listings (external SKU known) with catalogue and marketplace values, sorted by
+    external SKU. On the raw driver: a feed reads 500 (all of a connection's for a resync), and SQLAlchemy's
+    per-row result processing cost the event loop the workers share with the API."""
+    reader = await session_reader(session)
+    chunks: list[Sequence[str] | None] = [None]
+    if product_ids is not None:
         unique = sorted(set(product_ids))
-        for start in range(0, len(unique), _CHUNK):
-            results.append(await session.execute(base.where(Listing.product_id.in_(unique[start : start + _CHUNK]))))
-    rows = [ListingLine(str(r[0]), r[1], r[2], r[3], r[4], r[5]) for result in results for r in result.all()]
-    rows.sort(key=lambda row: row.external_sku)
-    return rows
+        chunks = [unique[start : start + _CHUNK] for start in range(0, len(unique), _CHUNK)]
+    rows: list[Sequence[Any]] = []
+    for chunk in chunks:
+        sql = DriverSql(reader.postgres)
+        statement = _LISTING_LINES.format(sql.bind(marketplace_id))
+        if chunk is not None:
+            statement += " AND " + sql.bind_in("l.product_id", chunk)
+        rows += await reader.fetch(statement, sql.params)
+    lines = [ListingLine(str(r[0]), r[1], r[2], r[3], r[4], r[5]) for r in rows]
+    lines.sort(key=lambda line: line.external_sku)
+    return lines
 
 
 _RECORD_VALUES = (

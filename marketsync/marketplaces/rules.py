@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, TypeVar
 
+# A price as compared here: a Decimal, or Money's scaled integer (storage units) on both sides.
+Price = TypeVar("Price", Decimal, int)
 HealthEvent = Literal["MarketplaceUnhealthy", "MarketplaceRestored"]
 
 
@@ -88,13 +90,13 @@ def feed_job_status(lines: int, accepted: int) -> FeedJobStatus:
 
 
 def price_stock_values(
-    price: Decimal | None,
+    price: Price | None,
     quantity: int,
-    held_price: Decimal | None,
+    held_price: Price | None,
     held_quantity: int | None,
     *,
     accepts_zero_price: bool,
-) -> tuple[Decimal | None, int | None] | None:
+) -> tuple[Price | None, int | None] | None:
     """What one price & stock feed line carries: only the values that differ from what the marketplace is
     known to hold (both when that is unknown); None when there is nothing to send.
 

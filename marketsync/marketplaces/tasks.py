@@ -19,6 +19,7 @@ from marketsync.jobs.types import JobStatus, JobType, PriceStockPushPayload
 from marketsync.kinds import kind_of
 from marketsync.marketplaces import events, feeds, repository, rules, service
 from marketsync.marketplaces.connector import FeedResult, PriceStockLine, connector_for
+from marketsync.models.base import money_from_storage
 from marketsync.runtime import Runtime
 
 log = structlog.get_logger("marketsync.marketplaces")
@@ -64,10 +65,15 @@ async def _lines_to_send(
     row_ids: dict[str, str] = {}
     for row in rows:
         values = rules.price_stock_values(
-            row.price, row.quantity, row.held_price, row.held_quantity, accepts_zero_price=accepts_zero_price
+            row.price_units,
+            row.quantity,
+            row.held_price_units,
+            row.held_quantity,
+            accepts_zero_price=accepts_zero_price,
         )
         if values is not None:
-            lines.append(PriceStockLine(row.external_sku, *values))
+            price_units, quantity = values
+            lines.append(PriceStockLine(row.external_sku, money_from_storage(price_units), quantity))
             row_ids[row.external_sku] = row.listing_row_id
     return lines, row_ids
 
@@ -93,7 +99,8 @@ async def push_price_stock(rt: Runtime, job: JobRun) -> FeedResult | None:
             # Kept with the job before the feed is sent: a run resumed after a crash or a retry polls the feed already
             # sent and must record the values THAT feed carried. Values read again would be the catalogue's by then:
             # recorded as the marketplace's, they made a later push of the same values look needless (kill -9).
-            await job.remember(**{SENT_LINES: [[row_ids[line.external_sku], *_encoded(line)] for line in lines]})
+            kept = [[row_ids[line.external_sku], *_encoded(line)] for line in lines]
+            await job.remember({SENT_LINES: kept}, progress=(0, len(lines)))
     total = len(lines)
     if not lines:
         async with rt.db.transaction() as session:

@@ -56,9 +56,14 @@ class Money(TypeDecorator[Decimal]):
         return int(scaled)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
-        if value is None:
-            return None
-        return (Decimal(int(value)) / PRICE_SCALE).normalize() + Decimal("0.00")
+        return money_from_storage(value)
+
+
+def money_from_storage(value: Any) -> Decimal | None:
+    """A stored Money value as the column type reads it, for raw-driver reads (at least two decimal places)."""
+    if value is None:
+        return None
+    return (Decimal(int(value)) / PRICE_SCALE).normalize() + Decimal("0.00")
 
 
 def money_to_storage(value: Decimal | None) -> int | None:

@@ -217,7 +217,7 @@ async def test_worker_killed_mid_feed_is_recovered_without_a_row_twice(
             if dies == "after the feed was applied":
                 await real_submit_and_await(rt_, job, connection, submit)
             else:  # submitted and remembered, never polled
-                await job.remember(MarketplaceFeedId=await submit())
+                await job.remember({"MarketplaceFeedId": await submit()})
             raise Killed
         return await real_submit_and_await(rt_, job, connection, submit)
 
