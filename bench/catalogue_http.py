@@ -420,7 +420,7 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
             pids["serve"] = served.pid
             if worker is not None:
                 pids["worker"] = worker.pid
-            profile = profiler(args.profile, served.pid, backend)
+            profile = profiler(args.profile, pids, backend)
             token = httpx.post(
                 f"http://127.0.0.1:{port}/connect/token",
                 data={"grant_type": "client_credentials", "client_id": credential["client_id"],
@@ -507,8 +507,11 @@ def worker_process(env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
         worker.wait(timeout=30)
 
 
-def profiler(directory: str | None, pid: int, backend: str) -> Callable[[str], contextlib.AbstractContextManager[None]]:
-    """`with profile(phase)`: py-spy samples the service process during the phase (collapsed stacks in DIR)."""
+def profiler(
+    directory: str | None, pids: dict[str, int], backend: str
+) -> Callable[[str], contextlib.AbstractContextManager[None]]:
+    """`with profile(phase)`: py-spy samples each of our processes during the phase (collapsed stacks in DIR:
+    `{phase}-{backend}.txt` for serve, `{phase}-{backend}-{name}.txt` for the worker and the sandbox apart)."""
 
     @contextlib.contextmanager
     def profile(phase: str) -> Iterator[None]:
@@ -516,16 +519,22 @@ def profiler(directory: str | None, pid: int, backend: str) -> Callable[[str], c
             yield
             return
         os.makedirs(directory, exist_ok=True)
-        out = f"{directory}/{phase}-{backend}.txt"
-        spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(pid), "-o", out,
-                                "-f", "raw", "-r", "250", "--nonblocking"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)  # fmt: skip
+        spies = []
+        for name, pid in pids.items():
+            if name == "floor":
+                continue
+            out = f"{directory}/{phase}-{backend}{'' if name == 'serve' else '-' + name}.txt"
+            record = [str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(pid), "-o", out, "-f", "raw",
+                      "-r", "250", "--nonblocking"]  # fmt: skip
+            spies.append(subprocess.Popen(record, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(1)
         try:
             yield
         finally:
-            spy.send_signal(signal.SIGINT)
-            spy.wait(timeout=60)
+            for spy in spies:
+                spy.send_signal(signal.SIGINT)
+            for spy in spies:
+                spy.wait(timeout=60)
 
     return profile
 
@@ -660,7 +669,7 @@ async def main() -> None:
         help="where the sandbox marketplaces run: inside serve (their feed handling shares our process and, on "
         "SQLite, our writer) or as `marketsync sandbox serve` with its own database, as a real marketplace would",
     )
-    parser.add_argument("--profile", metavar="DIR", help="py-spy the service during each phase (collapsed stacks)")
+    parser.add_argument("--profile", metavar="DIR", help="py-spy our processes during each phase (collapsed stacks)")
     args = parser.parse_args()
     before = cpu_probe_ms()
     results = [await run_backend(backend, args) for backend in args.backends.split(",")]
