@@ -48,12 +48,7 @@ class Money(TypeDecorator[Decimal]):
     cache_ok = True
 
     def process_bind_param(self, value: Decimal | None, dialect: Dialect) -> int | None:
-        if value is None:
-            return None
-        scaled = Decimal(value) * PRICE_SCALE
-        if scaled != scaled.to_integral_value():
-            raise ValueError("amount has more than 4 decimal places")
-        return int(scaled)
+        return money_to_storage(value)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
         return money_from_storage(value)
@@ -67,8 +62,13 @@ def money_from_storage(value: Any) -> Decimal | None:
 
 
 def money_to_storage(value: Decimal | None) -> int | None:
-    """The bound form of a Money value, for Core executemany paths that bypass the type."""
-    return Money().process_bind_param(value, None)  # type: ignore[arg-type]
+    """The bound form of a Money value (the column type's, and for paths that bypass the type)."""
+    if value is None:
+        return None
+    scaled = Decimal(value) * PRICE_SCALE
+    if scaled != scaled.to_integral_value():
+        raise ValueError("amount has more than 4 decimal places")
+    return int(scaled)
 
 
 class Base(DeclarativeBase):
