@@ -1,4 +1,4 @@
-"""Engines and sessions (db.py): what an error may log, and who may read the SQLite file."""
+"""Engines and sessions (db.py): what an error may log, who may read the SQLite file, how JSON columns are stored."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from marketsync.db import Database
+from marketsync.kit import jsonio
+from marketsync.marketplaces.sandbox import state
+from marketsync.models.sandbox import SandboxFeed
 from marketsync.runtime import Runtime
 from marketsync.wal_checkpoints import COALESCE_S, SAFETY_NET_PAGES, WalCheckpointer
 
@@ -97,3 +100,21 @@ async def test_closing_just_after_a_commit_stops_the_checkpoint_thread_at_once(t
     time.sleep(COALESCE_S / 2)
     checkpointer.close()
     assert checkpointer.thread_stopped()
+
+
+async def test_json_columns_are_written_with_orjson_and_read_back_whole(rt: Runtime) -> None:
+    """db.JSON_COLUMNS: the engines' JSON serializer is jsonio's (the raw-driver writers store the same text)."""
+    lines = [{"Reference": "SKU-é", "Price": "12.50", "Quantity": 3, "Nested": {"1": [None, True]}}]
+    async with rt.db.transaction() as session:
+        now = rt.clock.now()
+        seller = await state.ensure_seller(session, "01JSONCOLUMNSELLER00000000", "P1", "UK", now)
+        feed = await state.submit_feed(session, seller, now, "json-feed", "PriceStock", lines)
+        feed_id = feed.feed_id
+    async with rt.db.read() as session:
+        stored = await session.scalar(
+            text("SELECT CAST(lines AS TEXT) FROM sandbox_feeds WHERE feed_id = :feed_id"), {"feed_id": feed_id}
+        )
+        read_back = await session.get(SandboxFeed, ("01JSONCOLUMNSELLER00000000", feed_id))
+    assert stored == jsonio.column_text(lines)  # compact, UTF-8 as it is (the standard library's escaped é)
+    assert read_back is not None and read_back.lines == lines
+    assert jsonio.column_text({1: "a"}) == '{"1":"a"}'  # keys that are not strings, as the standard library wrote them

@@ -339,6 +339,21 @@ async def test_a_feed_line_carries_only_what_differs_and_a_zero_price_never_bloc
     assert await support.events(rt, tenant.account_id, "FeedOutcome") == []
 
 
+async def test_a_feed_line_carries_the_stored_price_exactly(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """The feed's lines are read on the raw driver (prices in storage units): what is sent is the exact decimal."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    product = await support.listed_product(rt, p1, "EXACT-1", price="10.00", quantity=5)
+    for price, sent in (("19.9999", "19.9999"), ("12.5", "12.50"), ("7", "7.00")):
+        await _api_push(api, tenant, [{"Sku": "EXACT-1", "Price": float(price)}])
+        await Worker(rt).drain()
+        feeds = await support.sandbox_feeds(rt, p1)
+        assert [(line["Price"], line["Quantity"]) for line in feeds[-1].lines] == [(sent, None)]
+        assert (await support.sandbox_listings(rt, p1))["EXACT-1"].price == Decimal(price)
+        ours = await support.our_listing(rt, p1, product.id)
+        assert ours is not None and ours.marketplace_price == Decimal(price)
+
+
 async def test_a_push_to_a_connection_needing_reauthorisation_warns_and_catches_up_once_restored(
     rt: Runtime, api: httpx.AsyncClient
 ) -> None:
