@@ -57,6 +57,9 @@ class JobRun:
     progress_done: int | None = None
     progress_total: int | None = None
     finished: bool = field(default=False, repr=False)
+    # Set by the heartbeat when another worker took the job over: the cancellation it sends then means that, not a
+    # worker stopping.
+    lease_lost: bool = field(default=False, repr=False)
     # The end state `finish` committed with the handler's outcome (execute returns it without reading it back).
     finished_status: JobStatus | None = field(default=None, repr=False)
     # What the handler returned (operator commands report it, e.g. how many orders a pull stored).
@@ -162,10 +165,19 @@ async def _execute(rt: Runtime, run: JobRun) -> JobStatus | None:
         )  # fmt: skip
         log.info("job_requeued", job_id=run.job_id, delay_s=exc.delay_s, reason=str(exc))
         return None
-    except (LeaseLost, asyncio.CancelledError):
+    except LeaseLost:
         JOB_OUTCOMES.labels(run.type, "LeaseLost").inc()
         log.warning("job_lease_lost", job_id=run.job_id)
         return None
+    except asyncio.CancelledError:
+        if run.lease_lost:
+            JOB_OUTCOMES.labels(run.type, "LeaseLost").inc()
+            log.warning("job_lease_lost", job_id=run.job_id)
+            return None
+        # The worker is stopping (Worker.shutdown hands the job back to the queue): nothing was lost.
+        JOB_OUTCOMES.labels(run.type, "Interrupted").inc()
+        log.info("job_interrupted", job_id=run.job_id, type=run.type)
+        raise
     except Exception as exc:
         status, reason = JobStatus.FAILED, f"{type(exc).__name__}: {exc}"
         log.exception("job_failed", job_id=run.job_id, type=run.type)
@@ -225,6 +237,7 @@ async def _heartbeat(rt: Runtime, run: JobRun, runner: asyncio.Task[Any] | None)
             log.exception("job_heartbeat_failed", job_id=run.job_id)
             continue
         if not kept:
+            run.lease_lost = True
             if runner is not None:
                 runner.cancel()
             return

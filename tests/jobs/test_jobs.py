@@ -9,7 +9,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
+from structlog.testing import capture_logs
 
 from marketsync.jobs import registry
 from marketsync.jobs import service as job_service
@@ -129,6 +130,40 @@ async def test_expired_lease_is_taken_over_in_process(rt: Runtime) -> None:
     await Worker(rt, worker_id="survivor").drain()
     job = await job_row(rt, job_id)
     assert (job.status, job.recovery_count) == ("Completed", 1)
+
+
+async def test_a_stopping_worker_hands_its_running_job_back_without_calling_it_lost(rt: Runtime) -> None:
+    account_id = await make_account(rt)
+    job_id = await enqueue(rt, account_id, test_tasks.SLOW_EFFECT, sleep_s=30)
+    worker = Worker(rt, worker_id="stopping")
+    assert await worker.tick(side_work=False)
+    await wait_for(rt, job_id, lambda j: j.status == "InProcess" and j.progress_total == 1)
+    with capture_logs() as logs:
+        await worker.shutdown(grace_s=0.05)
+    events = [entry["event"] for entry in logs]
+    assert "job_interrupted" in events and "job_lease_lost" not in events, events
+    job = await job_row(rt, job_id)
+    assert (job.status, job.lease_owner, job.recovery_count) == ("Published", None, 0)
+
+
+async def test_a_job_taken_over_by_another_worker_is_reported_lost(rt: Runtime) -> None:
+    account_id = await make_account(rt)
+    job_id = await enqueue(rt, account_id, test_tasks.SLOW_EFFECT, sleep_s=30)
+    worker = Worker(rt, worker_id="slow-to-notice")
+    with capture_logs() as logs:
+        assert await worker.tick(side_work=False)
+        await wait_for(rt, job_id, lambda j: j.status == "InProcess" and j.progress_total == 1)
+        async with rt.db.transaction() as session:  # the lease passes to another worker (as after an expiry)
+            await session.execute(
+                update(Job).where(Job.id == job_id).values(lease_owner="other-worker", recovery_count=1)
+            )
+        for _ in range(200):  # the heartbeat (every lease_s / 3) finds the lease gone and stops the run
+            if any(entry["event"] in ("job_lease_lost", "job_interrupted") for entry in logs):
+                break
+            await asyncio.sleep(0.05)
+    events = [entry["event"] for entry in logs]
+    assert "job_lease_lost" in events and "job_interrupted" not in events, events
+    assert (await job_row(rt, job_id)).lease_owner == "other-worker"
 
 
 async def wait_for(rt: Runtime, job_id: str, predicate: object, timeout: float = 60.0) -> Job:
