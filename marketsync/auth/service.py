@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -106,7 +107,8 @@ async def issue_token(rt: Runtime, client_id: str, client_secret: str, requested
         beyond = [s for s in scopes if s not in granted]
         if beyond:
             raise TokenError("invalid_scope", f"Scope not granted to this client: {' '.join(beyond)}.")
-    expires_at = int(rt.clock.now().timestamp()) + rt.settings.token_ttl_s
+    # Whole seconds, rounded up: the token lives at least the expires_in it announces (docs/decisions/0285).
+    expires_at = math.ceil(rt.clock.now().timestamp()) + rt.settings.token_ttl_s
     token = tokens.issue(tokens.signing_key(rt.settings.hash_key), credential.credential_id, scopes, expires_at)
     return IssuedToken(token, rt.settings.token_ttl_s, scopes)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote_plus
 
@@ -207,3 +207,22 @@ async def test_tokens_expire_after_ttl(rt: Runtime, api: httpx.AsyncClient, cloc
     expired = await api.get("/api/jobs/01ABCDEFGHJKMNPQRSTVWXYZ00", headers=headers)
     assert expired.status_code == 401
     assert 'error="invalid_token"' in expired.headers["www-authenticate"]
+
+
+@pytest.mark.parametrize("settings_overrides", [{"token_ttl_s": 60}])
+@pytest.mark.parametrize("clock", [FrozenClock(clock_start)])
+async def test_a_token_is_never_refused_before_its_expires_in(
+    rt: Runtime, api: httpx.AsyncClient, clock: FrozenClock
+) -> None:
+    """Issued late in a second, a token still lives the expires_in it announced (its expiry is whole seconds)."""
+    clock._now = clock_start + timedelta(seconds=0.999)
+    cred = await credential(rt)
+    token_response = await api.post(
+        "/connect/token", data={**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    )
+    assert token_response.json()["expires_in"] == 60
+    headers = {"Authorization": f"Bearer {token_response.json()['access_token']}"}
+    clock.advance(seconds=59.9)
+    assert (await api.get("/api/jobs/01ABCDEFGHJKMNPQRSTVWXYZ00", headers=headers)).status_code == 404
+    clock.advance(seconds=1.2)
+    assert (await api.get("/api/jobs/01ABCDEFGHJKMNPQRSTVWXYZ00", headers=headers)).status_code == 401

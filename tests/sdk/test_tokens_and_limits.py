@@ -28,7 +28,7 @@ async def test_tokens_are_cached_and_renewed_before_they_expire(
         for _ in range(3):
             await client.list_marketplaces()
         assert len(seen.paths(TOKEN)) == 1  # one token for many calls
-        await asyncio.sleep(2.1)  # the server's 2-second token has expired by now
+        await asyncio.sleep(2.1)  # the client counts the 2-second expires_in from when it got the token: past
         await client.list_marketplaces()
         # Renewed before use, never refused: no 401 was ever answered.
         assert len(seen.paths(TOKEN)) == 2
@@ -44,7 +44,7 @@ async def test_a_token_refused_early_is_renewed_once(rt: Runtime, api: httpx.Asy
         # The client's clock runs behind the server's: it believes its token is good for an hour.
         assert client._token is not None
         client._token.expires_at = time.monotonic() + 3600
-        await asyncio.sleep(1.1)
+        await asyncio.sleep(2.1)  # a 1-second token lives 1 to 2 seconds (its expiry is a whole second, rounded up)
         await client.list_marketplaces()
         assert [status for path, status, _ in seen.statuses if path == MARKETPLACES] == [200, 401, 200]
         assert len(seen.paths(TOKEN)) == 2
