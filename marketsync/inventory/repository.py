@@ -25,7 +25,6 @@ from marketsync.db_fast import POSTGRES_UNAVAILABLE, DriverReader, DriverSql, se
 from marketsync.inventory.rules import (
     DATA_KINDS,
     DATA_OWNERS,
-    PRICE_DECIMAL_PLACES,
     DataKind,
     DataOwner,
     StoredProduct,
@@ -33,7 +32,8 @@ from marketsync.inventory.rules import (
 )
 from marketsync.kinds import ConnectionState
 from marketsync.models import Account, Listing, MarketplaceConnection, Product
-from marketsync.models.base import UTCDateTime
+from marketsync.models.base import PRICE_DECIMAL_PLACES, UTCDateTime
+from marketsync.models.base import money_to_storage as storage_price
 from marketsync.models.inventory import DataFlow, InventoryImport
 
 _PRODUCTS = Product.__table__
@@ -82,17 +82,6 @@ _LOCK_BY_KEYS_POSTGRES = (
 def stored_price(value: int | None) -> Decimal | None:
     """A stored (scaled BIGINT) price as the exact Decimal it stands for (compared by value, never shown)."""
     return None if value is None else Decimal(value).scaleb(-PRICE_DECIMAL_PLACES)
-
-
-def storage_price(value: Decimal | None) -> int | None:
-    """A price as stored: the exact scaled integer (prices were checked to carry at most 4 decimal places)."""
-    if value is None:
-        return None
-    scaled = value.scaleb(PRICE_DECIMAL_PLACES)
-    integral = int(scaled)
-    if integral != scaled:
-        raise ValueError("amount has more than 4 decimal places")
-    return integral
 
 
 async def lock_products_by_sku_keys(

@@ -18,6 +18,7 @@ from typing import Any, Literal, NamedTuple
 
 from marketsync.kinds import KINDS, marketplace_name
 from marketsync.kit.clock import iso
+from marketsync.models.base import PRICE_DECIMAL_PLACES
 
 Writer = Literal["MerchantPush", "MasterMirror"]
 Channel = Literal["Api", "FileImport", "Marketplace"]
@@ -34,7 +35,6 @@ PUSH_OUTCOMES: tuple[PushOutcome, ...] = ("Updated", "Unchanged", "NotFound", "A
 MAX_PUSH_ITEMS = 500
 EVENT_CHANGED_CAP = 500
 MAX_SKU_LENGTH = 200
-PRICE_DECIMAL_PLACES = 4
 # 15 significant digits at most (11 before the point, 4 after): exact in every JSON parser and far
 # inside the scaled BIGINT the price is stored as.
 MAX_PRICE = Decimal("99999999999.9999")

@@ -13,9 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import Database, KeyedRead
 from marketsync.db_fast import DriverSql, session_driver, session_reader
-from marketsync.inventory.repository import sqlite_time, storage_price, write_time
 from marketsync.kinds import ConnectionState, ListingStatus
 from marketsync.models import Listing, MarketplaceConnection, Product
+from marketsync.models.base import money_to_storage
 
 # Ids per IN (...) list: well under both backends' bound-parameter limits.
 _CHUNK = 500
@@ -156,12 +156,12 @@ async def record_marketplace_values(
     if not values:
         return
     driver = await session_driver(session)
-    stamp: datetime | str = write_time(now) if driver.postgres else sqlite_time(now)
+    stamp = DriverSql(driver.postgres).time_value(now)
     marks = ("$1::bigint", "$2::integer", "$3", "$4") if driver.postgres else ("?", "?", "?", "?")
     await driver.executemany(
         _RECORD_VALUES.format(*marks),
         [
-            (storage_price(price), quantity, stamp, row_id)
+            (money_to_storage(price), quantity, stamp, row_id)
             for row_id, price, quantity in sorted(values, key=lambda v: v[0])
         ],
     )

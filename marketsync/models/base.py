@@ -19,7 +19,8 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-PRICE_SCALE = 10_000  # prices are stored as integer ten-thousandths: exact on both backends
+PRICE_DECIMAL_PLACES = 4
+PRICE_SCALE = 10_000  # 10 ** PRICE_DECIMAL_PLACES: prices are stored as integer ten-thousandths: exact on both backends
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -62,13 +63,14 @@ def money_from_storage(value: Any) -> Decimal | None:
 
 
 def money_to_storage(value: Decimal | None) -> int | None:
-    """The bound form of a Money value (the column type's, and for paths that bypass the type)."""
+    """The bound form of a Money value: the exact scaled integer (the column type's, and for raw-driver writes)."""
     if value is None:
         return None
-    scaled = Decimal(value) * PRICE_SCALE
-    if scaled != scaled.to_integral_value():
+    scaled = (value if isinstance(value, Decimal) else Decimal(value)).scaleb(PRICE_DECIMAL_PLACES)
+    integral = int(scaled)
+    if integral != scaled:
         raise ValueError("amount has more than 4 decimal places")
-    return int(scaled)
+    return integral
 
 
 class Base(DeclarativeBase):
