@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import random
@@ -55,10 +56,12 @@ from bench.foundation_http import FIXED_COST_PATH, service_env
 from bench.support import (
     cpu_probe_ms,
     create_scratch_pg,
+    database_name,
     drop_scratch_pg,
     free_port,
     marketsync,
     percentile,
+    postgres_cpu_s,
     print_figures,
     process,
     process_cpu_s,
@@ -395,6 +398,9 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         raw_url = url.replace("postgresql+asyncpg://", "postgresql://")
         marketplace_url = raw_url
         pids: dict[str, int] = {}  # whose CPU time each push phase reports
+        # On PostgreSQL, the database server's CPU time too: the floor's database apart (its pool keeps its
+        # connections), and the rest of the server (ours, the sandbox's, every background process).
+        databases = {"floor": database_name(floor_url)} if backend == "postgresql" else {}
         if args.sandbox == "remote":  # started before the seed: it migrates its own database as it starts
             sandbox_port = free_port()
             sandbox_env = {**service_env(sandbox_url, f"{directory}/sandbox-var"), "MARKETSYNC_LOG_LEVEL": "WARNING"}
@@ -460,15 +466,15 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
                                 results["get"] = summary(timings)
                     pushes = WARMUP + args.pushes
                     if "push" in only:
-                        with profile("push"), cpu_per_push(pids, results, "push", pushes):
+                        with profile("push"), cpu_per_push(pids, databases, results, "push", pushes):
                             timings = await bench_push(clients, skus, args.pushes, False, 1)
                         results["push"] = summary(timings)
                     if "drained" in only:
-                        with profile("drained"), cpu_per_push(pids, results, "drained", pushes):
+                        with profile("drained"), cpu_per_push(pids, databases, results, "drained", pushes):
                             timings = await bench_push(clients, skus, args.pushes, True, 3, drained=True)
                         results["drained"] = summary(timings)
                     if "propagate" in only:
-                        with profile("propagate"), cpu_per_push(pids, results, "propagate", pushes):
+                        with profile("propagate"), cpu_per_push(pids, databases, results, "propagate", pushes):
                             timings = await bench_push(clients, skus, args.pushes, True, 2)
                         results["propagate"] = summary(timings)
     shutil.rmtree(directory, ignore_errors=True)
@@ -477,15 +483,26 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def cpu_per_push(pids: dict[str, int], results: dict[str, Any], phase: str, pushes: int) -> Iterator[None]:
-    """Each process's CPU time during the phase, in ms per push (results[phase + "_cpu"]). In the drained phase the
-    service's includes the jobs of every push but the last; back to back, those of the pushes the phase ended on."""
-    before = {name: process_cpu_s(pid) for name, pid in pids.items()}
+def cpu_per_push(
+    pids: dict[str, int], databases: dict[str, str], results: dict[str, Any], phase: str, pushes: int
+) -> Iterator[None]:
+    """Each process's CPU time during the phase, in ms per push (results[phase + "_cpu"]), and on PostgreSQL the
+    database server's: each of `databases` (side -> database name) apart, and the rest as ours. In the drained phase
+    the service's includes the jobs of every push but the last; back to back, those of the pushes the phase ended
+    on."""
+    meters: dict[str, Callable[[], float]] = {name: functools.partial(process_cpu_s, pid) for name, pid in pids.items()}
+    if databases:
+        meters["postgres (server)"] = postgres_cpu_s
+        meters |= {f"postgres ({side})": functools.partial(postgres_cpu_s, name) for side, name in databases.items()}
+    before = {name: meter() for name, meter in meters.items()}
     threads_before = thread_cpu_s(pids["serve"])
     yield
-    results[f"{phase}_cpu"] = {
-        name: round((process_cpu_s(pid) - before[name]) * 1000 / pushes, 1) for name, pid in pids.items()
-    }
+    spent = {name: (meter() - before[name]) * 1000 / pushes for name, meter in meters.items()}
+    if databases:  # the server's time but the floor's: ours (the sandbox's database too, when apart)
+        spent["postgres (ours)"] = spent.pop("postgres (server)") - sum(
+            spent[f"postgres ({side})"] for side in databases
+        )
+    results[f"{phase}_cpu"] = {name: round(ms, 1) for name, ms in spent.items()}
     threads = thread_cpu_s(pids["serve"])
     results[f"{phase}_serve_threads_cpu"] = {
         name: round((spent - threads_before.get(name, 0.0)) * 1000 / pushes, 1)

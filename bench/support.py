@@ -48,6 +48,38 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def database_name(url: str) -> str:
+    """The database a PostgreSQL URL names."""
+    return url.rsplit("/", 1)[1].split("?", 1)[0]
+
+
+def _stat_fields(proc: Path) -> list[str]:
+    return (proc / "stat").read_text().rsplit(")", 1)[1].split()
+
+
+def postgres_cpu_s(database: str | None = None) -> float:
+    """CPU time (user + system) so far of the local PostgreSQL server.
+
+    With `database`: the server processes serving that database (their command line names it: `postgres: 15/main:
+    user database host idle`); a backend that ended meanwhile drops out of that sum, so use it for a database whose
+    connections are pooled. Without: the whole server, every database and background process, ended backends
+    included (the postmaster has reaped them: their time is in its children's time)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    spent = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError, PermissionError):
+            words = (proc / "cmdline").read_bytes().replace(b"\0", b" ").split()
+            if database is None and words[:1] and words[0].endswith(b"bin/postgres"):  # the postmaster
+                fields = _stat_fields(proc)
+                spent += sum(int(value) for value in fields[11:15])
+            elif words[:1] == [b"postgres:"] and (database is None or database.encode() in words[2:4]):
+                fields = _stat_fields(proc)
+                spent += int(fields[11]) + int(fields[12])
+    return spent / tick
+
+
 def thread_cpu_s(pid: int) -> dict[str, float]:
     """CPU time (user + system) so far of each thread of a process: "main" and the others by thread id (Python
     names no thread for the OS)."""

@@ -342,6 +342,20 @@ async def requeue(session: AsyncSession, job_id: str, worker_id: str, now: datet
     return bool(getattr(result, "rowcount", 0))
 
 
+async def due_schedules(session: AsyncSession, names: Collection[str], now: datetime) -> list[str]:
+    """Of these schedules, the ones due now and not leased (one never run is due), in name order: a worker claims
+    only those, so a look at the schedules that finds none due writes nothing."""
+    rows = await session.execute(
+        select(Schedule.name, Schedule.next_run_at, Schedule.lease_expires_at).where(Schedule.name.in_(names))
+    )
+    known = {name: (next_run_at, lease_expires_at) for name, next_run_at, lease_expires_at in rows}
+    return sorted(
+        name
+        for name in names
+        if name not in known or (known[name][0] <= now and (known[name][1] is None or known[name][1] < now))
+    )
+
+
 async def claim_schedule(session: AsyncSession, name: str, worker_id: str, now: datetime, lease_s: float) -> bool:
     await session.execute(
         insert_for(session, Schedule)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -224,3 +225,23 @@ async def test_a_schedule_runs_on_one_worker_at_a_time(rt: Runtime) -> None:
             assert row is not None and row.lease_owner is None and row.last_run_at is not None
     finally:
         registry.SCHEDULES.pop("test.exclusive", None)
+
+
+async def test_a_look_at_the_schedules_claims_only_those_due(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "SCHEDULES", {})  # this test's schedule alone
+    runs: list[str] = []
+
+    @registry.schedule("test.hourly", interval_s=lambda s: 3600.0)
+    async def hourly(_rt: Runtime) -> None:
+        runs.append("run")
+
+    first, second = Worker(rt, worker_id="w1"), Worker(rt, worker_id="w2")
+    await first._start_due_schedules()  # never run: due
+    await first._side_tasks["schedule:test.hourly"]
+    await second._start_due_schedules()  # ran a moment ago: not due for an hour, so not claimed
+    assert runs == ["run"]
+    assert "schedule:test.hourly" not in second._side_tasks
+    async with rt.db.read() as session:
+        row = await session.get(Schedule, "test.hourly")
+        assert row is not None and row.lease_owner is None and row.last_run_at is not None
+        assert row.next_run_at - row.last_run_at == timedelta(hours=1)
