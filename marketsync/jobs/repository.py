@@ -349,11 +349,11 @@ async def due_schedules(session: AsyncSession, names: Collection[str], now: date
         select(Schedule.name, Schedule.next_run_at, Schedule.lease_expires_at).where(Schedule.name.in_(names))
     )
     known = {name: (next_run_at, lease_expires_at) for name, next_run_at, lease_expires_at in rows}
-    return sorted(
-        name
-        for name in names
-        if name not in known or (known[name][0] <= now and (known[name][1] is None or known[name][1] < now))
-    )
+
+    def due(next_run_at: datetime | None, lease_expires_at: datetime | None) -> bool:  # claim_schedule's condition
+        return next_run_at is not None and next_run_at <= now and (lease_expires_at is None or lease_expires_at < now)
+
+    return sorted(name for name in names if name not in known or due(*known[name]))
 
 
 async def claim_schedule(session: AsyncSession, name: str, worker_id: str, now: datetime, lease_s: float) -> bool:
