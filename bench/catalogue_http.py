@@ -42,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -140,36 +140,12 @@ async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, 
             for marketplace_id, platform, country in marketplaces[:listings]
         ]  # fmt: skip
 
-    if url.startswith("sqlite:///"):
-        db = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
-        db.execute("BEGIN")
-        for start in _chunks(count):
-            stop = min(start + 50_000, count)
-            db.executemany(f"INSERT INTO products VALUES ({','.join('?' * 9)})", product_rows(start, stop, True))
-            db.executemany(
-                f"INSERT INTO listings ({','.join(listing_columns)}) VALUES ({','.join('?' * 11)})",
-                listing_rows(start, stop, True),
-            )
-        db.execute(*mirrored(postgres=False))
-        db.execute("COMMIT")
-        db.execute("ANALYZE")
-        db.close()
-    else:
-        connection = await asyncpg.connect(url)
-        try:
-            for start in _chunks(count):
-                stop = min(start + 50_000, count)
-                await connection.copy_records_to_table(
-                    "products", records=product_rows(start, stop, False), columns=product_columns
-                )
-                await connection.copy_records_to_table(
-                    "listings", records=listing_rows(start, stop, False), columns=listing_columns
-                )
-            statement, values = mirrored(postgres=True)
-            await connection.execute(statement, *values)
-            await connection.execute(VACUUM_AFTER_LOAD)
-        finally:
-            await connection.close()
+    await bulk_load(
+        url,
+        count,
+        [("products", product_columns, product_rows), ("listings", listing_columns, listing_rows)],
+        then=mirrored,
+    )
     await seed_marketplace(marketplace_url, marketplaces, count, listings)
 
 
@@ -186,14 +162,33 @@ async def seed_marketplace(url: str, marketplaces: list[tuple[str, str, str]], c
             for listing_id, sku, listing_url in (listing_values(i, platform, country),)
         ]
 
+    await bulk_load(url, count, [("sandbox_listings", SANDBOX_LISTING_COLUMNS, marketplace_rows)])
+
+
+# A table's rows for the items start..stop (timestamps as SQLite's text when the flag says so).
+Rows = Callable[[int, int, bool], list[tuple[Any, ...]]]
+
+
+async def bulk_load(
+    url: str,
+    count: int,
+    tables: Sequence[tuple[str, Sequence[str], Rows]],
+    *,
+    then: Callable[..., tuple[str, tuple[Any, ...]]] | None = None,
+) -> None:
+    """`count` items' rows into each table, 50,000 items at a time, on the raw driver (one sqlite3 transaction of
+    executemany, or asyncpg's COPY), then `then(postgres=...)`'s statement, and the planner's statistics refreshed."""
     if url.startswith("sqlite:///"):
         db = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
         db.execute("BEGIN")
         for start in _chunks(count):
-            db.executemany(
-                f"INSERT INTO sandbox_listings ({','.join(SANDBOX_LISTING_COLUMNS)}) VALUES ({','.join('?' * 10)})",
-                marketplace_rows(start, min(start + 50_000, count), True),
-            )
+            for table, columns, rows in tables:
+                db.executemany(
+                    f"INSERT INTO {table} ({','.join(columns)}) VALUES ({','.join('?' * len(columns))})",
+                    rows(start, min(start + 50_000, count), True),
+                )
+        if then is not None:
+            db.execute(*then(postgres=False))
         db.execute("COMMIT")
         db.execute("ANALYZE")
         db.close()
@@ -201,11 +196,12 @@ async def seed_marketplace(url: str, marketplaces: list[tuple[str, str, str]], c
     connection = await asyncpg.connect(url)
     try:
         for start in _chunks(count):
-            await connection.copy_records_to_table(
-                "sandbox_listings",
-                records=marketplace_rows(start, min(start + 50_000, count), False),
-                columns=SANDBOX_LISTING_COLUMNS,
-            )
+            for table, columns, rows in tables:
+                records = rows(start, min(start + 50_000, count), False)
+                await connection.copy_records_to_table(table, records=records, columns=columns)
+        if then is not None:
+            statement, values = then(postgres=True)
+            await connection.execute(statement, *values)
         await connection.execute(VACUUM_AFTER_LOAD)
     finally:
         await connection.close()
@@ -505,9 +501,9 @@ def cpu_per_push(
     results[f"{phase}_cpu"] = {name: round(ms, 1) for name, ms in spent.items()}
     threads = thread_cpu_s(pids["serve"])
     results[f"{phase}_serve_threads_cpu"] = {
-        name: round((spent - threads_before.get(name, 0.0)) * 1000 / pushes, 1)
-        for name, spent in threads.items()
-        if spent - threads_before.get(name, 0.0) > 0
+        name: round((used - threads_before.get(name, 0.0)) * 1000 / pushes, 1)
+        for name, used in threads.items()
+        if used - threads_before.get(name, 0.0) > 0
     }
 
 

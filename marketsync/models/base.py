@@ -20,7 +20,7 @@ NAMING_CONVENTION = {
 }
 
 PRICE_DECIMAL_PLACES = 4
-PRICE_SCALE = 10_000  # 10 ** PRICE_DECIMAL_PLACES: prices are stored as integer ten-thousandths: exact on both backends
+PRICE_SCALE: int = 10**PRICE_DECIMAL_PLACES  # prices are stored as integer ten-thousandths: exact on both backends
 
 
 class UTCDateTime(TypeDecorator[datetime]):
