@@ -5,9 +5,9 @@ the raw driver (sqlite3 in WAL mode / asyncpg), tables holding only the columns 
 
 - POST /search: the body of POST /api/product-types/Search for one site's leaves (the generated P1 taxonomy of
   CATALOG_FLOOR_CATEGORIES categories; with CATALOG_FLOOR_SYNTHETIC=1, bench/synthetic_taxonomy.py's of that
-  size): `name_lower LIKE '%text%'` found through the one text index (SQLite: an
-  FTS5 trigram table; PostgreSQL: a pg_trgm GIN index), or the walk of the position index; count and page in one
-  statement; the same response body (ProductTypes with CategoryId, Title, Path; TotalCount).
+  size): `name_lower LIKE '%text%'` found through the one text index (SQLite: an FTS5 trigram table asked for
+  the text's two rarest trigrams; PostgreSQL: a pg_trgm GIN index), or the walk of the position index; count and
+  page in one statement; the same response body (ProductTypes with CategoryId, Title, Path; TotalCount).
 - POST /create: the body of POST /api/products/Create: every attribute checked against the category's schema
   held in memory (code known, type, closed set), then in one transaction the product upserted on its SKU with its
   quantity and the listing's attributes, and a publish job inserted; the same response body.
@@ -81,6 +81,9 @@ def _setup_sqlite(path: str) -> sqlite3.Connection:
         [(i, name.lower()) for i, (_, name, _) in enumerate(leaves)],
     )
     connection.execute("COMMIT")
+    # How many leaves hold each trigram, held in memory: a search asks the index for its text's two rarest.
+    connection.execute("CREATE VIRTUAL TABLE temp.leaf_trigrams USING fts5vocab(main, leaf_names, row)")
+    state["trigram_leaves"] = dict(connection.execute("SELECT term, doc FROM temp.leaf_trigrams").fetchall())
     return connection
 
 
@@ -151,7 +154,11 @@ async def search(request: Request) -> Response:
                 hits = (
                     "SELECT rowid AS position FROM leaf_names WHERE name_lower MATCH ? AND name_lower LIKE ? ESCAPE '/'"
                 )
-                args = ['"' + needle.replace('"', '""') + '"', _pattern(needle)]
+                counts = state["trigram_leaves"]
+                grams = {needle[start : start + 3] for start in range(len(needle) - 2)}
+                rarest = sorted(grams, key=lambda gram: counts.get(gram, 0))[:2]
+                query = " AND ".join('"' + gram.replace('"', '""') + '"' for gram in rarest)
+                args = [query, _pattern(needle)]
             else:
                 hits = "SELECT rowid AS position FROM leaf_names WHERE name_lower LIKE ? ESCAPE '/'"
                 args = [_pattern(needle)]

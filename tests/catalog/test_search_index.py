@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections import Counter
 from typing import Any
 
 import httpx
+import pytest
+from sqlalchemy import text as sql_text
 
-from marketsync.catalog import service
+from marketsync.catalog import repository, service
 from marketsync.catalog.taxonomy import PATH_SEPARATOR, CategorySpec, Taxonomy
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.runtime import Runtime
@@ -236,3 +239,49 @@ async def test_the_walk_counts_the_leaves_of_the_latest_import(rt: Runtime, api:
     assert (walk["TotalCount"], walk["ProductTypes"]) == (len(revised.leaves), expected(revised.leaves, None)[:200])
     past = await search(api, tenant, None, Offset=len(revised.leaves))
     assert (past["TotalCount"], past["ProductTypes"]) == (len(revised.leaves), [])
+
+
+async def test_sqlite_counts_each_trigrams_leaves_and_the_counts_change_no_answer(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Migration 0019: an import rewrites how many leaves hold each trigram, and a search asks SQLite's index for
+    the two rarest of its text's trigrams. The counts choose which trigrams, never which leaves: with counts that
+    say the opposite of the truth, or nothing, every answer is still the rule's."""
+    if not rt.db.is_sqlite:
+        pytest.skip("PostgreSQL's trigram index answers the LIKE itself: the trigram counts are SQLite's (0019)")
+    taxonomy = tricky_taxonomy()
+    tenant = await loaded(rt, api, taxonomy)
+
+    async def counts() -> dict[str, int]:
+        async with rt.db.transaction() as session:
+            rows = await session.execute(sql_text("SELECT trigram, leaves FROM taxonomy_category_search_trigrams"))
+            return {gram: leaves for gram, leaves in rows}
+
+    async def indexed_names() -> list[str]:
+        async with rt.db.transaction() as session:
+            return list((await session.execute(sql_text("SELECT name_lower FROM taxonomy_category_search"))).scalars())
+
+    held = Counter(gram for name in await indexed_names() for gram in repository.trigrams(name))
+    assert await counts() == dict(held)
+
+    rng = random.Random(290)
+    names = [c.name for c in taxonomy.leaves]
+    texts = [name[start : start + 7] for name in rng.sample(names, 25) for start in (0, 2)]
+    texts += ["zzz-nothing", "t-shirts", "double  space", 's "quoted" s', "100% cotton_blend"]
+    for lie in (
+        "UPDATE taxonomy_category_search_trigrams SET leaves = -leaves",
+        "DELETE FROM taxonomy_category_search_trigrams",
+    ):
+        async with rt.db.transaction() as session:
+            await session.execute(sql_text(lie))
+        for text in texts:
+            want = expected(taxonomy.leaves, text)
+            got = await search(api, tenant, text, Limit=200)
+            assert (got["TotalCount"], got["ProductTypes"]) == (len(want), want[:200]), (lie, text)
+
+    revised = Taxonomy("P1", 2, tuple(c for c in taxonomy.categories if c.name != "Emoji 🎸 Guitars"))
+    async with rt.db.transaction() as session:
+        await service.import_taxonomy(rt, session, revised, "UK")
+    held = Counter(gram for name in await indexed_names() for gram in repository.trigrams(name))
+    assert "🎸 g" not in held
+    assert await counts() == dict(held)

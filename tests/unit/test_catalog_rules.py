@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from marketsync.catalog import repository
 from marketsync.catalog.rules import ValueProblem, normalize_value, parse_create_request, validate_attributes
 from marketsync.catalog.taxonomy import AllowedValue, AttributeSpec
 
@@ -156,3 +157,13 @@ def test_parse_create_request_collects_every_shape_problem() -> None:
     assert errors == {} and request.quantity == 0 and request.validate_only is False
     _, errors = parse_create_request([1])
     assert set(errors) == {"body"}
+
+
+def test_a_search_asks_the_index_for_the_two_rarest_trigrams_of_its_text() -> None:
+    grams = repository.trigrams("zephyrine")
+    assert grams == ["zep", "eph", "phy", "hyr", "yri", "rin", "ine"]
+    assert repository.trigrams("aaaaa") == ["aaa"]
+    counts = {"zep": 20, "eph": 20, "phy": 21, "hyr": 20, "yri": 20, "rin": 24_964, "ine": 19_606}
+    assert repository.rarest_trigrams_query(grams, counts) == '"zep" AND "eph"'
+    # A trigram no leaf holds is the rarest: the index answers nothing at once.
+    assert repository.rarest_trigrams_query(["ine", 'a"b'], {"ine": 5}) == '"a""b" AND "ine"'
