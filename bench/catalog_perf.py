@@ -20,11 +20,12 @@ marketplace while the next creates arrive. --sandbox picks where that marketplac
     the same 2 cores);
   - both (default): one run of each, every one alternating with its floor.
 With --search-growth SIZES (e.g. 10000,1000000) it measures only category search, on bench/synthetic_taxonomy.py's
-taxonomies of those sizes (bulk-loaded through the raw driver; the floor loads the same one), each size alternating
-with its floor, and reports the largest size's p50 against the smallest's (issue 15 item 7), in two series: the mix
-above, whose terms match more categories the larger the taxonomy (growing matches: the exact TotalCount and the
-tree-order page read every match, so it grows with the answer), and FIXED_SEARCHES, each measured on its own, which
-match as many categories at every size (the taxonomy's marker words and an anchor's id: the cost of the size alone).
+taxonomies of those sizes (bulk-loaded through the raw driver; the floor loads the same one), every size served at
+once and searched in turn with its floor, request by request (the sizes compared at the same moments), and reports
+the largest size's p50 against the smallest's (issue 15 item 7), in two series: the mix above, whose terms match
+more categories the larger the taxonomy (growing matches: the exact TotalCount and the tree-order page read every
+match, so it grows with the answer), and FIXED_SEARCHES, each measured on its own, which match as many categories at
+every size (the taxonomy's marker words and an anchor's id: the cost of the size alone).
 The last line is a FIGURES line (bench/support.py print_figures) for make bench.
 
 Run:  .venv/bin/python -m bench.catalog_perf [--categories 20000] [--searches 300] [--creates 200]
@@ -44,7 +45,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,18 +117,23 @@ LAPTOP_ATTRIBUTES: dict[str, Any] = {
 }
 
 
+async def interleaved(count: int, calls: Sequence[Callable[[int], Awaitable[None]]]) -> list[list[float]]:
+    """The calls in turn, request by request, so all see the same machine: ms per call, per call."""
+    samples: list[list[float]] = [[] for _ in calls]
+    for index in range(WARMUP + count):
+        for call, series in zip(calls, samples, strict=True):
+            started = time.perf_counter()
+            await call(index)
+            if index >= WARMUP:
+                series.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
 async def alternating(
     count: int, ours: Callable[[int], Awaitable[None]], floor: Callable[[int], Awaitable[None]]
 ) -> tuple[list[float], list[float]]:
     """Ours and the floor in turn, request by request, so both see the same machine."""
-    ours_ms: list[float] = []
-    floor_ms: list[float] = []
-    for index in range(WARMUP + count):
-        for call, samples in ((ours, ours_ms), (floor, floor_ms)):
-            started = time.perf_counter()
-            await call(index)
-            if index >= WARMUP:
-                samples.append((time.perf_counter() - started) * 1000)
+    ours_ms, floor_ms = await interleaved(count, [ours, floor])
     return ours_ms, floor_ms
 
 
@@ -276,16 +282,14 @@ async def serving(
             yield client, floor, {"Authorization": f"Bearer {token}"}
 
 
-async def searched(
+def search_calls(
     client: httpx.AsyncClient,
     floor: httpx.AsyncClient,
     headers: dict[str, str],
     marketplace_id: str,
-    count: int,
     searches: list[str | None] = SEARCHES,
-) -> tuple[list[float], list[float], dict[str, int]]:
-    """`count` searches of the mix `searches`, each alternating with the floor's; then each search once more on
-    both, checked to answer the same body: (ours ms, floor ms, TotalCount per search)."""
+) -> list[Callable[[int], Awaitable[None]]]:
+    """Our search and the floor's, the `index`-th of the mix `searches` each."""
 
     async def search(index: int) -> None:
         body = search_body(marketplace_id, index, searches)
@@ -296,7 +300,17 @@ async def searched(
         response = await floor.post("/search", json=search_body(marketplace_id, index, searches))
         assert response.status_code == 200, response.text
 
-    ours_ms, floor_ms = await alternating(count, search, search_floor)
+    return [search, search_floor]
+
+
+async def same_answers(
+    client: httpx.AsyncClient,
+    floor: httpx.AsyncClient,
+    headers: dict[str, str],
+    marketplace_id: str,
+    searches: list[str | None] = SEARCHES,
+) -> dict[str, int]:
+    """Each search once more on both, checked to answer the same body: TotalCount per search."""
     counts = {}
     for searched_text in searches:
         body = {"MarketplaceId": marketplace_id, **({"SearchText": searched_text} if searched_text else {})}
@@ -304,7 +318,15 @@ async def searched(
         floor_page = (await floor.post("/search", json=body)).json()
         assert ours_page == floor_page, searched_text  # the floor answers the same body
         counts[searched_text or "(walk)"] = ours_page["TotalCount"]
-    return ours_ms, floor_ms, counts
+    return counts
+
+
+async def searched(
+    client: httpx.AsyncClient, floor: httpx.AsyncClient, headers: dict[str, str], marketplace_id: str, count: int
+) -> tuple[list[float], list[float], dict[str, int]]:
+    """`count` searches of the mix, each alternating with the floor's, then checked: (ours ms, floor ms, counts)."""
+    ours_ms, floor_ms = await alternating(count, *search_calls(client, floor, headers, marketplace_id))
+    return ours_ms, floor_ms, await same_answers(client, floor, headers, marketplace_id)
 
 
 async def scratch_urls(backend: str, directory: Path, names: list[str], scratch: list[str]) -> list[str]:
@@ -398,40 +420,51 @@ async def run_backend(
 
 
 async def run_search_growth(backend: str, sizes: list[int], searches: int, directory: Path) -> list[dict[str, Any]]:
-    """Search at each size of the synthetic taxonomy (bench/synthetic_taxonomy.py), each alternating with its floor
-    over the same taxonomy: the mix, then each of FIXED_SEARCHES on its own; serve with its workers (idle: nothing
-    is created)."""
-    results = []
-    for size in sizes:
-        scratch: list[str] = []
-        here = directory / f"{backend}-{size}"
-        here.mkdir()
-        try:
-            url, floor_url = await scratch_urls(backend, here, ["catg", "catgfloor"], scratch)
-            setup = await prepare(backend, url, size, here, synthetic=True)
-            async with serving(url, floor_url, setup, here, workers=True, synthetic=True) as (client, floor, headers):
-                load_before = Path("/proc/loadavg").read_text().split()[0]
-                ours_ms, floor_ms, counts = await searched(client, floor, headers, setup["marketplace_id"], searches)
-                fixed = {}
-                for term, matches in FIXED_SEARCHES.items():
-                    term_ms, term_floor_ms, term_counts = await searched(
-                        client, floor, headers, setup["marketplace_id"], searches, [term]
-                    )
-                    assert term_counts == {term: matches}, term_counts
-                    fixed[term] = {
-                        "matches": matches, "p50": statistics.median(term_ms), "p99": percentile(term_ms, 0.99),
-                        "floor_p50": statistics.median(term_floor_ms), "floor_p99": percentile(term_floor_ms, 0.99),
+    """Search at every size of the synthetic taxonomy (bench/synthetic_taxonomy.py) at once: each size's `serve`
+    (its workers idle: nothing is created) and floor over the same taxonomy, request by request in turn, every size
+    and both sides, so that the sizes are compared on the same machine at the same moments; the mix, then each of
+    FIXED_SEARCHES on its own."""
+    scratch: list[str] = []
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            served = []
+            for size in sizes:
+                here = directory / f"{backend}-{size}"
+                here.mkdir()
+                url, floor_url = await scratch_urls(backend, here, ["catg", "catgfloor"], scratch)
+                setup = await prepare(backend, url, size, here, synthetic=True)
+                sides = await stack.enter_async_context(
+                    serving(url, floor_url, setup, here, workers=True, synthetic=True)
+                )
+                served.append((setup, sides))
+            load_before = Path("/proc/loadavg").read_text().split()[0]
+            measured: list[dict[str | None, Any]] = [{} for _ in served]
+            fixed_series: list[list[str | None]] = [[term] for term in FIXED_SEARCHES]
+            for series in [SEARCHES, *fixed_series]:
+                calls = [
+                    call for setup, sides in served for call in search_calls(*sides, setup["marketplace_id"], series)
+                ]
+                samples = await interleaved(searches, calls)
+                for at, (setup, sides) in enumerate(served):
+                    ours_ms, floor_ms = samples[2 * at], samples[2 * at + 1]
+                    counts = await same_answers(*sides, setup["marketplace_id"], series)
+                    key = None if series is SEARCHES else series[0]
+                    measured[at][key] = {
+                        "counts": counts, "p50": statistics.median(ours_ms), "p99": percentile(ours_ms, 0.99),
+                        "floor_p50": statistics.median(floor_ms), "floor_p99": percentile(floor_ms, 0.99),
                     }  # fmt: skip
-                load_after = Path("/proc/loadavg").read_text().split()[0]
-        finally:
-            for name in scratch:
-                await drop_scratch_pg(name)
-        results.append(
-            {**setup, "backend": backend, "size": size, "p50": statistics.median(ours_ms),
-             "p99": percentile(ours_ms, 0.99), "floor_p50": statistics.median(floor_ms),
-             "floor_p99": percentile(floor_ms, 0.99), "counts": counts, "fixed": fixed,
-             "load": f"{load_before} → {load_after}"}
-        )  # fmt: skip
+            load_after = Path("/proc/loadavg").read_text().split()[0]
+    finally:
+        for name in scratch:
+            await drop_scratch_pg(name)
+    results = []
+    for (setup, _), by_series in zip(served, measured, strict=True):
+        mix = by_series.pop(None)
+        fixed = {}
+        for term, matches in FIXED_SEARCHES.items():
+            assert by_series[term]["counts"] == {term: matches}, by_series[term]["counts"]
+            fixed[term] = {"matches": matches, **{k: v for k, v in by_series[term].items() if k != "counts"}}
+        results.append({**setup, **mix, "backend": backend, "fixed": fixed, "load": f"{load_before} → {load_after}"})
     return results
 
 
