@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -295,29 +296,35 @@ async def drain(client: httpx.AsyncClient, job_ids: list[str]) -> None:
             await asyncio.sleep(0.02)
 
 
-async def bench_push(clients: dict[str, httpx.AsyncClient], skus: list[str], pushes: int, propagate: bool,
-                     seed: int, drained: bool = False) -> dict[str, list[float]]:  # fmt: skip
-    rng = random.Random(seed)
-    bodies = []
-    for round_number in range(WARMUP + pushes):
-        chosen = rng.sample(skus, BATCH)
-        step = seed * 1000 + round_number
-        items = [{"Sku": sku, "Price": 11 + step + (i % 100) / 100, "Quantity": 1000 + step} for i, sku in
-                 enumerate(chosen)]  # fmt: skip
-        bodies.append(orjson.dumps({"Items": items, "PropagateToListings": propagate}))
+async def bench_push(clients: dict[str, httpx.AsyncClient], skus: dict[str, list[str]], pushes: int,
+                     propagate: bool, seed: int, drained: bool = False) -> dict[str, list[float]]:  # fmt: skip
+    """`skus`: each side's catalogue; sides of the same catalogue push the same bodies."""
+    bodies: dict[str, list[bytes]] = {}
+    for side in clients:
+        rng = random.Random(seed)
+        bodies[side] = []
+        for round_number in range(WARMUP + pushes):
+            chosen = rng.sample(skus[side], BATCH)
+            step = seed * 1000 + round_number
+            items = [{"Sku": sku, "Price": 11 + step + (i % 100) / 100, "Quantity": 1000 + step} for i, sku in
+                     enumerate(chosen)]  # fmt: skip
+            bodies[side].append(orjson.dumps({"Items": items, "PropagateToListings": propagate}))
 
     async def call(client: httpx.AsyncClient, round_number: int) -> None:
-        response = await client.post("/api/inventory/price-quantity", content=bodies[round_number])
+        side = client.headers["x-side"]
+        response = await client.post("/api/inventory/price-quantity", content=bodies[side][round_number])
         body = response.json()
         assert response.status_code == 200 and body["Updated"] == BATCH and not body["Warnings"], body
-        assert bool(body["JobIds"]) == (propagate and client.headers.get("x-side") == "ours"), body["JobIds"]
+        assert bool(body["JobIds"]) == (propagate and side.startswith("ours")), body["JobIds"]
         if drained:
-            pending.extend(body["JobIds"])
+            pending.extend((side, job_id) for job_id in body["JobIds"])
 
-    pending: list[str] = []
+    pending: list[tuple[str, str]] = []  # (side, job id)
 
     async def drain_between(round_number: int) -> None:
-        await drain(clients["ours"], pending)
+        for side, client in clients.items():  # each catalogue's own service
+            if side.startswith("ours"):
+                await drain(client, [job_id for of_side, job_id in pending if of_side == side])
         pending.clear()
 
     return await alternate(clients, call, pushes, WARMUP, between=drain_between if drained else None)
@@ -341,17 +348,24 @@ async def bench_walk(clients: dict[str, httpx.AsyncClient], pages: int) -> tuple
     return timings, 199  # inclusive bound: each page after the first repeats the previous page's last product
 
 
-async def bench_get(clients: dict[str, httpx.AsyncClient], skus: list[str], gets: int) -> dict[str, list[float]]:
-    rng = random.Random(5)
-    chosen = [rng.choice(skus) for _ in range(gets + 20)]
+async def bench_get(
+    clients: dict[str, httpx.AsyncClient], skus: dict[str, list[str]], gets: int
+) -> dict[str, list[float]]:
+    """`skus`: each side's catalogue (the no-op's is not read)."""
+    chosen = {}
+    for side in clients:
+        rng = random.Random(5)
+        chosen[side] = [rng.choice(skus[side]) for _ in range(gets + 20)]
 
     async def call(client: httpx.AsyncClient, round_number: int) -> None:
-        if client.headers["x-side"] == "no-op":
+        side = client.headers["x-side"]
+        if side.startswith("no-op"):
             response = await client.get(FIXED_COST_PATH)
             assert response.status_code == 200
             return
-        response = await client.get(f"/api/products/{chosen[round_number]}")
-        assert response.status_code == 200 and response.json()["Product"]["Sku"] == chosen[round_number]
+        sku = chosen[side][round_number]
+        response = await client.get(f"/api/products/{sku}")
+        assert response.status_code == 200 and response.json()["Product"]["Sku"] == sku
 
     return await alternate(clients, call, gets, 20)
 
@@ -368,9 +382,23 @@ async def scratch_database(backend: str, directory: str) -> AsyncIterator[str]:
         await drop_scratch_pg(name)
 
 
-async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
-    results: dict[str, Any] = {"backend": backend, "load_before": loadavg()}
-    only = set(args.only.split(","))
+@dataclass
+class Deployment:
+    """One catalogue of `products` products served by `serve` and by the floor app (and the authenticated no-op of
+    bench/foundation_http.py when GET is measured), each on its own scratch database: the clients by side."""
+
+    products: int
+    skus: list[str]
+    clients: dict[str, httpx.AsyncClient]
+    pids: dict[str, int]
+    databases: dict[str, str]
+    profile: Callable[[str], contextlib.AbstractContextManager[None]]
+    results: dict[str, Any]
+
+
+@contextlib.asynccontextmanager
+async def deployment(backend: str, products: int, args: argparse.Namespace) -> AsyncIterator[Deployment]:
+    results: dict[str, Any] = {"backend": backend, "products": products, "load_before": loadavg()}
     directory = tempfile.mkdtemp(prefix="msbench-catalogue-")
     async with (
         scratch_database(backend, directory) as url,
@@ -409,73 +437,103 @@ async def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
             marketplace_url = sandbox_url.replace("postgresql+asyncpg://", "postgresql://")
         marketplaces = await _marketplaces(raw_url, account)
         started = time.perf_counter()
-        await seed_service(raw_url, account, marketplaces, args.products, args.listings, marketplace_url)
+        await seed_service(raw_url, account, marketplaces, products, args.listings, marketplace_url)
         results["seed_service_s"] = time.perf_counter() - started
         port, floor_port, noop_port = free_port(), free_port(), free_port()
         serve = [sys.executable, "-m", "marketsync", "serve", "--port", str(port)]
         if args.no_workers or args.worker_process:  # the workers elsewhere, or (diagnosis) none
             serve.append("--no-workers")
-        with (
-            process(serve, env, f"http://127.0.0.1:{port}/readyz") as served,
-            worker_process(env) if args.worker_process else contextlib.nullcontext() as worker,
-        ):
-            pids["serve"] = served.pid
-            if worker is not None:
-                pids["worker"] = worker.pid
-            profile = profiler(args.profile, pids, backend)
-            token = httpx.post(
-                f"http://127.0.0.1:{port}/connect/token",
-                data={"grant_type": "client_credentials", "client_id": credential["client_id"],
-                      "client_secret": credential["client_secret"]},
-            ).json()["access_token"]  # fmt: skip
-            started = time.perf_counter()
-            await seed_floor(floor_url, token, args.products, args.listings)
-            results["seed_floor_s"] = time.perf_counter() - started
-            floor_env = {**os.environ, "FLOOR_DATABASE": floor_url}
-            floor_cmd = [sys.executable, "-m", "uvicorn", "bench.floors:app", "--port", str(floor_port),
-                         "--log-level", "warning", "--no-access-log"]  # fmt: skip
-            with process(floor_cmd, floor_env, f"http://127.0.0.1:{floor_port}/readyz") as floor_server:
-                pids["floor"] = floor_server.pid
-                skus, _ = catalogue(args.products)
-                headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-                async with (
-                    httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers={**headers, "x-side": "ours"},
-                                      timeout=120) as ours,
-                    httpx.AsyncClient(base_url=f"http://127.0.0.1:{floor_port}",
-                                      headers={**headers, "x-side": "floor"}, timeout=120) as floor,
-                ):  # fmt: skip
-                    clients = {"ours": ours, "floor": floor}
-                    if "walk" in only:
-                        with profile("walk"):
-                            walk, new_per_page = await bench_walk(clients, args.pages)
-                        results["walk"] = summary(walk)
-                        results["walk_new_per_page"] = new_per_page
-                    if "get" in only:
-                        noop_cmd = [sys.executable, "-m", "bench.foundation_http", "--serve-fixed-cost",
-                                    str(noop_port)]  # fmt: skip
-                        with process(noop_cmd, env, f"http://127.0.0.1:{noop_port}/readyz"):
-                            async with httpx.AsyncClient(
-                                base_url=f"http://127.0.0.1:{noop_port}", headers={**headers, "x-side": "no-op"}
-                            ) as noop:
-                                with profile("get"):
-                                    timings = await bench_get({**clients, "no-op": noop}, skus, args.gets)
-                                results["get"] = summary(timings)
-                    pushes = WARMUP + args.pushes
-                    if "push" in only:
-                        with profile("push"), cpu_per_push(pids, databases, results, "push", pushes):
-                            timings = await bench_push(clients, skus, args.pushes, False, 1)
-                        results["push"] = summary(timings)
-                    if "drained" in only:
-                        with profile("drained"), cpu_per_push(pids, databases, results, "drained", pushes):
-                            timings = await bench_push(clients, skus, args.pushes, True, 3, drained=True)
-                        results["drained"] = summary(timings)
-                    if "propagate" in only:
-                        with profile("propagate"), cpu_per_push(pids, databases, results, "propagate", pushes):
-                            timings = await bench_push(clients, skus, args.pushes, True, 2)
-                        results["propagate"] = summary(timings)
+        served = servers.enter_context(process(serve, env, f"http://127.0.0.1:{port}/readyz"))
+        pids["serve"] = served.pid
+        if args.worker_process:
+            pids["worker"] = servers.enter_context(worker_process(env)).pid
+        token = httpx.post(
+            f"http://127.0.0.1:{port}/connect/token",
+            data={"grant_type": "client_credentials", "client_id": credential["client_id"],
+                  "client_secret": credential["client_secret"]},
+        ).json()["access_token"]  # fmt: skip
+        started = time.perf_counter()
+        await seed_floor(floor_url, token, products, args.listings)
+        results["seed_floor_s"] = time.perf_counter() - started
+        floor_env = {**os.environ, "FLOOR_DATABASE": floor_url}
+        floor_cmd = [sys.executable, "-m", "uvicorn", "bench.floors:app", "--port", str(floor_port),
+                     "--log-level", "warning", "--no-access-log"]  # fmt: skip
+        pids["floor"] = servers.enter_context(
+            process(floor_cmd, floor_env, f"http://127.0.0.1:{floor_port}/readyz")
+        ).pid
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        bases = {"ours": port, "floor": floor_port}
+        if "get" in args.only.split(","):  # the service's fixed cost of a request, served by a third process
+            noop_cmd = [sys.executable, "-m", "bench.foundation_http", "--serve-fixed-cost", str(noop_port)]
+            servers.enter_context(process(noop_cmd, env, f"http://127.0.0.1:{noop_port}/readyz"))
+            bases["no-op"] = noop_port
+        clients = {
+            side: await servers.enter_async_context(
+                httpx.AsyncClient(base_url=f"http://127.0.0.1:{at}", headers={**headers, "x-side": side}, timeout=120)
+            )
+            for side, at in bases.items()
+        }
+        skus, _ = catalogue(products)
+        yield Deployment(products, skus, clients, pids, databases, profiler(args.profile, pids, backend), results)
     shutil.rmtree(directory, ignore_errors=True)
     results["load_after"] = loadavg()
-    return results
+
+
+async def run_backend(backend: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every phase of `--only` on each catalogue size at once: one size, ours and the floor in turn; several sizes
+    (issue 15 item 7's growth), every size's sides in turn, so that the sizes are compared at the same moments (run
+    one after the other, the machine's load moved a size's figures more than the size did). Each side is named
+    `ours`, `floor`, `no-op`, with several sizes `ours@{products}` and so on."""
+    only = set(args.only.split(","))
+    sizes = [int(count) for count in args.products.split(",")]
+    async with contextlib.AsyncExitStack() as stack:
+        deployments = [await stack.enter_async_context(deployment(backend, size, args)) for size in sizes]
+        alone = deployments[0] if len(deployments) == 1 else None
+
+        def side(name: str, d: Deployment) -> str:
+            return name if alone is not None else f"{name}@{d.products}"
+
+        def sides(*names: str) -> dict[str, httpx.AsyncClient]:
+            return {side(name, d): d.clients[name] for d in deployments for name in names}
+
+        for d in deployments:
+            for name, client in d.clients.items():
+                client.headers["x-side"] = side(name, d)
+        skus = {side(name, d): d.skus for d in deployments for name in d.clients}
+
+        def measured(phase: str) -> contextlib.AbstractContextManager[None]:
+            """The phase's profile and CPU time a push, of one size's processes (several sizes: neither)."""
+            if alone is None:
+                return contextlib.nullcontext()
+            within = contextlib.ExitStack()
+            within.enter_context(alone.profile(phase))
+            if phase in ("push", "drained", "propagate"):
+                pushes = WARMUP + args.pushes
+                within.enter_context(cpu_per_push(alone.pids, alone.databases, alone.results, phase, pushes))
+            return within
+
+        def split(phase: str, timings: dict[str, list[float]]) -> None:
+            for d in deployments:
+                mine = {name: timings[side(name, d)] for name in d.clients if side(name, d) in timings}
+                d.results[phase] = summary(mine)
+
+        if "walk" in only:
+            with measured("walk"):
+                walk, new_per_page = await bench_walk(sides("ours", "floor"), args.pages)
+            split("walk", walk)
+            for d in deployments:
+                d.results["walk_new_per_page"] = new_per_page
+        if "get" in only:
+            with measured("get"):
+                split("get", await bench_get(sides("ours", "floor", "no-op"), skus, args.gets))
+        for phase, propagate, seed in (("push", False, 1), ("drained", True, 3), ("propagate", True, 2)):
+            if phase in only:
+                with measured(phase):
+                    timings = await bench_push(
+                        sides("ours", "floor"), skus, args.pushes, propagate, seed, drained=phase == "drained"
+                    )
+                split(phase, timings)
+    return [d.results for d in deployments]
 
 
 @contextlib.contextmanager
@@ -567,9 +625,11 @@ async def _marketplaces(url: str, account: str) -> list[tuple[str, str, str]]:
 
 
 def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
-    print(f"\ncatalogue {args.products:,} products, {args.listings} listings each\n")
-    print("| backend | path | ours p50 ms | ours p99 ms | floor p50 ms | floor p99 ms | ratio p50 | load avg |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"\ncatalogue {args.products} products, {args.listings} listings each\n")
+    print(
+        "| backend | products | path | ours p50 ms | ours p99 ms | floor p50 ms | floor p99 ms | ratio p50 | load avg |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         load = f"{r['load_before']} → {r['load_after']}"
         for key, label in (
@@ -579,7 +639,8 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
         ):
             if key in r:
                 o, f = r[key]["ours"], r[key]["floor"]
-                print(f"| {r['backend']} | {label} | {o['p50']:.1f} | {o['p99']:.1f} | {f['p50']:.1f} | {f['p99']:.1f} "
+                print(f"| {r['backend']} | {r['products']:,} | {label} | {o['p50']:.1f} | {o['p99']:.1f} "
+                      f"| {f['p50']:.1f} | {f['p99']:.1f} "
                       f"| {o['p50'] / f['p50']:.2f}x | {load} |")  # fmt: skip
     for r in results:
         for key in ("push", "drained", "propagate"):
@@ -590,12 +651,14 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
         if "walk" in r:
             o, f = r["walk"]["ours"], r["walk"]["floor"]
             new = r["walk_new_per_page"]
-            print(f"| {r['backend']} | ModifiedSince walk page (200) | {o['p50']:.2f} ({new / o['p50'] * 1000:,.0f} "
+            print(f"| {r['backend']} | {r['products']:,} | ModifiedSince walk page (200) "
+                  f"| {o['p50']:.2f} ({new / o['p50'] * 1000:,.0f} "
                   f"products/s) | {o['p99']:.2f} | {f['p50']:.2f} ({new / f['p50'] * 1000:,.0f}/s) | {f['p99']:.2f} "
                   f"| {o['p50'] / f['p50']:.2f}x | {load} |")  # fmt: skip
         if "get" in r:
             o, f, n = r["get"]["ours"], r["get"]["floor"], r["get"]["no-op"]
-            print(f"| {r['backend']} | GET /api/products/{{sku}} | {o['p50']:.2f} | {o['p99']:.2f} | {f['p50']:.2f} "
+            print(f"| {r['backend']} | {r['products']:,} | GET /api/products/{{sku}} | {o['p50']:.2f} | {o['p99']:.2f} "
+                  f"| {f['p50']:.2f} "
                   f"| {f['p99']:.2f} | {o['p50'] / f['p50']:.2f}x; {o['p50'] / n['p50']:.2f}x of the authenticated "
                   f"no-op ({n['p50']:.2f} / {n['p99']:.2f}) | {load} |")  # fmt: skip
     print()
@@ -615,11 +678,18 @@ SERIES = {
 
 def figures_of(results: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
     """The FIGURES line of `make bench` (bench/all.py): each path's p50 next to its floor's, with the target."""
-    size = f"{args.products:,} products"
+    deployed = ""
     if args.worker_process:
-        size += ", serve --no-workers and a worker process"
+        deployed += ", serve --no-workers and a worker process"
     if args.sandbox == "remote":
-        size += ", the sandbox marketplaces as their own process"
+        deployed += ", the sandbox marketplaces as their own process"
+    figures = []
+    for r in results:
+        figures += _figures_of_size(r, f"{r['products']:,} products{deployed}", args)
+    return figures
+
+
+def _figures_of_size(r: dict[str, Any], size: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     paths = (
         ("push", f"500-SKU push, every SKU changing, PropagateToListings false, {size}", "≤ 2.5x"),
         ("drained", f"500-SKU push, propagate to 4 connections (previous jobs done), {size}", "≤ 3x"),
@@ -628,41 +698,44 @@ def figures_of(results: list[dict[str, Any]], args: argparse.Namespace) -> list[
         ("get", f"GET /api/products/{{sku}}, {size}", "≤ 2x the authenticated no-op"),
     )
     figures = []
-    for r in results:
-        for key, what, target in paths:
-            if key not in r:
-                continue
-            ours, floor = r[key]["ours"], r[key]["floor"]
-            figure = {
-                "what": f"{what} ({r['backend']}; load {r['load_before']} → {r['load_after']})",
-                "ours": round(ours["p50"], 2),
-                "p99_ms": round(ours["p99"], 2),
-                "floor": round(floor["p50"], 2),
-                "floor_name": "bench/floors.py",
-                "ratio": round(ours["p50"] / floor["p50"], 2),
-                "target": target,
-                "unit": "ms",
-                # bench/all.py puts the same series at two sizes side by side (issue 15 item 7: cost growth).
-                "series": f"{SERIES[key]} ({r['backend']}{', worker process' if args.worker_process else ''}"
-                f"{', sandbox apart' if args.sandbox == 'remote' else ''})",
-                "rows": args.products,
-            }
-            if key == "walk":
-                figure["target"] += f" (ours {r['walk_new_per_page'] / ours['p50'] * 1000:,.0f}/s)"
-            if f"{key}_cpu" in r:  # what each process spent a push: the propagation's work is the service's
-                spent = ", ".join(f"{name} {ms:g}" for name, ms in r[f"{key}_cpu"].items())
-                figure["target"] += f" (CPU ms a push: {spent})"
-            if key == "get":
-                figure["target"] += (
-                    f" (no-op {r['get']['no-op']['p50']:.2f} ms: {ours['p50'] / r['get']['no-op']['p50']:.2f}x)"
-                )
-            figures.append(figure)
+    for key, what, target in paths:
+        if key not in r:
+            continue
+        ours, floor = r[key]["ours"], r[key]["floor"]
+        figure = {
+            "what": f"{what} ({r['backend']}; load {r['load_before']} → {r['load_after']})",
+            "ours": round(ours["p50"], 2),
+            "p99_ms": round(ours["p99"], 2),
+            "floor": round(floor["p50"], 2),
+            "floor_name": "bench/floors.py",
+            "ratio": round(ours["p50"] / floor["p50"], 2),
+            "target": target,
+            "unit": "ms",
+            # bench/all.py puts the same series at two sizes side by side (issue 15 item 7: cost growth).
+            "series": f"{SERIES[key]} ({r['backend']}{', worker process' if args.worker_process else ''}"
+            f"{', sandbox apart' if args.sandbox == 'remote' else ''})",
+            "rows": r["products"],
+        }
+        if key == "walk":
+            figure["target"] += f" (ours {r['walk_new_per_page'] / ours['p50'] * 1000:,.0f}/s)"
+        if f"{key}_cpu" in r:  # what each process spent a push: the propagation's work is the service's
+            spent = ", ".join(f"{name} {ms:g}" for name, ms in r[f"{key}_cpu"].items())
+            figure["target"] += f" (CPU ms a push: {spent})"
+        if key == "get":
+            figure["target"] += (
+                f" (no-op {r['get']['no-op']['p50']:.2f} ms: {ours['p50'] / r['get']['no-op']['p50']:.2f}x)"
+            )
+        figures.append(figure)
     return figures
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--products", type=int, default=100_000)
+    parser.add_argument(
+        "--products",
+        default="100000",
+        help="catalogue size; several (10000,1000000): every size served at once, their requests in turn",
+    )
     parser.add_argument("--listings", type=int, default=4, choices=range(0, 5))
     parser.add_argument("--pushes", type=int, default=40)
     parser.add_argument("--pages", type=int, default=150)
@@ -685,7 +758,7 @@ async def main() -> None:
     parser.add_argument("--profile", metavar="DIR", help="py-spy our processes during each phase (collapsed stacks)")
     args = parser.parse_args()
     before = cpu_probe_ms()
-    results = [await run_backend(backend, args) for backend in args.backends.split(",")]
+    results = [result for backend in args.backends.split(",") for result in await run_backend(backend, args)]
     print(f"CPU probe {before} ms before, {cpu_probe_ms()} ms after")
     report(results, args)
 
