@@ -438,9 +438,10 @@ async def run_search_growth(backend: str, sizes: list[int], searches: int, direc
                 )
                 served.append((setup, sides))
             load_before = Path("/proc/loadavg").read_text().split()[0]
-            measured: list[dict[str | None, Any]] = [{} for _ in served]
-            fixed_series: list[list[str | None]] = [[term] for term in FIXED_SEARCHES]
-            for series in [SEARCHES, *fixed_series]:
+            mixes: list[dict[str, Any]] = []
+            fixed: list[dict[str, Any]] = [{} for _ in served]
+            fixed_series: list[tuple[str | None, list[str | None]]] = [(term, [term]) for term in FIXED_SEARCHES]
+            for term, series in [(None, SEARCHES), *fixed_series]:
                 calls = [
                     call for setup, sides in served for call in search_calls(*sides, setup["marketplace_id"], series)
                 ]
@@ -448,24 +449,23 @@ async def run_search_growth(backend: str, sizes: list[int], searches: int, direc
                 for at, (setup, sides) in enumerate(served):
                     ours_ms, floor_ms = samples[2 * at], samples[2 * at + 1]
                     counts = await same_answers(*sides, setup["marketplace_id"], series)
-                    key = None if series is SEARCHES else series[0]
-                    measured[at][key] = {
-                        "counts": counts, "p50": statistics.median(ours_ms), "p99": percentile(ours_ms, 0.99),
+                    measured = {
+                        "p50": statistics.median(ours_ms), "p99": percentile(ours_ms, 0.99),
                         "floor_p50": statistics.median(floor_ms), "floor_p99": percentile(floor_ms, 0.99),
                     }  # fmt: skip
+                    if term is None:
+                        mixes.append({"counts": counts, **measured})
+                    else:
+                        assert counts == {term: FIXED_SEARCHES[term]}, counts
+                        fixed[at][term] = {"matches": FIXED_SEARCHES[term], **measured}
             load_after = Path("/proc/loadavg").read_text().split()[0]
     finally:
         for name in scratch:
             await drop_scratch_pg(name)
-    results = []
-    for (setup, _), by_series in zip(served, measured, strict=True):
-        mix = by_series.pop(None)
-        fixed = {}
-        for term, matches in FIXED_SEARCHES.items():
-            assert by_series[term]["counts"] == {term: matches}, by_series[term]["counts"]
-            fixed[term] = {"matches": matches, **{k: v for k, v in by_series[term].items() if k != "counts"}}
-        results.append({**setup, **mix, "backend": backend, "fixed": fixed, "load": f"{load_before} → {load_after}"})
-    return results
+    return [
+        {**setup, **mix, "backend": backend, "fixed": of_size, "load": f"{load_before} → {load_after}"}
+        for (setup, _), mix, of_size in zip(served, mixes, fixed, strict=True)
+    ]
 
 
 def growth_figures(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
