@@ -35,6 +35,7 @@ from marketsync.db_fast import (
 from marketsync.kit import jsonio
 from marketsync.requests_first import RequestsFirst, WriterTurns
 from marketsync.wal_checkpoints import WRITE_CONNECTION_PRAGMAS, WalCheckpointer
+from marketsync.writer_handoff import WriterHandoff
 
 __all__ = [
     "Database",
@@ -54,6 +55,8 @@ T = TypeVar("T")
 JSON_COLUMNS: dict[str, Any] = {"json_serializer": jsonio.column_text, "json_deserializer": jsonio.loads}
 
 
+# How long a SQLite write waits for another process's transaction (SQLite's busy handler, then the handoff's turn).
+BUSY_TIMEOUT_S = 30.0
 _NOTIFY = text(f"SELECT pg_notify('{wakeups.CHANNEL}', '')")
 
 
@@ -86,7 +89,7 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool, checkpointer: Wal
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         if checkpointer is not None:
             for pragma in WRITE_CONNECTION_PRAGMAS:
                 cursor.execute(pragma)
@@ -124,6 +127,7 @@ class Database:
         parsed = make_url(self.url)
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
         self.checkpointer: WalCheckpointer | None = None
+        self.handoff: WriterHandoff | None = None
         sqlite_file = parsed.database if self.is_sqlite and parsed.database not in (None, "", ":memory:") else None
         if self.is_sqlite:
             if sqlite_file:
@@ -145,6 +149,8 @@ class Database:
             self.writer_turns = WriterTurns(timeout_s=60, background_max_wait_s=requests_first_max_wait_s)
             # A file's WAL is checkpointed by a thread of this process after commits (marketsync/wal_checkpoints.py).
             self.checkpointer = WalCheckpointer(sqlite_file) if sqlite_file else None
+            # ...and each write transaction takes its turn at the writer among processes (marketsync/writer_handoff.py).
+            self.handoff = WriterHandoff(sqlite_file, timeout_s=BUSY_TIMEOUT_S) if sqlite_file else None
             _configure_sqlite(self.write_engine, immediate=True, checkpointer=self.checkpointer)
         else:
             # hide_parameters: an error's log line never carries bound values (customer data, secrets' hashes).
@@ -210,22 +216,39 @@ class Database:
         """A write session committed once at the edge, rolled back on any exception. Work it queued (a job, an
         event) wakes the workers as it commits (marketsync/wakeups.py)."""
         wake = False
-        turns = self.writer_turns
-        async with self.requests_first.turn():
-            if turns is not None:
-                await turns.acquire()
-            try:
-                async with self._writer() as session, session.begin():
-                    yield session
-                    if wakeups.wants_wake_up(session):
-                        wake = True
-                        if not self.is_sqlite:  # delivered by PostgreSQL only when this transaction commits
-                            await session.execute(_NOTIFY)
-            finally:
-                if turns is not None:
-                    turns.release()
+        async with (
+            self.requests_first.turn(),
+            self._sqlite_writer_turn(),
+            self._writer() as session,
+            session.begin(),
+        ):
+            yield session
+            if wakeups.wants_wake_up(session):
+                wake = True
+                if not self.is_sqlite:  # delivered by PostgreSQL only when this transaction commits
+                    await session.execute(_NOTIFY)
         if wake:
             self.wakeups.signal()
+
+    @asynccontextmanager
+    async def _sqlite_writer_turn(self) -> AsyncIterator[None]:
+        """SQLite: this process's turn at the one writer (requests first), then the database's among processes."""
+        turns, handoff = self.writer_turns, self.handoff
+        if turns is None:
+            yield
+            return
+        await turns.acquire()
+        try:
+            if handoff is None:
+                yield
+                return
+            await handoff.acquire()
+            try:
+                yield
+            finally:
+                handoff.release()
+        finally:
+            turns.release()
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
@@ -252,6 +275,8 @@ class Database:
             await self.write_engine.dispose()
         if self.checkpointer is not None:
             self.checkpointer.close()
+        if self.handoff is not None:
+            self.handoff.close()
 
 
 def _background_statements_wait(engine: AsyncEngine, requests_first: RequestsFirst) -> None:

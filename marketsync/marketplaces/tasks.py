@@ -36,6 +36,12 @@ async def health_checks(rt: Runtime) -> None:
             log.exception("health_check_failed", marketplace_id=connection.id)
 
 
+# The values a feed applied are recorded this many at a time, each chunk in its own transaction with the job's
+# progress, the last with the job's end: a worker behind coalesces thousands of products into one feed, and
+# recording 10,000 in one transaction held SQLite's one writer for up to 430 ms while the API's pushes waited.
+# Recording is idempotent: a run resumed after a crash polls the same feed and records the same values again.
+RECORD_CHUNK = 500
+
 # The lines a PriceStockPush sends, in its job state: [listing row id, external SKU, price or None, quantity or None].
 SENT_LINES = "PriceStockLines"
 
@@ -118,8 +124,15 @@ async def push_price_stock(rt: Runtime, job: JobRun) -> FeedResult | None:
     )
     # ProgressDone counts the rows the marketplace applied; every row refused is a failed job (0042).
     status = JobStatus(rules.feed_job_status(total, len(applied)))
+    *earlier, last = [applied[start : start + RECORD_CHUNK] for start in range(0, len(applied), RECORD_CHUNK)] or [[]]
+    recorded = 0
+    for chunk in earlier:
+        async with rt.db.transaction() as session:
+            await repository.record_marketplace_values(session, chunk, rt.clock.now())
+            recorded += len(chunk)
+            await job.progress_in(session, recorded, total)  # a run that lost its lease records nothing
     async with rt.db.transaction() as session:
-        await repository.record_marketplace_values(session, applied, rt.clock.now())
+        await repository.record_marketplace_values(session, last, rt.clock.now())
         reason = None
         if result.status == "Rejected":
             events.feed_outcome(rt, session, connection, "Price & stock", "Rejected", result.status, total)

@@ -406,7 +406,8 @@ async def test_a_loop_of_pushes_queues_one_job_per_connection_not_one_per_push(
         job_ids |= set((await push_ok(api, tenant, [{"Sku": sku, "Quantity": quantity}]))["JobIds"])
     [job] = await jobs_of(rt, tenant.account_id)
     assert job_ids == {job.id}
-    assert job.payload == {"MarketplaceId": connection.id, "ProductIds": sorted(p.id for p in products)}
+    # Each product once, in the order first pushed (LOOP-B, then LOOP-A).
+    assert job.payload == {"MarketplaceId": connection.id, "ProductIds": [products[1].id, products[0].id]}
     assert job.progress_total == 2
 
     await Worker(rt).drain()

@@ -145,7 +145,7 @@ async def test_one_push_to_several_connections_coalesces_each_as_its_queue_allow
     by_connection = dict(zip(sorted(per_connection), job_ids, strict=True))
     assert by_connection[queued.id] == queued_id and by_connection[resync.id] == resync_job.id
     assert by_connection[ran.id] not in (ran_id, queued_id) and by_connection[idle.id] not in (ran_id, queued_id)
-    assert (await _payload(rt, queued_id)).ProductIds == ["P-1", "P-3", "P-5"]
+    assert (await _payload(rt, queued_id)).ProductIds == ["P-1", "P-5", "P-3"]  # appended, each product once
     assert (await _payload(rt, resync_job.id)).AllListings and (await _payload(rt, ran_id)).ProductIds == ["P-0"]
     for connection in (ran, idle):
         async with rt.db.read() as session:

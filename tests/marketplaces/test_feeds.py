@@ -3,17 +3,20 @@ throttling is honoured, a worker killed mid-feed is recovered without a row appl
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from decimal import Decimal
+from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.jobs import repository as jobs_repository
-from marketsync.jobs.run import JobRun
+from marketsync.jobs.run import JobRun, LeaseLost
 from marketsync.kit.clock import Clock, FrozenClock
 from marketsync.marketplaces import feeds, service, tasks
-from marketsync.models import MarketplaceConnection
+from marketsync.models import Job, MarketplaceConnection
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
 from tests.marketplaces import support
@@ -252,6 +255,87 @@ async def test_worker_killed_mid_feed_is_recovered_without_a_row_twice(
     assert {sku: row.feed_updates for sku, row in remote.items()} == {"FEED-A": 1, "FEED-B": 1, "FEED-C": 1}
     assert remote["FEED-C"].price == Decimal("14.50") and remote["FEED-C"].quantity == 9
     assert await support.events(rt, tenant.account_id) == []
+
+
+def _recorded_chunks(monkeypatch: pytest.MonkeyPatch, size: int) -> list[int]:
+    """Record a feed's values `size` at a time; the returned list gets the size of each recording."""
+    monkeypatch.setattr(tasks, "RECORD_CHUNK", size)
+    sizes: list[int] = []
+    real_record = tasks.repository.record_marketplace_values
+
+    async def record(session: AsyncSession, values: Sequence[tuple[str, Decimal | None, int | None]], now: Any) -> None:
+        sizes.append(len(values))
+        await real_record(session, values, now)
+
+    monkeypatch.setattr(tasks.repository, "record_marketplace_values", record)
+    return sizes
+
+
+async def test_a_feed_larger_than_a_chunk_records_every_value_a_chunk_per_transaction(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    ids = await _three_listed(rt, p1)
+    job_id = await _push(rt, tenant, p1, ids)
+    sizes = _recorded_chunks(monkeypatch, 2)
+
+    await Worker(rt).drain()
+
+    assert sizes == [2, 1]  # the last chunk in the job's last transaction
+    job = await _job_json(api, tenant, job_id)
+    assert job["Status"] == "Completed" and (job["ProgressDone"], job["ProgressTotal"]) == (3, 3)
+    recorded = [await support.our_listing(rt, p1, product_id) for product_id in ids]
+    assert [(row.marketplace_price, row.marketplace_quantity) for row in recorded if row is not None] == [
+        (Decimal("12.50"), 7),
+        (Decimal("13.50"), 8),
+        (Decimal("14.50"), 9),
+    ]
+
+
+async def test_a_run_that_lost_its_lease_records_no_value_of_its_feed(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another worker recovered the job while this run waited for its feed: that worker records the feed's values;
+    this run's would land after a later push's and tell a wrong story of what the marketplace holds."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    ids = await _three_listed(rt, p1)
+    job_id = await _push(rt, tenant, p1, ids)
+    sizes = _recorded_chunks(monkeypatch, 2)
+    real_submit_and_await = feeds.submit_and_await
+
+    async def recovered_meanwhile(
+        rt_: Runtime, job: JobRun, connection: MarketplaceConnection, submit: Callable[[], Awaitable[str]]
+    ) -> object:
+        result = await real_submit_and_await(rt_, job, connection, submit)
+        async with rt.db.transaction() as session:
+            await session.execute(update(Job).where(Job.id == job_id).values(lease_owner="the-recovering-worker"))
+        return result
+
+    monkeypatch.setattr(feeds, "submit_and_await", recovered_meanwhile)
+    async with rt.db.transaction() as session:
+        claimed = await jobs_repository.claim_next(
+            session, "worker-that-lost", rt.clock.now(), rt.settings.job_lease_s, ["PriceStockPush"]
+        )
+        assert claimed is not None
+    run = JobRun(
+        rt=rt,
+        job_id=job_id,
+        account_id=tenant.account_id,
+        type="PriceStockPush",
+        payload=dict(claimed[0].payload),
+        worker_id="worker-that-lost",
+    )
+
+    with pytest.raises(LeaseLost):
+        await tasks.push_price_stock(rt, run)
+
+    assert sizes == [2]  # its first chunk, rolled back
+    for product_id in ids:
+        row = await support.our_listing(rt, p1, product_id)
+        assert row is not None and (row.marketplace_price, row.marketplace_quantity) == (Decimal("10.00"), 5)
+    assert (await support.sandbox_listings(rt, p1))["FEED-A"].price == Decimal("12.50")  # the feed was applied
 
 
 async def test_paused_connection_is_never_pushed(rt: Runtime, api: httpx.AsyncClient) -> None:
