@@ -44,6 +44,23 @@ async def _push(rt: Runtime, tenant: Tenant, connection: MarketplaceConnection, 
     )
 
 
+async def _claimed_run(rt: Runtime, tenant: Tenant, job_id: str, worker_id: str) -> JobRun:
+    """The queued push claimed by `worker_id`, as the worker would run it."""
+    async with rt.db.transaction() as session:
+        claimed = await jobs_repository.claim_next(
+            session, worker_id, rt.clock.now(), rt.settings.job_lease_s, ["PriceStockPush"]
+        )
+    assert claimed is not None and claimed[0].id == job_id
+    return JobRun(
+        rt=rt,
+        job_id=job_id,
+        account_id=tenant.account_id,
+        type="PriceStockPush",
+        payload=dict(claimed[0].payload),
+        worker_id=worker_id,
+    )
+
+
 async def _job_json(api: httpx.AsyncClient, tenant: Tenant, job_id: str) -> dict[str, object]:
     response = await api.get(f"/api/jobs/{job_id}", headers=tenant.headers)
     assert response.status_code == 200, response.text
@@ -225,19 +242,7 @@ async def test_worker_killed_mid_feed_is_recovered_without_a_row_twice(
         return await real_submit_and_await(rt_, job, connection, submit)
 
     monkeypatch.setattr(feeds, "submit_and_await", dying_submit_and_await)
-    async with rt.db.transaction() as session:
-        claimed = await jobs_repository.claim_next(
-            session, "worker-that-dies", clock.now(), rt.settings.job_lease_s, ["PriceStockPush"]
-        )
-        assert claimed is not None
-        run = JobRun(
-            rt=rt,
-            job_id=job_id,
-            account_id=tenant.account_id,
-            type="PriceStockPush",
-            payload=dict(claimed[0].payload),
-            worker_id="worker-that-dies",
-        )
+    run = await _claimed_run(rt, tenant, job_id, "worker-that-dies")
     with pytest.raises(Killed):
         await tasks.push_price_stock(rt, run)
     assert (await support.job(rt, job_id)).status == "InProcess"
@@ -314,19 +319,7 @@ async def test_a_run_that_lost_its_lease_records_no_value_of_its_feed(
         return result
 
     monkeypatch.setattr(feeds, "submit_and_await", recovered_meanwhile)
-    async with rt.db.transaction() as session:
-        claimed = await jobs_repository.claim_next(
-            session, "worker-that-lost", rt.clock.now(), rt.settings.job_lease_s, ["PriceStockPush"]
-        )
-        assert claimed is not None
-    run = JobRun(
-        rt=rt,
-        job_id=job_id,
-        account_id=tenant.account_id,
-        type="PriceStockPush",
-        payload=dict(claimed[0].payload),
-        worker_id="worker-that-lost",
-    )
+    run = await _claimed_run(rt, tenant, job_id, "worker-that-lost")
 
     with pytest.raises(LeaseLost):
         await tasks.push_price_stock(rt, run)
