@@ -178,7 +178,8 @@ async def bulk_load(
     then: Callable[..., tuple[str, tuple[Any, ...]]] | None = None,
 ) -> None:
     """`count` items' rows into each table, 50,000 items at a time, on the raw driver (one sqlite3 transaction of
-    executemany, or asyncpg's COPY), then `then(postgres=...)`'s statement, and the planner's statistics refreshed."""
+    executemany, or asyncpg's COPY), then `then(postgres=...)`'s statement; PostgreSQL's tables vacuumed and analysed
+    (as autovacuum does), SQLite's left without statistics (as a deployment's are)."""
     if url.startswith("sqlite:///"):
         db = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
         db.execute("BEGIN")
@@ -191,7 +192,8 @@ async def bulk_load(
         if then is not None:
             db.execute(*then(postgres=False))
         db.execute("COMMIT")
-        db.execute("ANALYZE")
+        # No ANALYZE: nothing runs it on a deployment's SQLite file, so the service's queries must plan well without
+        # statistics (docs/decisions/0296-sqlite-plans-without-statistics.md: GET one product read 105 ms before).
         db.close()
         return
     connection = await asyncpg.connect(url)
