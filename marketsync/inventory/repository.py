@@ -278,15 +278,12 @@ class ListedOn(NamedTuple):
     product_ids: list[str]
 
 
-# SQLite: CROSS JOIN keeps the join in the order written (the listings of the pushed products first, by product id)
-# and the unary + keeps the account filter out of the choice of index. SQLite plans without statistics unless
-# someone runs ANALYZE, and then it read every listing of the account (200 ms a push at 400,000 listings), or every
-# listing of each connection (800 ms) when the account filter was left out; 6 ms this way, and 5.7 against 7.3 ms
-# with statistics too (tests/inventory/test_push_fast_path.py).
+# Read through listings (account_id, product_id): SQLite plans without statistics, and with the account's column alone
+# indexed it read every listing of the account (201 ms a push at 400,000 listings; migration 0020).
 _LISTED_SQLITE = (
     "SELECT c.id, c.platform, c.country, c.requires_reauthorization, group_concat(l.product_id) "
-    "FROM listings l CROSS JOIN marketplace_connections c ON c.id = l.marketplace_id "
-    "WHERE +l.account_id = ? AND l.product_id IN ({marks}) AND l.listing_id IS NOT NULL "
+    "FROM listings l JOIN marketplace_connections c ON c.id = l.marketplace_id "
+    "WHERE l.account_id = ? AND l.product_id IN ({marks}) AND l.listing_id IS NOT NULL "
     "AND c.account_id = ? AND c.state = ? GROUP BY c.id"
 )
 _LISTED_POSTGRES = (
@@ -570,13 +567,12 @@ async def products_of_key(reader: DriverReader, account_id: str, key: str) -> li
 
 
 def listing_documents_sql(sql: DriverSql, account_id: str, product_ids: Collection[str]) -> str:
-    """SQLite: the listings of these products first, by product id, as in _LISTED_SQLITE (planned without statistics,
-    GET of one product read every listing of the account: 105 ms at 400,000 listings; 1.7 ms this way)."""
-    join, account = ("JOIN", "l.account_id") if sql.postgres else ("CROSS JOIN", "+l.account_id")
+    """Through listings (account_id, product_id), as _LISTED_SQLITE (planned by SQLite without statistics through the
+    account's column alone, GET of one product read every listing of the account: 105 ms at 400,000 listings)."""
     return (
         "SELECT l.product_id, c.platform, c.country, l.listing_id, l.external_sku, l.listing_url "  # noqa: S608
-        f"FROM listings l {join} marketplace_connections c ON c.id = l.marketplace_id "
-        f"WHERE {account} = {sql.bind(account_id)} AND {sql.bind_in('l.product_id', product_ids)} "
+        "FROM listings l JOIN marketplace_connections c ON c.id = l.marketplace_id "
+        f"WHERE l.account_id = {sql.bind(account_id)} AND {sql.bind_in('l.product_id', product_ids)} "
         "AND l.listing_id IS NOT NULL ORDER BY l.product_id, c.platform, c.country"
     )
 

@@ -41,10 +41,13 @@ class Listing(Base):
         Index("ix_listings_marketplace", "marketplace_id", "product_id"),
         # The listing mirror reads a page of a connection's listings by the marketplace's ids (migration 0018).
         Index("ix_listings_marketplace_listing", "marketplace_id", "listing_id"),
+        # An account's listings, and those of given products (migration 0020: SQLite plans without statistics, and
+        # with the account's column alone indexed it read every listing of the account to find a product's).
+        Index("ix_listings_account_product", "account_id", "product_id"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
-    account_id: Mapped[str] = mapped_column(ID, ForeignKey("accounts.id", ondelete="CASCADE"), index=True)
+    account_id: Mapped[str] = mapped_column(ID, ForeignKey("accounts.id", ondelete="CASCADE"))
     product_id: Mapped[str] = mapped_column(ID, ForeignKey("products.id", ondelete="CASCADE"))
     marketplace_id: Mapped[str] = mapped_column(ID, ForeignKey("marketplace_connections.id", ondelete="CASCADE"))
     # The marketplace's own ids, known once the listing exists there.

@@ -164,13 +164,13 @@ def _listing_documents_sql() -> tuple[str, tuple[str, ...]]:
 @pytest.mark.parametrize(
     "read", [_listed_on_connections_sql, _listing_documents_sql], ids=["the push's propagation", "a product's listings"]
 )
-async def test_sqlite_reads_the_listings_of_products_by_product_id(
+async def test_sqlite_reads_the_listings_of_products_by_their_ids(
     rt: Runtime, statistics: bool, read: Callable[[], tuple[str, tuple[str, ...]]]
 ) -> None:
     """Which active connections list a pushed product, and the Listings of a product page or of GET one product:
-    both start from those products' listings, by product id. SQLite has no statistics until someone runs ANALYZE,
-    and planned without them these reads took every listing of the account: 200 ms a push and 105 ms a GET at
-    400,000 listings."""
+    both read those products' listings through (account_id, product_id) (migration 0020). SQLite has no statistics
+    until someone runs ANALYZE, and with the account's column alone indexed it read every listing of the account:
+    200 ms a push and 105 ms a GET at 400,000 listings."""
     if rt.db.dialect != "sqlite":
         pytest.skip("the join order is SQLite's to choose; PostgreSQL's autovacuum keeps its statistics")
     sql, params = read()
@@ -179,5 +179,4 @@ async def test_sqlite_reads_the_listings_of_products_by_product_id(
         if statistics:
             await connection.exec_driver_sql("ANALYZE")
         steps = [str(row[3]) for row in await connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params)]
-    assert steps[0].startswith("SEARCH l USING ") and steps[0].endswith("(product_id=?)"), steps
-    assert not any("account_id" in step for step in steps if step.startswith(("SEARCH l ", "SCAN l "))), steps
+    assert steps[0].startswith("SEARCH l USING ") and steps[0].endswith("product_id=?)"), steps

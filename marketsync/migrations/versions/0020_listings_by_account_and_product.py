@@ -1,0 +1,35 @@
+"""Listings indexed by (account_id, product_id) instead of account_id alone (docs/decisions/0296-sqlite-plans-without-
+statistics.md).
+
+SQLite plans without statistics (nothing runs ANALYZE on a deployment's file). Asked for an account's listings of
+some products (`account_id = ? AND product_id = ?` or `IN (...)`), it took the index on account_id alone and read
+every listing of the account: a product's listings on its page in the app, 400,000 rows read at 100,000 products
+with 4 listings each. With both columns in one index the same question reads that product's rows. The index still
+serves what account_id alone did (an account's listings, the cascade when an account is deleted). No listing write
+of a feed touches these columns, so PostgreSQL's updates of recorded values stay HOT.
+
+Revision ID: 0020
+Revises: 0019
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+revision = "0020"
+down_revision = "0019"
+branch_labels = None
+depends_on = None
+
+OLD = "ix_listings_account_id"
+NEW = "ix_listings_account_product"
+
+
+def upgrade() -> None:
+    op.create_index(NEW, "listings", ["account_id", "product_id"])
+    op.drop_index(OLD, table_name="listings")
+
+
+def downgrade() -> None:
+    op.create_index(OLD, "listings", ["account_id"])
+    op.drop_index(NEW, table_name="listings")
