@@ -124,15 +124,13 @@ async def push_price_stock(rt: Runtime, job: JobRun) -> FeedResult | None:
     )
     # ProgressDone counts the rows the marketplace applied; every row refused is a failed job (0042).
     status = JobStatus(rules.feed_job_status(total, len(applied)))
-    *earlier, last = [applied[start : start + RECORD_CHUNK] for start in range(0, len(applied), RECORD_CHUNK)] or [[]]
-    recorded = 0
-    for chunk in earlier:
+    last_chunk = max(len(applied) - 1, 0) // RECORD_CHUNK * RECORD_CHUNK  # where the last (or only) chunk starts
+    for start in range(0, last_chunk, RECORD_CHUNK):
         async with rt.db.transaction() as session:
-            await repository.record_marketplace_values(session, chunk, rt.clock.now())
-            recorded += len(chunk)
-            await job.progress_in(session, recorded, total)  # a run that lost its lease records nothing
+            await repository.record_marketplace_values(session, applied[start : start + RECORD_CHUNK], rt.clock.now())
+            await job.progress_in(session, start + RECORD_CHUNK, total)  # a run that lost its lease records nothing
     async with rt.db.transaction() as session:
-        await repository.record_marketplace_values(session, last, rt.clock.now())
+        await repository.record_marketplace_values(session, applied[last_chunk:], rt.clock.now())
         reason = None
         if result.status == "Rejected":
             events.feed_outcome(rt, session, connection, "Price & stock", "Rejected", result.status, total)
