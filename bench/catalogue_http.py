@@ -1,7 +1,7 @@
 """The catalogue's hot paths over HTTP against their floors (bench/floors.py), same run, alternating.
 
     .venv/bin/python -m bench.catalogue_http [--products 100000] [--backends sqlite,postgresql] [--pushes 40]
-        [--pages 150] [--gets 300] [--listings 4] [--only push,propagate,walk,get]
+        [--pages 150] [--gets 300] [--listings 4] [--only push,propagate,drained,walk,pages,get]
 
 One `marketsync serve` (workers in process, logs at WARNING) and one floor app (uvicorn + uvloop + httptools,
 Starlette, orjson, raw sqlite3 in WAL / asyncpg) on loopback, each on its own scratch database holding the same
@@ -15,6 +15,8 @@ same bearer token. One client (httpx, bodies pre-serialised), requests alternati
     waited for untimed);
   - walk: a ModifiedSince walk from the oldest product, Limit 200, resuming at each page's last LastModifiedDate
     (`--pages` pages on each side); products/s = new products per page / page time;
+  - pages: without ModifiedSince, Limit 200 at offsets within the first 10,000 products (the same at every size),
+    TotalCount exact (`--pages` pages on each side);
   - get: `GET /api/products/{sku}` for random SKUs, next to the authenticated no-op route of
     bench/foundation_http.py (the service's fixed cost of a request) served by a third process.
 Prints p50/p99 per side and the ratio, with the load average before and after.
@@ -350,6 +352,27 @@ async def bench_walk(clients: dict[str, httpx.AsyncClient], pages: int) -> tuple
     return timings, 199  # inclusive bound: each page after the first repeats the previous page's last product
 
 
+# Offset pages without ModifiedSince: the same 50 offsets at every catalogue size, so sizes compare like for like.
+OFFSETS = range(0, 10_000, 200)
+
+
+async def bench_pages(
+    clients: dict[str, httpx.AsyncClient], pages: int, totals: dict[str, int]
+) -> dict[str, list[float]]:
+    """Pages of 200 without ModifiedSince, at offsets within the first 10,000 products; `totals`: each side's
+    catalogue size, its exact TotalCount."""
+    offsets = [offset for offset in OFFSETS if offset + 200 <= min(totals.values())]
+
+    async def call(client: httpx.AsyncClient, round_number: int) -> None:
+        offset = offsets[round_number * 17 % len(offsets)]
+        response = await client.post("/api/products/List", content=orjson.dumps({"Limit": 200, "Offset": offset}))
+        page = response.json()
+        assert response.status_code == 200 and len(page["Products"]) == 200, page
+        assert page["TotalCount"] == totals[client.headers["x-side"]], page["TotalCount"]
+
+    return await alternate(clients, call, pages, 2)
+
+
 async def bench_get(
     clients: dict[str, httpx.AsyncClient], skus: dict[str, list[str]], gets: int
 ) -> dict[str, list[float]]:
@@ -525,6 +548,10 @@ async def run_backend(backend: str, args: argparse.Namespace) -> list[dict[str, 
             split("walk", walk)
             for d in deployments:
                 d.results["walk_new_per_page"] = new_per_page
+        if "pages" in only:
+            with measured("pages"):
+                totals = {side(name, d): d.products for d in deployments for name in ("ours", "floor")}
+                split("pages", await bench_pages(sides("ours", "floor"), args.pages, totals))
         if "get" in only:
             with measured("get"):
                 split("get", await bench_get(sides("ours", "floor", "no-op"), skus, args.gets))
@@ -657,6 +684,11 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
                   f"| {o['p50']:.2f} ({new / o['p50'] * 1000:,.0f} "
                   f"products/s) | {o['p99']:.2f} | {f['p50']:.2f} ({new / f['p50'] * 1000:,.0f}/s) | {f['p99']:.2f} "
                   f"| {o['p50'] / f['p50']:.2f}x | {load} |")  # fmt: skip
+        if "pages" in r:
+            o, f = r["pages"]["ours"], r["pages"]["floor"]
+            print(f"| {r['backend']} | {r['products']:,} | List without ModifiedSince, Offset page (200) "
+                  f"| {o['p50']:.2f} | {o['p99']:.2f} | {f['p50']:.2f} | {f['p99']:.2f} "
+                  f"| {o['p50'] / f['p50']:.2f}x | {load} |")  # fmt: skip
         if "get" in r:
             o, f, n = r["get"]["ours"], r["get"]["floor"], r["get"]["no-op"]
             print(f"| {r['backend']} | {r['products']:,} | GET /api/products/{{sku}} | {o['p50']:.2f} | {o['p99']:.2f} "
@@ -674,6 +706,7 @@ SERIES = {
     "drained": "500-SKU push propagating, jobs done",
     "propagate": "500-SKU push propagating, back to back",
     "walk": "products ModifiedSince walk, page of 200",
+    "pages": "products Offset page of 200, no ModifiedSince",
     "get": "GET /api/products/{sku}",
 }
 
@@ -697,6 +730,11 @@ def _figures_of_size(r: dict[str, Any], size: str, args: argparse.Namespace) -> 
         ("drained", f"500-SKU push, propagate to 4 connections (previous jobs done), {size}", "≤ 3x"),
         ("propagate", f"500-SKU push, propagate to 4 connections, back to back (workers busy), {size}", "≤ 3x"),
         ("walk", f"POST /api/products/List ModifiedSince walk, Limit 200, {size}, p50 per page", "≥ 25,000 products/s"),
+        (
+            "pages",
+            f"POST /api/products/List without ModifiedSince, Limit 200, Offset 0-9,800, {size}",
+            "growth ≤ 1.3x (item 7)",
+        ),
         ("get", f"GET /api/products/{{sku}}, {size}", "≤ 2x the authenticated no-op"),
     )
     figures = []
@@ -743,7 +781,7 @@ async def main() -> None:
     parser.add_argument("--pages", type=int, default=150)
     parser.add_argument("--gets", type=int, default=300)
     parser.add_argument("--backends", default="sqlite,postgresql")
-    parser.add_argument("--only", default="walk,get,push,propagate,drained")
+    parser.add_argument("--only", default="walk,pages,get,push,propagate,drained")
     parser.add_argument("--no-workers", action="store_true", help="serve without workers (diagnosis only)")
     parser.add_argument(
         "--worker-process",

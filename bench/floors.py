@@ -8,8 +8,9 @@ Operations:
   - POST /api/inventory/price-quantity: bearer lookup, parse (orjson), collapse repeats, match SKUs
     case-insensitively, write what differs, answer Results and counts. SQLite: one SELECT of the batch and one
     executemany inside BEGIN IMMEDIATE; PostgreSQL: one statement over unnest'ed arrays.
-  - POST /api/products/List (ModifiedSince walk or first page, Offset 0): keyset page, TotalCount (counting at most
-    10,000 with ModifiedSince, as the service does), the page's listings.
+  - POST /api/products/List: a ModifiedSince walk's keyset page (Offset 0), or without ModifiedSince an Offset page
+    in the table's own order (its integer key); TotalCount (counting at most 10,000 with ModifiedSince, as the
+    service does), the page's listings.
   - GET /api/products/{sku}: the product by SKU (case-insensitive, exact casing first, 409 on ambiguity) with its
     listings.
 
@@ -140,12 +141,14 @@ class SqliteFloor:
         self.committed.set()
         return {row[1] for row in rows}, updated
 
-    async def page(self, since: str | None, limit: int) -> tuple[list[tuple[Any, ...]], int]:
+    async def page(self, since: str | None, limit: int, offset: int) -> tuple[list[tuple[Any, ...]], int]:
         db = self.db
         db.execute("BEGIN")
         try:
             if since is None:
-                rows = db.execute("SELECT id, sku, quantity, modified_at FROM products ORDER BY id LIMIT ?", (limit,))
+                rows = db.execute(
+                    "SELECT id, sku, quantity, modified_at FROM products ORDER BY id LIMIT ? OFFSET ?", (limit, offset)
+                )
                 page = rows.fetchall()
                 total = db.execute("SELECT count(*) FROM products").fetchone()[0]
             else:
@@ -220,11 +223,11 @@ class PostgresFloor:
         )
         return {row[0] for row in rows if row[1]}, {row[0] for row in rows if row[2]}
 
-    async def page(self, since: datetime | None, limit: int) -> tuple[list[tuple[Any, ...]], int]:
+    async def page(self, since: datetime | None, limit: int, offset: int) -> tuple[list[tuple[Any, ...]], int]:
         async with self.pool.acquire() as connection, connection.transaction(isolation="repeatable_read"):
             if since is None:
                 page = await connection.fetch(
-                    "SELECT id, sku, quantity, modified_at FROM products ORDER BY id LIMIT $1", limit
+                    "SELECT id, sku, quantity, modified_at FROM products ORDER BY id LIMIT $1 OFFSET $2", limit, offset
                 )
                 total = await connection.fetchval("SELECT count(*) FROM products")
             else:
@@ -319,7 +322,7 @@ async def list_products(request: Request) -> Response:
     if since_text is not None:
         moment = datetime.fromisoformat(since_text).astimezone(UTC).replace(tzinfo=None)
         since = wire_time(moment) if isinstance(FLOOR, SqliteFloor) else moment
-    page, total = await FLOOR.page(since, body.get("Limit") or 50)
+    page, total = await FLOOR.page(since, body.get("Limit") or 50, body.get("Offset") or 0)
     products = [
         {"Sku": sku, "Quantity": quantity, "LastModifiedDate": modified, "Listings": listings}
         for sku, quantity, modified, listings in page

@@ -346,7 +346,7 @@ async def list_products(
     if modified_since is not None:
         query = query.order_by(Product.modified_at, Product.id)
     else:
-        query = query.order_by(Product.id)
+        query = query.order_by(text(offset_page_order(dialect_of(session) == "postgresql")))
     result = await session.execute(query.limit(limit).offset(offset))
     return list(result.scalars().all())
 
@@ -505,6 +505,14 @@ async def save_import_progress(session: AsyncSession, import_id: str, last_line:
 # -- the API's catalogue reads on the raw driver (db.driver_read: one snapshot, no session) ----------------------
 
 
+def offset_page_order(postgres: bool) -> str:
+    """Without ModifiedSince a page is in SKU order ignoring case, read in the order of the index on (account_id,
+    sku_lower): an Offset page costs its offset, whatever the catalogue's size and the database's statistics
+    (docs/decisions/0297-offset-pages-in-sku-order.md). Case variants follow the index too: on SQLite its entries
+    end with the rowid (by id they went through a sort, a table read for every product skipped)."""
+    return "sku_lower, id" if postgres else "sku_lower, rowid"
+
+
 def _read_filter(sql: DriverSql, account_id: str, key: str | None, modified_since: datetime | None) -> str:
     where = f"account_id = {sql.bind(account_id)}"
     if key is not None:
@@ -524,15 +532,21 @@ async def page_of_products(
     limit: int,
     offset: int,
 ) -> list[Sequence[Any]]:
-    """(id, sku, quantity, modified_at) of one page: oldest change first with `modified_since`, else by id."""
+    """(id, sku, quantity, modified_at) of one page: oldest change first with `modified_since`, else by SKU."""
     sql = DriverSql(reader.postgres)
+    text_ = page_of_products_sql(sql, account_id, key=key, modified_since=modified_since, limit=limit, offset=offset)
+    return await reader.fetch(text_, sql.params)
+
+
+def page_of_products_sql(
+    sql: DriverSql, account_id: str, *, key: str | None, modified_since: datetime | None, limit: int, offset: int
+) -> str:
     where = _read_filter(sql, account_id, key, modified_since)
-    order = "modified_at, id" if modified_since is not None else "id"
-    text_ = (
+    order = "modified_at, id" if modified_since is not None else offset_page_order(sql.postgres)
+    return (
         f"SELECT id, sku, quantity, modified_at FROM products WHERE {where} ORDER BY {order} "  # noqa: S608
         f"LIMIT {sql.bind(limit)} OFFSET {sql.bind(offset)}"
     )
-    return await reader.fetch(text_, sql.params)
 
 
 async def count_of_products(
