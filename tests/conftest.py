@@ -6,10 +6,12 @@ Every test that takes `rt` or `api` runs on SQLite and on PostgreSQL.
 from __future__ import annotations
 
 import base64
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
@@ -19,7 +21,7 @@ from marketsync.config import Settings
 from marketsync.kit.clock import Clock, SystemClock
 from marketsync.logging import configure_logging
 from marketsync.runtime import Runtime
-from tests.support.databases import PostgresSessionDatabase, SqliteTemplate, postgres_or_skip
+from tests.support.databases import IN_CI, PG_ADMIN_URL, PostgresSessionDatabase, SqliteTemplate, postgres_or_skip
 from tests.support.server import serve
 
 configure_logging("INFO")  # JSON lines, as in production (the dev renderer is slow on tracebacks)
@@ -52,6 +54,27 @@ async def database_url(backend: str, request: pytest.FixtureRequest, tmp_path: P
         return template.fresh(tmp_path)
     database: PostgresSessionDatabase = request.getfixturevalue("postgres_database")
     return await database.reset()
+
+
+@pytest.fixture
+async def empty_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
+    """A database never migrated, of its own (for a migration's test: upgrade it to the revision before)."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'migration.db'}"
+        return
+    name = f"ms_migration_{uuid.uuid4().hex[:10]}"
+    try:
+        admin = await asyncpg.connect(PG_ADMIN_URL, timeout=5)
+    except (OSError, asyncpg.PostgresError) as exc:
+        if IN_CI:
+            pytest.fail(f"PostgreSQL is required in CI: {exc}")
+        pytest.skip(f"PostgreSQL unreachable: {exc}")
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        yield f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
 
 
 def test_settings(database_url: str, var_dir: Path, **overrides: Any) -> Settings:

@@ -34,7 +34,7 @@ from marketsync.kinds import ConnectionState
 from marketsync.models import Account, Listing, MarketplaceConnection, Product
 from marketsync.models.base import PRICE_DECIMAL_PLACES, UTCDateTime
 from marketsync.models.base import money_to_storage as storage_price
-from marketsync.models.inventory import DataFlow, InventoryImport
+from marketsync.models.inventory import DataFlow, InventoryImport, ProductCount
 
 _PRODUCTS = Product.__table__
 assert isinstance(_PRODUCTS, Table)
@@ -354,6 +354,9 @@ async def list_products(
 async def count_products(
     session: AsyncSession, account_id: str, *, key: str | None, modified_since: datetime | None
 ) -> int:
+    if key is None and modified_since is None:  # kept by the triggers (docs/decisions/0298-product-counts.md)
+        kept = await session.scalar(select(ProductCount.products).where(ProductCount.account_id == account_id))
+        return int(kept or 0)
     result = await session.execute(
         select(func.count()).select_from(Product).where(*_list_filter(account_id, key, modified_since))
     )
@@ -555,6 +558,13 @@ async def count_of_products(
     """How many products match the filter; with `at_most`, counting stops there (the count is then a lower bound:
     docs/decisions/0241-walk-total-count.md)."""
     sql = DriverSql(reader.postgres)
+    if key is None and modified_since is None:
+        # Every product of the account: the count the triggers keep (docs/decisions/0298-product-counts.md).
+        rows = await reader.fetch(
+            f"SELECT products FROM product_counts WHERE account_id = {sql.bind(account_id)}",  # noqa: S608
+            sql.params,
+        )
+        return int(rows[0][0]) if rows else 0
     where = _read_filter(sql, account_id, key, modified_since)
     if at_most is None:
         text_ = f"SELECT count(*) FROM products WHERE {where}"  # noqa: S608

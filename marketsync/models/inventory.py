@@ -6,7 +6,18 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from marketsync.models.base import ID, Base
@@ -30,6 +41,16 @@ class Product(Base):
     title: Mapped[str | None] = mapped_column(String(500))
     modified_at: Mapped[datetime]
     created_at: Mapped[datetime]
+
+
+class ProductCount(Base):
+    """How many products an account has: an Offset page's exact TotalCount without reading them all. Kept by the
+    database's triggers on products (migration 0021, docs/decisions/0298-product-counts.md), never by the code."""
+
+    __tablename__ = "product_counts"
+
+    account_id: Mapped[str] = mapped_column(ID, ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    products: Mapped[int] = mapped_column(BigInteger)
 
 
 class Listing(Base):

@@ -8,21 +8,15 @@ Downgrading goes back to one taxonomy per kind. Run on both databases, each in a
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import asyncpg
-import pytest
 import sqlalchemy as sa
 
 from marketsync import migrate
 from marketsync.db import Database
 from marketsync.models import Base
 from marketsync.models.base import UTCDateTime
-from tests.support.databases import IN_CI, PG_ADMIN_URL
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 OLD_IMPORTS = sa.table(
@@ -83,26 +77,6 @@ OLD_VIEWS = sa.table(
     sa.column("import_id"),
     sa.column("created_at", UTCDateTime()),
 )
-
-
-@pytest.fixture
-async def empty_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp_path / 'migration.db'}"
-        return
-    name = f"ms_migration_{uuid.uuid4().hex[:10]}"
-    try:
-        admin = await asyncpg.connect(PG_ADMIN_URL, timeout=5)
-    except (OSError, asyncpg.PostgresError) as exc:
-        if IN_CI:
-            pytest.fail(f"PostgreSQL is required in CI: {exc}")
-        pytest.skip(f"PostgreSQL unreachable: {exc}")
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        yield f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 def _taxonomy(platform: str, suffix: str) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
