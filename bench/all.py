@@ -36,21 +36,21 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
         ["-m", "bench.orders_http", "--orders", "10000,1000000", "--pages", "150"],
         ["-m", "bench.orders_http", "--orders", "20000", "--pages", "20"],
     ),
-    # The push, the products walk and GET (items 1, 2).
+    # The push, the products walk, Offset pages and GET (items 1, 2).
     "catalogue": (
         ["-m", "bench.catalogue_http", "--products", "100000", "--pushes", "40", "--pages", "150", "--gets", "300"],
         ["-m", "bench.catalogue_http", "--products", "10000", "--pushes", "5", "--pages", "10", "--gets", "20"],
     ),
     # Their growth from 10,000 to 1,000,000 products (item 7): both catalogues served at once, requests in turn.
     "catalogue-growth": (
-        ["-m", "bench.catalogue_http", "--products", "10000,1000000", "--only", "walk,get,push", "--pages", "40"],
+        ["-m", "bench.catalogue_http", "--products", "10000,1000000", "--only", "walk,pages,get,push", "--pages", "40"],
         [
             "-m",
             "bench.catalogue_http",
             "--products",
             "2000,20000",
             "--only",
-            "walk,push",
+            "walk,pages,push",
             "--pushes",
             "3",
             "--pages",

@@ -185,7 +185,9 @@ class ProductListIn(BaseModel):
     Sku: StrictStr | None = Field(None, description="Case-insensitive SKU filter.")
     Limit: Annotated[int, Field(ge=1, le=200)] | None = Field(None, description="Default 50, maximum 200.")
     Offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] | None = Field(
-        None, description=f"0 to {MAX_OFFSET}; page against TotalCount."
+        None,
+        description=f"0 to {MAX_OFFSET}; page against TotalCount. Without ModifiedSince, products come in SKU order "
+        "ignoring case: a change of price or stock moves none of them between pages.",
     )
     ModifiedSince: datetime | None = Field(
         None,
