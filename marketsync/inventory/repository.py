@@ -346,7 +346,7 @@ async def list_products(
     if modified_since is not None:
         query = query.order_by(Product.modified_at, Product.id)
     else:
-        query = query.order_by(text(offset_page_order(dialect_of(session) == "postgresql")))
+        query = query.order_by(Product.sku_lower, Product.sku)  # OFFSET_PAGE_ORDER, as the API pages
     result = await session.execute(query.limit(limit).offset(offset))
     return list(result.scalars().all())
 
@@ -508,12 +508,10 @@ async def save_import_progress(session: AsyncSession, import_id: str, last_line:
 # -- the API's catalogue reads on the raw driver (db.driver_read: one snapshot, no session) ----------------------
 
 
-def offset_page_order(postgres: bool) -> str:
-    """Without ModifiedSince a page is in SKU order ignoring case, read in the order of the index on (account_id,
-    sku_lower): an Offset page costs its offset, whatever the catalogue's size and the database's statistics
-    (docs/decisions/0297-offset-pages-in-sku-order.md). Case variants follow the index too: on SQLite its entries
-    end with the rowid (by id they went through a sort, a table read for every product skipped)."""
-    return "sku_lower, id" if postgres else "sku_lower, rowid"
+# Without ModifiedSince a page is in SKU order ignoring case, then exact SKU: the order of the unique index on
+# (account_id, sku_lower, sku), so an Offset page reads its offset and sorts nothing, whatever the catalogue's size
+# and the database's statistics (docs/decisions/0297-offset-pages-in-sku-order.md).
+OFFSET_PAGE_ORDER = "sku_lower, sku"
 
 
 def _read_filter(sql: DriverSql, account_id: str, key: str | None, modified_since: datetime | None) -> str:
@@ -545,7 +543,7 @@ def page_of_products_sql(
     sql: DriverSql, account_id: str, *, key: str | None, modified_since: datetime | None, limit: int, offset: int
 ) -> str:
     where = _read_filter(sql, account_id, key, modified_since)
-    order = "modified_at, id" if modified_since is not None else offset_page_order(sql.postgres)
+    order = "modified_at, id" if modified_since is not None else OFFSET_PAGE_ORDER
     return (
         f"SELECT id, sku, quantity, modified_at FROM products WHERE {where} ORDER BY {order} "  # noqa: S608
         f"LIMIT {sql.bind(limit)} OFFSET {sql.bind(offset)}"

@@ -26,9 +26,10 @@ from marketsync.models.base import ID, Base
 class Product(Base):
     __tablename__ = "products"
     __table_args__ = (
-        # Exact casing is unique; case variants may coexist (spec: Ambiguous / 409 conflict).
-        UniqueConstraint("account_id", "sku", name="uq_products_account_sku"),
-        Index("ix_products_account_sku_lower", "account_id", "sku_lower"),
+        # Exact casing is unique (equal SKUs have equal sku_lower); case variants may coexist (spec: Ambiguous / 409
+        # conflict). One index for both: every case-insensitive read searches its first two columns (migration 0022;
+        # SQLite also keeps the UNIQUE (account_id, sku) of its CREATE TABLE).
+        Index("uq_products_account_sku_lower_sku", "account_id", "sku_lower", "sku", unique=True),
         Index("ix_products_account_modified", "account_id", "modified_at", "id"),
     )
 

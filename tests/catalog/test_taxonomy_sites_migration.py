@@ -17,6 +17,7 @@ from marketsync import migrate
 from marketsync.db import Database
 from marketsync.models import Base
 from marketsync.models.base import UTCDateTime
+from tests.support.databases import downgrade
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 OLD_IMPORTS = sa.table(
@@ -231,7 +232,7 @@ async def test_kind_wide_taxonomies_become_per_site_and_listings_keep_their_sche
             assert listing_views == {ids["P1UK"]: ids["viewP1"], ids["P1DE"]: views[("P1", "DE")][0]}
 
         async with db.write_engine.begin() as conn:
-            await conn.run_sync(_downgrade_to_0013)
+            await conn.run_sync(downgrade, "0013")
         async with db.engine.connect() as conn:
             rows = await conn.execute(sa.text("SELECT platform, count(*) FROM taxonomy_categories GROUP BY platform"))
             assert sorted(tuple(row) for row in rows.all()) == [("P1", 3), ("P2", 3)]
@@ -239,11 +240,3 @@ async def test_kind_wide_taxonomies_become_per_site_and_listings_keep_their_sche
             assert kept == ids["viewP1"]
     finally:
         await db.dispose()
-
-
-def _downgrade_to_0013(connection: Any) -> None:
-    from alembic import command
-
-    config = migrate.alembic_config()
-    config.attributes["connection"] = connection
-    command.downgrade(config, "0013")

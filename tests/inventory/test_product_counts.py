@@ -21,6 +21,7 @@ from marketsync.models.base import UTCDateTime
 from marketsync.models.inventory import ProductCount
 from marketsync.runtime import Runtime
 from tests.inventory.support import add_products
+from tests.support.databases import downgrade
 from tests.support.factories import make_tenant
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -113,17 +114,9 @@ async def test_the_migration_counts_the_products_already_there_and_goes_back(emp
         assert sorted(tuple(row) for row in kept) == [("ACCT0".ljust(26, "0"), 2), ("ACCT1".ljust(26, "0"), 1)]
 
         async with db.write_engine.begin() as conn:
-            await conn.run_sync(_downgrade_to_0020)
+            await conn.run_sync(downgrade, "0020")
             await conn.execute(products.insert(), _rows("ACCT1".ljust(26, "0"), ["Y-2"]))  # no trigger is left
             tables = await conn.run_sync(lambda sync: sa.inspect(sync).get_table_names())
         assert "product_counts" not in tables
     finally:
         await db.dispose()
-
-
-def _downgrade_to_0020(connection: Any) -> None:
-    from alembic import command
-
-    config = migrate.alembic_config()
-    config.attributes["connection"] = connection
-    command.downgrade(config, "0020")

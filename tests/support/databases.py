@@ -90,3 +90,12 @@ def postgres_or_skip() -> PostgresSessionDatabase:
         if IN_CI:
             pytest.fail(f"PostgreSQL is required in CI and unreachable at {PG_ADMIN_URL}: {exc}")
         pytest.skip(f"PostgreSQL unreachable at {PG_ADMIN_URL} ({exc}); set MARKETSYNC_TEST_PG_URL")
+
+
+def downgrade(connection: Any, revision: str) -> None:
+    """Run the migrations down to `revision` on a sync connection (`await conn.run_sync(downgrade, "0020")`)."""
+    from alembic import command
+
+    config = migrate.alembic_config()
+    config.attributes["connection"] = connection
+    command.downgrade(config, revision)
