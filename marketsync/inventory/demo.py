@@ -83,7 +83,10 @@ async def seed(rt: Runtime, tenant: DemoTenant) -> None:
             for product, modified_at in zip(products, times, strict=True)
         ]
         await session.execute(
-            insert_for(session, Product.__table__).on_conflict_do_nothing(index_elements=["account_id", "sku"]),
+            # The SKU's unique index (migration 0022): an exact SKU already there is kept as it is.
+            insert_for(session, Product.__table__).on_conflict_do_nothing(
+                index_elements=["account_id", "sku_lower", "sku"]
+            ),
             rows,
         )
         skus = [product["sku"] for product in products]
