@@ -358,8 +358,9 @@ class Client(_Base):
         return self._send(ops.list_products(sku=sku, limit=limit, offset=offset, modified_since=modified_since))
 
     def iter_products(self, *, sku: str | None = None, page_size: int = MAX_PAGE) -> Paged[m.ProductSummary]:
-        """The catalogue by Offset against TotalCount (no order guaranteed; for a walk that survives changes use
-        `iter_products_modified_since`)."""
+        """The catalogue by Offset against TotalCount, in SKU order ignoring case (the spec guarantees no order;
+        price and stock changes move no product between pages). For a resumable walk of what changed use
+        `iter_products_modified_since`."""
 
         def fetch(offset: int) -> tuple[list[m.ProductSummary], int]:
             page = self.list_products(sku=sku, limit=page_size, offset=offset)
