@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy import delete, insert, select
 
 from marketsync import migrate
-from marketsync.db import Database
+from marketsync.db import Database, insert_for
 from marketsync.kit.ids import new_id
 from marketsync.models import Account, Product
 from marketsync.models.base import UTCDateTime
@@ -59,15 +59,20 @@ async def test_every_insert_and_delete_is_counted_for_its_account(rt: Runtime, a
         await session.execute(insert(Product), rows)
     async with rt.db.transaction() as session:
         await session.execute(delete(Product).where(Product.sku.in_(["A-0", "A-1", "C-1"])))
+    async with rt.db.transaction() as session:  # an upsert counts what it inserts, not what it skips (the demo's)
+        upsert = insert_for(session, Product.__table__).on_conflict_do_nothing(
+            index_elements=["account_id", "sku_lower", "sku"]
+        )
+        await session.execute(upsert, _rows(second.account_id, ["C-2", "C-4"]))
     with pytest.raises(RuntimeError):  # a rolled-back insert counts nothing
         async with rt.db.transaction() as session:
             await session.execute(insert(Product), _rows(first.account_id, ["D-1"]))
             raise RuntimeError
 
-    expected = {first.account_id: 5, second.account_id: 2}
+    expected = {first.account_id: 5, second.account_id: 3}
     assert await _kept_and_counted(rt) == (expected, expected)
     assert await _total_count(api, first.headers) == 5
-    assert await _total_count(api, second.headers) == 2
+    assert await _total_count(api, second.headers) == 3
     assert await _total_count(api, empty.headers) == 0, "an account without products has no row: 0"
 
     async with rt.db.transaction() as session:  # an account's deletion takes its count along
