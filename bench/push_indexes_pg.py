@@ -7,6 +7,9 @@ UNIQUE (account_id, sku), (account_id, sku_lower), (account_id, modified_at, id)
 (account_id, sku_lower, sku) instead of the middle two. Each round updates the same 500 random rows of both (the
 push's one statement: `UPDATE ... FROM unnest(...)`), alternating which goes first; the first 10 rounds are warm-up.
 A push changes `modified_at`, which is indexed, so no update is HOT: every index of the row gets a new entry.
+
+A diagnosis of our own schema, two of its variants compared in process: it is not a floor (DESIGN.md §6), and its
+figures are never a ratio to one. The push's ratios are bench/catalogue_http.py's, against bench/floors.py.
 """
 
 from __future__ import annotations

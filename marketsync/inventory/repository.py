@@ -346,7 +346,7 @@ async def list_products(
     if modified_since is not None:
         query = query.order_by(Product.modified_at, Product.id)
     else:
-        query = query.order_by(Product.sku_lower, Product.sku)  # OFFSET_PAGE_ORDER, as the API pages
+        query = query.order_by(text(OFFSET_PAGE_ORDER))  # as the API pages
     result = await session.execute(query.limit(limit).offset(offset))
     return list(result.scalars().all())
 

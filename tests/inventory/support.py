@@ -2,20 +2,41 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import httpx
+import sqlalchemy as sa
 from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from marketsync.kit import jsonio
 from marketsync.kit.ids import new_id
 from marketsync.models import Event, Job, Listing, Product
+from marketsync.models.base import UTCDateTime
 from marketsync.runtime import Runtime
 from tests.support.factories import Tenant
 
 PUSH = "/api/inventory/price-quantity"
+# Accounts as migration 0001 made them: a migration's test fills a database at an older revision than the models'.
+_ACCOUNTS_AT_0001 = sa.table("accounts", sa.column("id"), sa.column("name"), sa.column("created_at", UTCDateTime()))
+FIXED_TIME = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def product_rows(account_id: str, skus: list[str]) -> list[dict[str, Any]]:
+    """Rows of `products` for a Core insert (quantity 1, one fixed time), e.g. to test what the schema enforces."""
+    return [
+        {"id": new_id(), "account_id": account_id, "sku": sku, "sku_lower": sku.lower(), "quantity": 1,
+         "modified_at": FIXED_TIME, "created_at": FIXED_TIME}
+        for sku in skus
+    ]  # fmt: skip
+
+
+async def insert_accounts(connection: AsyncConnection, account_ids: list[str]) -> None:
+    """Accounts named by their ids, in a database at any revision."""
+    rows = [{"id": account_id, "name": account_id, "created_at": FIXED_TIME} for account_id in account_ids]
+    await connection.execute(_ACCOUNTS_AT_0001.insert(), rows)
 
 
 async def add_products(

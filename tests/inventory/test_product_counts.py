@@ -5,8 +5,6 @@ writes products is counted, in its own transaction; on both databases."""
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
-from typing import Any
 
 import httpx
 import pytest
@@ -15,24 +13,14 @@ from sqlalchemy import delete, insert, select
 
 from marketsync import migrate
 from marketsync.db import Database, insert_for
-from marketsync.kit.ids import new_id
 from marketsync.models import Account, Product
-from marketsync.models.base import UTCDateTime
 from marketsync.models.inventory import ProductCount
 from marketsync.runtime import Runtime
-from tests.inventory.support import add_products
+from tests.inventory.support import add_products, insert_accounts, product_rows
 from tests.support.databases import downgrade
 from tests.support.factories import make_tenant
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def _rows(account_id: str, skus: list[str]) -> list[dict[str, Any]]:
-    return [
-        {"id": new_id(), "account_id": account_id, "sku": sku, "sku_lower": sku.lower(), "quantity": 1,
-         "modified_at": NOW, "created_at": NOW}
-        for sku in skus
-    ]  # fmt: skip
+ACCOUNTS = ("ACCT0".ljust(26, "0"), "ACCT1".ljust(26, "0"))
 
 
 async def _kept_and_counted(rt: Runtime) -> tuple[dict[str, int], dict[str, int]]:
@@ -55,7 +43,7 @@ async def test_every_insert_and_delete_is_counted_for_its_account(rt: Runtime, a
     first, second, empty = [await make_tenant(rt, api) for _ in range(3)]
     await add_products(rt, first.account_id, [(f"A-{i}", "1", 1) for i in range(5)])  # one row at a time
     async with rt.db.transaction() as session:  # one statement, two accounts' rows
-        rows = _rows(first.account_id, ["B-1", "B-2"]) + _rows(second.account_id, ["C-1", "C-2", "C-3"])
+        rows = product_rows(first.account_id, ["B-1", "B-2"]) + product_rows(second.account_id, ["C-1", "C-2", "C-3"])
         await session.execute(insert(Product), rows)
     async with rt.db.transaction() as session:
         await session.execute(delete(Product).where(Product.sku.in_(["A-0", "A-1", "C-1"])))
@@ -63,10 +51,10 @@ async def test_every_insert_and_delete_is_counted_for_its_account(rt: Runtime, a
         upsert = insert_for(session, Product.__table__).on_conflict_do_nothing(
             index_elements=["account_id", "sku_lower", "sku"]
         )
-        await session.execute(upsert, _rows(second.account_id, ["C-2", "C-4"]))
+        await session.execute(upsert, product_rows(second.account_id, ["C-2", "C-4"]))
     with pytest.raises(RuntimeError):  # a rolled-back insert counts nothing
         async with rt.db.transaction() as session:
-            await session.execute(insert(Product), _rows(first.account_id, ["D-1"]))
+            await session.execute(insert(Product), product_rows(first.account_id, ["D-1"]))
             raise RuntimeError
 
     expected = {first.account_id: 5, second.account_id: 3}
@@ -88,14 +76,14 @@ async def test_concurrent_inserts_of_one_account_are_all_counted(rt: Runtime, ap
 
     async def first() -> None:
         async with rt.db.transaction() as session:
-            await session.execute(insert(Product), _rows(tenant.account_id, ["F-1", "F-2", "F-3"]))
+            await session.execute(insert(Product), product_rows(tenant.account_id, ["F-1", "F-2", "F-3"]))
             inserted.set()
             await asyncio.sleep(0.2)
 
     async def second() -> None:
         await inserted.wait()
         async with rt.db.transaction() as session:
-            await session.execute(insert(Product), _rows(tenant.account_id, ["S-1", "S-2"]))
+            await session.execute(insert(Product), product_rows(tenant.account_id, ["S-1", "S-2"]))
 
     await asyncio.gather(first(), second())
     assert await _kept_and_counted(rt) == ({tenant.account_id: 5}, {tenant.account_id: 5})
@@ -106,21 +94,19 @@ async def test_the_migration_counts_the_products_already_there_and_goes_back(emp
     db = Database(empty_url)
     try:
         await migrate.upgrade(db, "0020")
-        accounts = sa.table("accounts", sa.column("id"), sa.column("name"), sa.column("created_at", UTCDateTime()))
         products = Product.__table__
         async with db.write_engine.begin() as conn:
-            await conn.execute(accounts.insert(), [{"id": f"ACCT{i}".ljust(26, "0"), "name": f"a{i}", "created_at": NOW}
-                                                   for i in range(2)])  # fmt: skip
-            await conn.execute(products.insert(), _rows("ACCT0".ljust(26, "0"), ["X-1", "X-2"]))
-            await conn.execute(products.insert(), _rows("ACCT1".ljust(26, "0"), ["Y-1"]))
+            await insert_accounts(conn, list(ACCOUNTS))
+            await conn.execute(products.insert(), product_rows(ACCOUNTS[0], ["X-1", "X-2"]))
+            await conn.execute(products.insert(), product_rows(ACCOUNTS[1], ["Y-1"]))
         await migrate.upgrade(db)
         async with db.engine.connect() as conn:
             kept = (await conn.execute(sa.text("SELECT account_id, products FROM product_counts"))).all()
-        assert sorted(tuple(row) for row in kept) == [("ACCT0".ljust(26, "0"), 2), ("ACCT1".ljust(26, "0"), 1)]
+        assert sorted(tuple(row) for row in kept) == [(ACCOUNTS[0], 2), (ACCOUNTS[1], 1)]
 
         async with db.write_engine.begin() as conn:
             await conn.run_sync(downgrade, "0020")
-            await conn.execute(products.insert(), _rows("ACCT1".ljust(26, "0"), ["Y-2"]))  # no trigger is left
+            await conn.execute(products.insert(), product_rows(ACCOUNTS[1], ["Y-2"]))  # no trigger is left
             tables = await conn.run_sync(lambda sync: sa.inspect(sync).get_table_names())
         assert "product_counts" not in tables
     finally:

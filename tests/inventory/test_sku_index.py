@@ -3,9 +3,6 @@ index.md): an exact SKU is still unique within an account, its case variants sti
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
-
 import httpx
 import pytest
 import sqlalchemy as sa
@@ -14,20 +11,13 @@ from sqlalchemy.exc import IntegrityError
 
 from marketsync import migrate
 from marketsync.db import Database
-from marketsync.kit.ids import new_id
 from marketsync.models import Product
-from marketsync.models.base import UTCDateTime
 from marketsync.runtime import Runtime
+from tests.inventory.support import insert_accounts, product_rows
 from tests.support.databases import downgrade
 from tests.support.factories import make_tenant
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
 ACCOUNTS = ("ACCT0".ljust(26, "0"), "ACCT1".ljust(26, "0"))
-
-
-def _row(account_id: str, sku: str) -> dict[str, Any]:
-    return {"id": new_id(), "account_id": account_id, "sku": sku, "sku_lower": sku.lower(), "quantity": 1,
-            "modified_at": NOW, "created_at": NOW}  # fmt: skip
 
 
 async def test_an_exact_sku_is_unique_in_its_account_and_its_case_variants_coexist(
@@ -35,22 +25,20 @@ async def test_an_exact_sku_is_unique_in_its_account_and_its_case_variants_coexi
 ) -> None:
     first, second = [await make_tenant(rt, api) for _ in range(2)]
     async with rt.db.transaction() as session:
-        await session.execute(insert(Product), [_row(first.account_id, "Ab-1"), _row(first.account_id, "AB-1")])
-        await session.execute(insert(Product), [_row(second.account_id, "Ab-1")])  # another account's own
+        await session.execute(insert(Product), product_rows(first.account_id, ["Ab-1", "AB-1"]))
+        await session.execute(insert(Product), product_rows(second.account_id, ["Ab-1"]))  # another account's own
     with pytest.raises(IntegrityError):
         async with rt.db.transaction() as session:
-            await session.execute(insert(Product), [_row(first.account_id, "Ab-1")])
+            await session.execute(insert(Product), product_rows(first.account_id, ["Ab-1"]))
 
 
 async def test_the_migration_keeps_every_product_and_goes_back(empty_url: str) -> None:
     db = Database(empty_url)
     try:
         await migrate.upgrade(db, "0021")
-        accounts = sa.table("accounts", sa.column("id"), sa.column("name"), sa.column("created_at", UTCDateTime()))
         async with db.write_engine.begin() as conn:
-            await conn.execute(accounts.insert(), [{"id": account_id, "name": account_id, "created_at": NOW}
-                                                   for account_id in ACCOUNTS])  # fmt: skip
-            rows = [_row(ACCOUNTS[0], "Sku-1"), _row(ACCOUNTS[0], "SKU-1"), _row(ACCOUNTS[1], "Sku-1")]
+            await insert_accounts(conn, list(ACCOUNTS))
+            rows = product_rows(ACCOUNTS[0], ["Sku-1", "SKU-1"]) + product_rows(ACCOUNTS[1], ["Sku-1"])
             await conn.execute(Product.__table__.insert(), rows)
         await migrate.upgrade(db)
 
@@ -63,7 +51,7 @@ async def test_the_migration_keeps_every_product_and_goes_back(empty_url: str) -
         assert [tuple(row) for row in kept] == [(ACCOUNTS[0], "SKU-1"), (ACCOUNTS[0], "Sku-1"), (ACCOUNTS[1], "Sku-1")]
         with pytest.raises(IntegrityError):
             async with db.write_engine.begin() as conn:
-                await conn.execute(Product.__table__.insert(), [_row(ACCOUNTS[0], "SKU-1")])
+                await conn.execute(Product.__table__.insert(), product_rows(ACCOUNTS[0], ["SKU-1"]))
 
         async with db.write_engine.begin() as conn:
             await conn.run_sync(downgrade, "0021")
@@ -73,6 +61,6 @@ async def test_the_migration_keeps_every_product_and_goes_back(empty_url: str) -
         assert "ix_products_account_sku_lower" in indexes and "uq_products_account_sku_lower_sku" not in indexes
         with pytest.raises(IntegrityError):  # UNIQUE (account_id, sku) again on both databases
             async with db.write_engine.begin() as conn:
-                await conn.execute(Product.__table__.insert(), [_row(ACCOUNTS[0], "SKU-1")])
+                await conn.execute(Product.__table__.insert(), product_rows(ACCOUNTS[0], ["SKU-1"]))
     finally:
         await db.dispose()

@@ -2,7 +2,7 @@
 
 `POST /api/products/List` without `ModifiedSince` answers an exact `TotalCount`, and counting an account's products
 read every entry of one of its indexes on every page: 4-11 ms at 100,000 products on SQLite, ten times that at a
-million. `product_counts` holds the number, one row per account that has products. Triggers keep it: whatever
+million. `product_counts` holds the number, one row per account that has had products. Triggers keep it: whatever
 inserts or deletes products (the API's Create, the cascade of an account's deletion, an operator's SQL) counts,
 in the same transaction. PostgreSQL counts a statement's rows at once (transition tables); SQLite has row triggers
 only.
@@ -65,7 +65,8 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("account_id", name=op.f("pk_product_counts")),
     )
     op.execute(
-        "INSERT INTO product_counts (account_id, products) SELECT account_id, count(*) FROM products GROUP BY account_id"
+        "INSERT INTO product_counts (account_id, products) "
+        "SELECT account_id, count(*) FROM products GROUP BY account_id"
     )
     for statement in POSTGRES_TRIGGERS if _postgres() else SQLITE_TRIGGERS:
         op.execute(statement)
