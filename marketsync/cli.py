@@ -27,6 +27,7 @@ from marketsync.kit.cli import (
     run_service,
     serve_http,
     settings_or_exit,
+    settle_heap,
 )
 from marketsync.logging import configure_logging
 from marketsync.marketplaces import commands as _marketplace_commands  # noqa: F401
@@ -70,6 +71,7 @@ def worker() -> None:
         try:
             await startup.prepare(rt)
             worker = Worker(rt)
+            settle_heap()
             async with serve_worker_endpoints(rt, worker.health):
                 await worker.run(stop)
         finally:

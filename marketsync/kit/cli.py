@@ -58,6 +58,20 @@ def emit(result: dict[str, Any], as_json: bool, human: str | None = None) -> Non
         typer.echo(human if human is not None else "\n".join(f"{k}: {v}" for k, v in result.items()))
 
 
+# A full collection once per this many young (generation 1) collections, not Python's 10 (decision 0300).
+FULL_COLLECTION_EVERY = 100
+
+
+def settle_heap() -> None:
+    """Once a long-running process has built what it keeps: out of the collector's sight (`gc.freeze`), and full
+    collections made rare. With the startup heap frozen, the objects a full collection counts against are few, so
+    Python ran one whenever a feed's lines in flight outlived two young collections: 10-12 a minute under a steady
+    push load, each stalling the event loop 20-120 ms and finding almost nothing (docs/decisions/0300)."""
+    gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
+
+
 def run_service(main: Coroutine[Any, Any, None]) -> None:
     """Long-running processes use uvloop (what uvicorn picks when it owns the loop)."""
     uvloop.run(main)
@@ -86,7 +100,7 @@ def serve_http(
             )  # fmt: skip
             # What startup built (the app, its routes and models, the runtime: ~165,000 objects) lives as long as the
             # process: kept out of the collector, a full collection no longer walks it (~10% of a request's CPU).
-            gc.freeze()
+            settle_heap()
             log.info("serving", url=f"http://{host}:{port}", **announce)
             await uvicorn.Server(config).serve()
         finally:
