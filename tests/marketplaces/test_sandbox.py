@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
+from typing import Any
 
 import httpx
 import pytest
@@ -18,6 +19,7 @@ from marketsync.marketplaces.connector import (
 )
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.marketplaces.sandbox.app import create_sandbox_app
+from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 from tests.marketplaces import support
 from tests.support.factories import make_tenant
@@ -148,3 +150,75 @@ async def test_order_updates_are_applied_per_line_on_p1_only(rt: Runtime, api: h
         await connector_for(rt, tenant.marketplace("P2")).send_order_updates("u1", lines("P2")),
     )
     assert p2_result.status == "Rejected"  # type: ignore[attr-defined]
+
+
+def _applied_chunks(monkeypatch: pytest.MonkeyPatch, size: int) -> list[int]:
+    """Apply price & stock feeds `size` lines per transaction; the returned list gets each transaction's count."""
+    from marketsync.marketplaces.sandbox import state as sandbox_state
+
+    monkeypatch.setattr(sandbox_state, "FEED_CHUNK_LINES", size)
+    sizes: list[int] = []
+    real_apply = sandbox_state._apply_price_stock
+
+    async def apply(session: Any, seller: Any, now: Any, lines: list[dict[str, Any]], faulted: set[int]) -> Any:
+        sizes.append(len(lines))
+        return await real_apply(session, seller, now, lines, faulted)
+
+    monkeypatch.setattr(sandbox_state, "_apply_price_stock", apply)
+    return sizes
+
+
+async def _five_listed(rt: Runtime, connection: MarketplaceConnection) -> list[PriceStockLine]:
+    for index in range(5):
+        await support.listed_product(rt, connection, f"CHUNK-{index}", price="5.00", quantity=1)
+    return [PriceStockLine(f"CHUNK-{index}", Decimal(f"{6 + index}.00"), 10 + index) for index in range(5)]
+
+
+async def test_a_feed_longer_than_a_chunk_is_applied_at_one_poll_a_chunk_per_transaction(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    lines = await _five_listed(rt, p1)
+    await support.update_seller(rt, p1, feed_fault="item-errors")  # lines 0, 2 and 4 of the feed are refused
+    sizes = _applied_chunks(monkeypatch, 2)
+
+    result = await _result(rt, p1, await connector_for(rt, p1).submit_price_stock("chunked", lines))
+
+    assert sizes == [2, 2, 1]
+    assert result.status == "Done" and result.processed == 2  # type: ignore[attr-defined]
+    assert [error.reference for error in result.errors] == ["CHUNK-0", "CHUNK-2", "CHUNK-4"]  # type: ignore[attr-defined]
+    remote = await support.sandbox_listings(rt, p1)
+    assert {sku: (row.price, row.quantity, row.feed_updates) for sku, row in remote.items()} == {
+        "CHUNK-0": (Decimal("5.00"), 1, 0),
+        "CHUNK-1": (Decimal("7.00"), 11, 1),
+        "CHUNK-2": (Decimal("5.00"), 1, 0),
+        "CHUNK-3": (Decimal("9.00"), 13, 1),
+        "CHUNK-4": (Decimal("5.00"), 1, 0),
+    }
+
+
+async def test_a_feed_interrupted_between_chunks_is_resumed_without_a_line_applied_twice(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from marketsync.marketplaces.sandbox import state as sandbox_state
+
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    lines = await _five_listed(rt, p1)
+    sizes = _applied_chunks(monkeypatch, 2)
+    connector = connector_for(rt, p1)
+    feed_id = await connector.submit_price_stock("interrupted", lines)
+    for _ in range(2):  # the first poll finds it waiting, the second applies one chunk; then the marketplace stops
+        async with rt.db.transaction() as session:
+            seller = await sandbox_state.ensure_seller(session, p1.id, p1.platform, p1.country, rt.clock.now())
+            feed = await sandbox_state.poll_feed(session, seller, rt.clock.now(), feed_id)
+    assert sandbox_state.applying(feed) and feed.processed == 2
+
+    result = await connector.feed_result(feed_id)
+
+    assert sizes == [2, 2, 1]
+    assert result.status == "Done" and result.processed == 5 and result.errors == []
+    remote = await support.sandbox_listings(rt, p1)
+    assert {sku: row.feed_updates for sku, row in remote.items()} == {f"CHUNK-{index}": 1 for index in range(5)}
+    assert remote["CHUNK-4"].price == Decimal("10.00") and remote["CHUNK-4"].quantity == 14

@@ -45,6 +45,14 @@ class Call:
         self.request, self.payload, self.session, self.seller, self.now = request, payload, session, seller, now
 
 
+class Continued:
+    """A handler's answer when more of its work is due: `step` runs in a new transaction and answers in turn (a long
+    feed is applied in bounded transactions, state.FEED_CHUNK_LINES)."""
+
+    def __init__(self, step: Callable[[AsyncSession, datetime], Awaitable[Any]]) -> None:
+        self.step = step
+
+
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(jsonio.dumps(body), status_code=status, media_type="application/json", headers=headers)
 
@@ -124,6 +132,9 @@ def create_sandbox_app(rt: Runtime) -> Starlette:
                     if seller.auth_revoked:
                         return _error(401, "The seller's authorisation was revoked.")
                     body = await handler(Call(request, payload, session, seller, now))
+                while isinstance(body, Continued):  # the rest of the work, each step in a transaction of its own
+                    async with rt.db.transaction() as session:
+                        body = await body.step(session, rt.clock.now())
             except state.SandboxError as exc:
                 return _error(exc.status, exc.message)
             return _json(body)
@@ -168,8 +179,18 @@ def create_sandbox_app(rt: Runtime) -> Starlette:
         return feed_json(feed)
 
     async def poll(call: Call) -> Any:
-        feed = await state.poll_feed(call.session, call.seller, call.now, call.request.path_params["feed_id"])
-        return feed_json(feed)
+        """The poll that finds a feed due applies all of it before answering, in bounded transactions."""
+        feed_id, seller = call.request.path_params["feed_id"], call.seller
+        connection_id, platform, country = seller.connection_id, seller.platform, seller.country
+
+        def answer(feed: SandboxFeed) -> Any:
+            return Continued(next_lines) if state.applying(feed) else feed_json(feed)
+
+        async def next_lines(session: AsyncSession, now: datetime) -> Any:
+            seller = await state.ensure_seller(session, connection_id, platform, country, now)
+            return answer(await state.poll_feed(session, seller, now, feed_id))
+
+        return answer(await state.poll_feed(call.session, seller, call.now, feed_id))
 
     return Starlette(
         routes=[

@@ -363,7 +363,15 @@ async def submit_feed(
     return feed
 
 
+# A price & stock feed is applied this many lines per transaction (`poll_feed`, `applying`). In `serve` the
+# sandbox shares the service's SQLite writer: a coalesced feed of 6,000 lines applied in one transaction held it
+# 100-250 ms while the API's pushes waited (docs/decisions/0301).
+FEED_CHUNK_LINES = 500
+
+
 async def poll_feed(session: AsyncSession, seller: SandboxSeller, now: datetime, feed_id: str) -> SandboxFeed:
+    """A feed's state, after applying what is due: at most `FEED_CHUNK_LINES` price & stock lines in this
+    transaction. While `applying(feed)`, poll again (in a new transaction) to apply the rest."""
     feed = await session.get(SandboxFeed, (seller.connection_id, feed_id), with_for_update=True)
     if feed is None:
         raise SandboxError(404, "No such feed.")
@@ -384,10 +392,18 @@ async def poll_feed(session: AsyncSession, seller: SandboxSeller, now: datetime,
         .order_by(SandboxFeed.feed_id)
         .with_for_update()
     )
+    budget = FEED_CHUNK_LINES
     for older in earlier.scalars().all():
-        await _process(session, seller, now, older)
-    await _process(session, seller, now, feed)
+        budget -= await _process(session, seller, now, older, budget)
+        if budget <= 0:
+            return feed
+    await _process(session, seller, now, feed, budget)
     return feed
+
+
+def applying(feed: SandboxFeed) -> bool:
+    """Whether the feed's processing has begun and the rest of it is due at the next poll."""
+    return feed.status == "Processing" and feed.processed_at is not None
 
 
 @dataclass
@@ -396,24 +412,35 @@ class _LineOutcome:
     processed: int
 
 
-async def _process(session: AsyncSession, seller: SandboxSeller, now: datetime, feed: SandboxFeed) -> None:
-    """Apply a feed exactly once: it leaves Processing in the same transaction that applies its rows."""
-    feed.processed_at = now
-    if seller.feed_fault == "reject":
+async def _process(session: AsyncSession, seller: SandboxSeller, now: datetime, feed: SandboxFeed, budget: int) -> int:
+    """Apply the next lines of a feed exactly once: the lines a transaction applies and the feed's progress through
+    them (`processed` + `errors`: every line is one or the other) are written together, and the feed leaves
+    Processing in the transaction that applies its last line. Returns how many lines it took."""
+    feed.processed_at = feed.processed_at or now
+    start = feed.processed + len(feed.errors)
+    if seller.feed_fault == "reject" and start == 0:
         feed.status, feed.message, feed.processed = "Rejected", "The feed was rejected: malformed document.", 0
-        return
+        return 0
     if feed.kind == "OrderUpdates" and seller.platform != "P1":
         feed.status, feed.message = "Rejected", f"{seller.platform} accepts no order updates through its API."
-        return
+        return 0
     faulted = rules.faulted_lines(seller.feed_fault, len(feed.lines))
     if feed.kind == "PriceStock":
-        outcome = await _apply_price_stock(session, seller, now, feed.lines, faulted)
+        lines = feed.lines[start : start + budget]
+        faulted_here = {index - start for index in faulted if start <= index < start + len(lines)}
+        outcome = await _apply_price_stock(session, seller, now, lines, faulted_here)
     elif feed.kind == "Listings":
+        lines = feed.lines
         outcome = await _apply_listings(session, seller, now, feed, faulted)
     else:
+        lines = feed.lines
         outcome = await _apply_order_updates(session, seller, now, feed.lines, faulted)
-    feed.status, feed.errors, feed.processed = "Done", outcome.errors, outcome.processed
-    feed.message = f"{outcome.processed} processed, {len(outcome.errors)} with errors."
+    feed.errors = [*feed.errors, *outcome.errors]
+    feed.processed += outcome.processed
+    if start + len(lines) >= len(feed.lines):
+        feed.status = "Done"
+        feed.message = f"{feed.processed} processed, {len(feed.errors)} with errors."
+    return max(len(lines), 1)
 
 
 def _reference(line: dict[str, Any], key: str) -> str:
@@ -429,9 +456,9 @@ _APPLY_PRICE_STOCK = (
 async def _apply_price_stock(
     session: AsyncSession, seller: SandboxSeller, now: datetime, lines: list[dict[str, Any]], faulted: set[int]
 ) -> _LineOutcome:
-    """Check every line, then write the accepted ones in one executemany on the raw driver (a feed is 500 lines;
-    the sandbox runs in the service's process by default, where 500 ORM objects, or Core's per-row parameter
-    processing, cost the API's event loop ~20 ms a feed)."""
+    """Check every line, then write the accepted ones in one executemany on the raw driver (at most
+    `FEED_CHUNK_LINES` lines; the sandbox runs in the service's process by default, where 500 ORM objects, or Core's
+    per-row parameter processing, cost the API's event loop ~20 ms a chunk). `faulted`: indexes within `lines`."""
     table = cast(Table, SandboxListing.__table__)
     known_rows = await session.execute(
         select(table.c.external_sku, table.c.listing_id).where(
