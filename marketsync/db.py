@@ -286,7 +286,7 @@ def _background_statements_wait(engine: AsyncEngine, requests_first: RequestsFir
     @event.listens_for(engine.sync_engine, "before_cursor_execute")
     def _before(*_args: Any) -> None:
         if requests_first.background_waits():
-            await_only(requests_first.wait())
+            await_only(requests_first.wait(requests_first.statement_max_wait_s))
 
 
 def bounded_waits(command_timeout_s: float | None) -> dict[str, Any]:

@@ -19,6 +19,11 @@ from contextvars import ContextVar, Token
 
 from sqlalchemy import exc as sa_exc
 
+# PostgreSQL: a background statement waits at most this long, whatever the process's bound. It may run inside a
+# transaction that holds row locks a request in flight needs (a claim locks the queued job a push extends): the request
+# would wait with it, once per statement (docs/decisions/0302).
+STATEMENT_MAX_WAIT_S = 0.025
+
 _background: ContextVar[bool] = ContextVar("marketsync_background", default=False)
 _in_database: ContextVar[bool] = ContextVar("marketsync_in_database", default=False)
 
@@ -31,6 +36,7 @@ def mark_background() -> None:
 class RequestsFirst:
     def __init__(self, max_wait_s: float) -> None:
         self.max_wait_s = max_wait_s
+        self.statement_max_wait_s = min(max_wait_s, STATEMENT_MAX_WAIT_S)
         self.in_flight = 0
         self._waiters: set[asyncio.Future[None]] = set()
 
@@ -48,11 +54,13 @@ class RequestsFirst:
         """Whether background work should wait before its next statement (PostgreSQL: db.py)."""
         return self.in_flight > 0 and self.max_wait_s > 0 and _background.get()
 
-    async def wait(self) -> None:
+    async def wait(self, max_wait_s: float | None = None) -> None:
+        """Until no request is in flight, at most `max_wait_s` (the process's bound, or less)."""
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
         self._waiters.add(waiter)
-        timeout = loop.call_later(self.max_wait_s, _release, waiter)
+        bound = self.max_wait_s if max_wait_s is None else min(max_wait_s, self.max_wait_s)
+        timeout = loop.call_later(bound, _release, waiter)
         try:
             await waiter
         finally:

@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from marketsync.app import create_app
 from marketsync.db import Database
-from marketsync.requests_first import WriterTurns, mark_background
+from marketsync.requests_first import STATEMENT_MAX_WAIT_S, WriterTurns, mark_background
 from marketsync.runtime import Runtime
 from tests.support.server import serve
 
@@ -143,6 +143,7 @@ async def test_on_postgresql_background_work_waits_before_each_statement_while_a
     rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
 ) -> None:
     """No single writer there: the loop, not a lock, is what a request waits for, so background statements wait too."""
+    rt.db.requests_first.statement_max_wait_s = HELD_S
     entered, go = asyncio.Event(), asyncio.Event()
     done: list[str] = []
 
@@ -164,6 +165,31 @@ async def test_on_postgresql_background_work_waits_before_each_statement_while_a
     await request.task
     await asyncio.wait_for(background, 10)
     assert done == ["second statement"]
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+async def test_on_postgresql_a_background_statement_waits_no_longer_than_its_own_bound(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    """Inside a transaction it may hold a row lock the request needs: it waits 25 ms at most, not the bound."""
+    assert rt.db.requests_first.statement_max_wait_s == STATEMENT_MAX_WAIT_S < HELD_S
+    entered, go = asyncio.Event(), asyncio.Event()
+
+    async def two_statements() -> None:
+        async with rt.db.transaction() as session:
+            await session.execute(text("SELECT 1"))
+            entered.set()
+            await go.wait()
+            await session.execute(text("SELECT 2"))
+
+    background = in_background(two_statements)
+    await entered.wait()
+    request = await held()
+    go.set()
+    await asyncio.wait_for(background, 2)
+    assert rt.db.requests_first.in_flight == 1, "the statement waited for the request's end, not its own bound"
+    request.release.set()
+    await request.task
 
 
 @pytest.mark.parametrize("settings_overrides", [{"requests_first_max_wait_s": 0.02}])
