@@ -138,12 +138,11 @@ async def test_on_sqlite_background_work_inside_its_transaction_goes_on_while_a_
     await request.task
 
 
-@pytest.mark.parametrize("backend", ["postgresql"])
-async def test_on_postgresql_background_work_waits_before_each_statement_while_a_request_is_in_flight(
+async def second_statement_during_a_request(
     rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
-) -> None:
-    """No single writer there: the loop, not a lock, is what a request waits for, so background statements wait too."""
-    rt.db.requests_first.statement_max_wait_s = HELD_S
+) -> tuple[asyncio.Task[None], HeldRequest, list[str]]:
+    """A background transaction whose second statement comes while a request is in flight: the background task, the
+    request, and the list the second statement's end is noted in."""
     entered, go = asyncio.Event(), asyncio.Event()
     done: list[str] = []
 
@@ -159,6 +158,16 @@ async def test_on_postgresql_background_work_waits_before_each_statement_while_a
     await entered.wait()
     request = await held()
     go.set()
+    return background, request, done
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+async def test_on_postgresql_background_work_waits_before_each_statement_while_a_request_is_in_flight(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    """No single writer there: the loop, not a lock, is what a request waits for, so background statements wait too."""
+    rt.db.requests_first.statement_max_wait_s = HELD_S
+    background, request, done = await second_statement_during_a_request(rt, held)
     await settled()
     assert done == [], "a background statement ran while a request was in flight"
     request.release.set()
@@ -173,20 +182,9 @@ async def test_on_postgresql_a_background_statement_waits_no_longer_than_its_own
 ) -> None:
     """Inside a transaction it may hold a row lock the request needs: it waits 25 ms at most, not the bound."""
     assert rt.db.requests_first.statement_max_wait_s == STATEMENT_MAX_WAIT_S < HELD_S
-    entered, go = asyncio.Event(), asyncio.Event()
-
-    async def two_statements() -> None:
-        async with rt.db.transaction() as session:
-            await session.execute(text("SELECT 1"))
-            entered.set()
-            await go.wait()
-            await session.execute(text("SELECT 2"))
-
-    background = in_background(two_statements)
-    await entered.wait()
-    request = await held()
-    go.set()
+    background, request, done = await second_statement_during_a_request(rt, held)
     await asyncio.wait_for(background, 2)
+    assert done == ["second statement"]
     assert rt.db.requests_first.in_flight == 1, "the statement waited for the request's end, not its own bound"
     request.release.set()
     await request.task

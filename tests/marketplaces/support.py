@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from marketsync.jobs import service as jobs_service
@@ -150,3 +152,17 @@ async def our_listing(rt: Runtime, connection: MarketplaceConnection, product_id
             select(Listing).where(Listing.marketplace_id == connection.id, Listing.product_id == product_id)
         )
         return result.scalar_one_or_none()
+
+
+def chunk_sizes(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, size_of: Callable[..., int]) -> list[int]:
+    """Wrap `owner.name` (a coroutine function writing one chunk per call); the returned list gets `size_of` its
+    arguments at each call."""
+    sizes: list[int] = []
+    real = getattr(owner, name)
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        sizes.append(size_of(*args, **kwargs))
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return sizes

@@ -3,14 +3,12 @@ throttling is honoured, a worker killed mid-feed is recovered without a row appl
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from decimal import Decimal
-from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.jobs import repository as jobs_repository
 from marketsync.jobs.run import JobRun, LeaseLost
@@ -265,15 +263,9 @@ async def test_worker_killed_mid_feed_is_recovered_without_a_row_twice(
 def _recorded_chunks(monkeypatch: pytest.MonkeyPatch, size: int) -> list[int]:
     """Record a feed's values `size` at a time; the returned list gets the size of each recording."""
     monkeypatch.setattr(tasks, "RECORD_CHUNK", size)
-    sizes: list[int] = []
-    real_record = tasks.repository.record_marketplace_values
-
-    async def record(session: AsyncSession, values: Sequence[tuple[str, Decimal | None, int | None]], now: Any) -> None:
-        sizes.append(len(values))
-        await real_record(session, values, now)
-
-    monkeypatch.setattr(tasks.repository, "record_marketplace_values", record)
-    return sizes
+    return support.chunk_sizes(
+        monkeypatch, tasks.repository, "record_marketplace_values", lambda _session, values, _now: len(values)
+    )
 
 
 async def test_a_feed_larger_than_a_chunk_records_every_value_a_chunk_per_transaction(

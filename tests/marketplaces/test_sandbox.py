@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
 
 import httpx
 import pytest
@@ -17,6 +16,7 @@ from marketsync.marketplaces.connector import (
     Throttled,
     connector_for,
 )
+from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.marketplaces.sandbox.app import create_sandbox_app
 from marketsync.models import MarketplaceConnection
@@ -113,7 +113,6 @@ async def test_publish_rejects_drafts_missing_what_the_api_cannot_carry(rt: Runt
 
 async def test_order_updates_are_applied_per_line_on_p1_only(rt: Runtime, api: httpx.AsyncClient) -> None:
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P2", "DE")))
-    from marketsync.marketplaces.sandbox import state as sandbox_state
 
     orders = {}
     for platform in ("P1", "P2"):
@@ -154,18 +153,10 @@ async def test_order_updates_are_applied_per_line_on_p1_only(rt: Runtime, api: h
 
 def _applied_chunks(monkeypatch: pytest.MonkeyPatch, size: int) -> list[int]:
     """Apply price & stock feeds `size` lines per transaction; the returned list gets each transaction's count."""
-    from marketsync.marketplaces.sandbox import state as sandbox_state
-
     monkeypatch.setattr(sandbox_state, "FEED_CHUNK_LINES", size)
-    sizes: list[int] = []
-    real_apply = sandbox_state._apply_price_stock
-
-    async def apply(session: Any, seller: Any, now: Any, lines: list[dict[str, Any]], faulted: set[int]) -> Any:
-        sizes.append(len(lines))
-        return await real_apply(session, seller, now, lines, faulted)
-
-    monkeypatch.setattr(sandbox_state, "_apply_price_stock", apply)
-    return sizes
+    return support.chunk_sizes(
+        monkeypatch, sandbox_state, "_apply_price_stock", lambda _session, _seller, _now, lines, _faulted: len(lines)
+    )
 
 
 async def _five_listed(rt: Runtime, connection: MarketplaceConnection) -> list[PriceStockLine]:
@@ -201,8 +192,6 @@ async def test_a_feed_longer_than_a_chunk_is_applied_at_one_poll_a_chunk_per_tra
 async def test_a_feed_interrupted_between_chunks_is_resumed_without_a_line_applied_twice(
     rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from marketsync.marketplaces.sandbox import state as sandbox_state
-
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
     p1 = tenant.marketplace("P1")
     lines = await _five_listed(rt, p1)
