@@ -67,6 +67,12 @@ class RequestsFirst:
             timeout.cancel()
             self._waiters.discard(waiter)
 
+    async def pause(self) -> None:
+        """Between two stretches of background Python outside the database (a long loop): the requests in flight go
+        first, bounded, as before a transaction. Inside a database use, or with no request in flight, nothing."""
+        if self.background_waits() and not _in_database.get():
+            await self.wait()
+
     def turn(self) -> _Turn:
         """`async with` around a database use: background work outside any transaction waits there while requests
         are in flight (bounded); nested uses and everything else go on at once."""

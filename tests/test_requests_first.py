@@ -99,6 +99,52 @@ async def test_background_work_opens_its_transaction_once_the_request_in_flight_
     assert rt.db.requests_first.in_flight == 0
 
 
+async def test_background_python_pauses_between_its_stretches_until_the_request_in_flight_is_answered(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    """A long loop outside the database (a coalesced feed's lines) lets the request go first between stretches."""
+    request = await held()
+    stretches: list[str] = []
+
+    async def two_stretches() -> None:
+        stretches.append("first")
+        await rt.db.requests_first.pause()
+        stretches.append("second")
+
+    background = in_background(two_stretches)
+    await settled()
+    assert stretches == ["first"], "background Python went on while a request was in flight"
+
+    request.release.set()
+    await request.task
+    await asyncio.wait_for(background, 10)
+    assert stretches == ["first", "second"]
+
+
+async def test_a_pause_inside_a_database_use_or_outside_the_worker_never_waits(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    """Inside a transaction the work may hold what the request needs; outside the worker it is the request's own."""
+    entered, request_started = asyncio.Event(), asyncio.Event()
+
+    async def pause_inside_a_read() -> None:
+        async with rt.db.read() as session:
+            await session.execute(text("SELECT 1"))
+            entered.set()
+            await request_started.wait()
+            await rt.db.requests_first.pause()
+
+    background = in_background(pause_inside_a_read)
+    await entered.wait()
+    request = await held()
+    await asyncio.wait_for(rt.db.requests_first.pause(), 1)  # not background
+    request_started.set()
+    await asyncio.wait_for(background, 2)
+    assert rt.db.requests_first.in_flight == 1
+    request.release.set()
+    await request.task
+
+
 async def test_requests_and_work_outside_the_worker_never_wait(
     rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
 ) -> None:

@@ -42,6 +42,10 @@ async def health_checks(rt: Runtime) -> None:
 # Recording is idempotent: a run resumed after a crash polls the same feed and records the same values again.
 RECORD_CHUNK = 500
 
+# A coalesced feed's lines are compared with what the marketplace holds in stretches of this many, the requests in
+# flight going first between them (`RequestsFirst.pause`): 6,000 lines took the event loop 20-35 ms in one go.
+PAUSE_EVERY_LINES = 500
+
 # The lines a PriceStockPush sends, in its job state: [listing row id, external SKU, price or None, quantity or None].
 SENT_LINES = "PriceStockLines"
 
@@ -69,7 +73,9 @@ async def _lines_to_send(
         rows = await repository.listing_lines(session, connection_id, product_ids)
     lines: list[PriceStockLine] = []
     row_ids: dict[str, str] = {}
-    for row in rows:
+    for index, row in enumerate(rows):
+        if index and not index % PAUSE_EVERY_LINES:
+            await rt.db.requests_first.pause()
         values = rules.price_stock_values(
             row.price_units,
             row.quantity,
