@@ -55,12 +55,11 @@ class RequestsFirst:
         return self.in_flight > 0 and self.max_wait_s > 0 and _background.get()
 
     async def wait(self, max_wait_s: float | None = None) -> None:
-        """Until no request is in flight, at most `max_wait_s` (the process's bound, or less)."""
+        """Until no request is in flight, at most `max_wait_s` (default: the process's bound)."""
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
         self._waiters.add(waiter)
-        bound = self.max_wait_s if max_wait_s is None else min(max_wait_s, self.max_wait_s)
-        timeout = loop.call_later(bound, _release, waiter)
+        timeout = loop.call_later(self.max_wait_s if max_wait_s is None else max_wait_s, _release, waiter)
         try:
             await waiter
         finally:
@@ -68,8 +67,9 @@ class RequestsFirst:
             self._waiters.discard(waiter)
 
     async def pause(self) -> None:
-        """Between two stretches of background Python outside the database (a long loop): the requests in flight go
-        first, bounded, as before a transaction. Inside a database use, or with no request in flight, nothing."""
+        """Before a database use (`turn`) or between two stretches of background Python outside the database (a long
+        loop): the requests in flight go first, bounded. Inside a database use, or with no request in flight,
+        nothing."""
         if self.background_waits() and not _in_database.get():
             await self.wait()
 
@@ -89,9 +89,7 @@ class _Turn:
     async def __aenter__(self) -> None:
         if not _background.get() or _in_database.get():
             return
-        owner = self._owner
-        if owner.in_flight and owner.max_wait_s > 0:
-            await owner.wait()
+        await self._owner.pause()
         self._entered = _in_database.set(True)
 
     async def __aexit__(self, *_exc: object) -> None:

@@ -425,16 +425,15 @@ async def _process(session: AsyncSession, seller: SandboxSeller, now: datetime, 
         feed.status, feed.message = "Rejected", f"{seller.platform} accepts no order updates through its API."
         return 0
     faulted = rules.faulted_lines(seller.feed_fault, len(feed.lines))
+    lines = feed.lines  # listings and order updates: a feed is applied whole
     if feed.kind == "PriceStock":
         lines = feed.lines[start : start + budget]
         faulted_here = {index - start for index in faulted if start <= index < start + len(lines)}
         outcome = await _apply_price_stock(session, seller, now, lines, faulted_here)
     elif feed.kind == "Listings":
-        lines = feed.lines
         outcome = await _apply_listings(session, seller, now, feed, faulted)
     else:
-        lines = feed.lines
-        outcome = await _apply_order_updates(session, seller, now, feed.lines, faulted)
+        outcome = await _apply_order_updates(session, seller, now, lines, faulted)
     feed.errors = [*feed.errors, *outcome.errors]
     feed.processed += outcome.processed
     if start + len(lines) >= len(feed.lines):
