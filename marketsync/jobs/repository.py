@@ -14,7 +14,7 @@ from marketsync.db import dialect_of, insert_for
 from marketsync.db_fast import DriverSql, session_driver
 from marketsync.jobs.types import QUEUED, JobStatus, JobType
 from marketsync.kit import jsonio
-from marketsync.models import Job, Schedule
+from marketsync.models import Job, JobProductAddition, Schedule
 from marketsync.models.base import UTCDateTime
 
 IN_PROCESS = JobStatus.IN_PROCESS
@@ -67,6 +67,13 @@ class QueuedJob(NamedTuple):
     payload: dict[str, Any]
 
 
+class Addition(NamedTuple):
+    """Products a push adds to a queued job (docs/decisions/0304)."""
+
+    job_id: str
+    product_ids: list[str]
+
+
 class NewJob(NamedTuple):
     id: str
     marketplace_id: str
@@ -79,9 +86,8 @@ async def queued_never_started(
 ) -> dict[str, QueuedJob]:
     """Each connection's oldest job of this type queued (Published) that never ran, in one statement. One that ran and
     went back to the queue (throttled, its feed still processing) has read the catalogue and sent its feed already, so
-    products added to it would never be sent. Locked until the caller commits: two pushes coalescing into one job at
-    once read-modify-write its payload one after the other, so neither's products are lost (PostgreSQL; SQLite's
-    writer transaction excludes other writers already)."""
+    products added to it would never be sent. Locked until the caller commits, in one order (PostgreSQL): two pushes
+    adding to the same jobs take their locks in the same order, and a worker's claim waits for the additions."""
     driver = await session_driver(session)
     sql = DriverSql(driver.postgres)
     text_ = (
@@ -99,33 +105,61 @@ async def queued_never_started(
     return oldest
 
 
-_EXTEND_SQLITE = (
-    "UPDATE jobs SET payload = ?, progress_total = ?, progress_done = 0, updated_at = ? "
+_COUNT_ADDITION_SQLITE = (
+    "UPDATE jobs SET progress_total = progress_total + ?, progress_done = 0, updated_at = ? "
     "WHERE id = ? AND status = 'Published' AND started_at IS NULL RETURNING id"
 )
-_EXTEND_POSTGRES = (
-    "UPDATE jobs AS j SET payload = v.payload::json, progress_total = v.total, progress_done = 0, updated_at = $4 "
-    "FROM unnest($1::varchar[], $2::text[], $3::integer[]) AS v(id, payload, total) "
+_COUNT_ADDITIONS_POSTGRES = (
+    "UPDATE jobs AS j SET progress_total = j.progress_total + v.added, progress_done = 0, updated_at = $3 "
+    "FROM unnest($1::varchar[], $2::integer[]) AS v(id, added) "
     "WHERE j.id = v.id AND j.status = 'Published' AND j.started_at IS NULL RETURNING j.id"
+)
+_INSERT_ADDITION_SQLITE = "INSERT INTO job_product_additions (job_id, id, product_ids) VALUES (?, ?, ?)"
+_INSERT_ADDITIONS_POSTGRES = (
+    "INSERT INTO job_product_additions (job_id, id, product_ids) "
+    "SELECT v.job_id, v.id, v.product_ids::json FROM unnest($1::varchar[], $2::varchar[], $3::text[]) "
+    "AS v(job_id, id, product_ids)"
 )
 
 
-async def extend_queued_jobs(session: AsyncSession, extended: Sequence[QueuedJob], now: datetime) -> set[str]:
-    """Replace queued jobs' payloads (progress_total: their ProductIds), each only if still queued and never run (a
-    worker claims with a status check too); the ids of those extended."""
-    if not extended:
+async def add_to_queued_jobs(
+    session: AsyncSession, additions: Sequence[Addition], addition_ids: Sequence[str], now: datetime
+) -> set[str]:
+    """Add products to queued jobs, each only if still queued and never run (a worker claims with a status check
+    too): a row per job, whatever the products it holds already; its progress_total counts them. The ids of the
+    jobs that took them. Two statements on PostgreSQL whatever the number of jobs."""
+    if not additions:
         return set()
     driver = await session_driver(session)
     stamp = DriverSql(driver.postgres).time_value(now)
-    payloads = [jsonio.dumps(job.payload).decode() for job in extended]
-    totals = [len(job.payload["ProductIds"]) for job in extended]
     if driver.postgres:
-        rows = await driver.fetch(_EXTEND_POSTGRES, ([job.id for job in extended], payloads, totals, stamp))
-        return {row[0] for row in rows}
-    done: set[str] = set()
-    for job, payload, total in zip(extended, payloads, totals, strict=True):
-        done.update(row[0] for row in await driver.fetch(_EXTEND_SQLITE, (payload, total, stamp, job.id)))
+        counted = ([a.job_id for a in additions], [len(a.product_ids) for a in additions], stamp)
+        done = {row[0] for row in await driver.fetch(_COUNT_ADDITIONS_POSTGRES, counted)}
+    else:
+        done = set()
+        for addition in additions:
+            counted_one = (len(addition.product_ids), stamp, addition.job_id)
+            done.update(row[0] for row in await driver.fetch(_COUNT_ADDITION_SQLITE, counted_one))
+    taken = [
+        (addition.job_id, addition_id, jsonio.dumps(addition.product_ids).decode())
+        for addition, addition_id in zip(additions, addition_ids, strict=True)
+        if addition.job_id in done
+    ]
+    if taken and driver.postgres:
+        await driver.execute(_INSERT_ADDITIONS_POSTGRES, tuple(list(column) for column in zip(*taken, strict=True)))
+    elif taken:
+        await driver.executemany(_INSERT_ADDITION_SQLITE, taken)
     return done
+
+
+async def added_products(session: AsyncSession, job_id: str) -> list[list[str]]:
+    """The products pushes added to a job while it was queued, in the pushes' order."""
+    rows = await session.execute(
+        select(JobProductAddition.product_ids)
+        .where(JobProductAddition.job_id == job_id)
+        .order_by(JobProductAddition.id)
+    )
+    return list(rows.scalars())
 
 
 _INSERT_COLUMNS = (

@@ -83,29 +83,25 @@ async def enqueue_price_stock_pushes(
     session: AsyncSession, now: datetime, account_id: str, per_connection: Mapping[str, Sequence[str]]
 ) -> list[str]:
     """A PriceStockPush per connection for its products, coalesced: when one for the connection is still queued (no
-    worker has it yet), its products are added to it instead of a new job being queued (a loop of pushes makes one
-    job per connection, not one per push). The job reads the catalogue when it runs, so it sends the latest values.
-    Returns the jobs' ids in connection id order.
+    worker has it yet), the products are added to it instead of a new job being queued (a loop of pushes makes one
+    job per connection, not one per push), as a row of their own (docs/decisions/0304). The job reads the catalogue
+    when it runs, so it sends the latest values. Returns the jobs' ids in connection id order.
 
     A fixed number of statements on the raw driver whatever the number of connections (docs/decisions/0260)."""
     chosen: dict[str, str] = {}
     waiting = sorted(per_connection)
     for _ in range(3):  # a worker may claim a queued job between the read and the update: look again
         queued = await repository.queued_never_started(session, account_id, waiting, JobType.PRICE_STOCK_PUSH)
-        extended = []
+        additions = []
         for marketplace_id, job in queued.items():
-            current = PriceStockPushPayload.of(job.payload)
-            if current.AllListings:
+            if PriceStockPushPayload.of(job.payload).AllListings:
                 chosen[marketplace_id] = job.id  # a full resync is queued: it carries these products too
                 continue
-            payload = PriceStockPushPayload(
-                MarketplaceId=marketplace_id, ProductIds=_appended(current.ProductIds, per_connection[marketplace_id])
-            )
-            extended.append(repository.QueuedJob(job.id, marketplace_id, {**job.payload, **payload.stored()}))
-        done = await repository.extend_queued_jobs(session, extended, now)
-        chosen.update((job.marketplace_id, job.id) for job in extended if job.id in done)
+            additions.append(repository.Addition(job.id, sorted(set(per_connection[marketplace_id]))))
+        done = await repository.add_to_queued_jobs(session, additions, [new_id() for _ in additions], now)
+        chosen.update((job.marketplace_id, job.id) for job in queued.values() if job.id in done)
         waiting = [marketplace_id for marketplace_id in waiting if marketplace_id not in chosen]
-        if len(done) == len(extended):
+        if len(done) == len(additions):
             break  # every queued job found took the products: the others have none queued
     fresh = []
     for marketplace_id in waiting:
@@ -119,12 +115,12 @@ async def enqueue_price_stock_pushes(
     return [chosen[marketplace_id] for marketplace_id in sorted(per_connection)]
 
 
-def _appended(queued: list[str], pushed: Sequence[str]) -> list[str]:
-    """A queued job's products, then the push's that it does not hold yet (sorted). Appended, not re-sorted: a
-    worker behind holds one job of thousands of products per connection, and sorting them again on every push cost
-    the push's transaction ~4 ms per connection at 10,000 (the products' order matters to nobody)."""
-    held = set(queued)
-    return [*queued, *sorted({product_id for product_id in pushed if product_id not in held})]
+async def price_stock_push_products(session: AsyncSession, job_id: str, payload: PriceStockPushPayload) -> list[str]:
+    """A PriceStockPush's products: its payload's, then those pushes added while it was queued, each once."""
+    products = dict.fromkeys(payload.ProductIds)
+    for added in await repository.added_products(session, job_id):
+        products.update(dict.fromkeys(added))
+    return list(products)
 
 
 async def has_open_job(session: AsyncSession, account_id: str, marketplace_id: str, job_type: JobType) -> bool:

@@ -13,6 +13,7 @@ from decimal import Decimal
 
 import structlog
 
+from marketsync.jobs import service as jobs
 from marketsync.jobs.registry import schedule, task
 from marketsync.jobs.run import JobRun
 from marketsync.jobs.types import JobStatus, JobType, PriceStockPushPayload
@@ -66,10 +67,12 @@ def _sent_lines(job: JobRun) -> tuple[list[PriceStockLine] | None, dict[str, str
 
 
 async def _lines_to_send(
-    rt: Runtime, connection_id: str, product_ids: list[str] | None, *, accepts_zero_price: bool
+    rt: Runtime, job: JobRun, args: PriceStockPushPayload, connection_id: str, *, accepts_zero_price: bool
 ) -> tuple[list[PriceStockLine], dict[str, str]]:
-    """Per listing, the catalogue's values that differ from what the marketplace is known to hold."""
+    """Per listing of the job's products (every listing for a resync), the catalogue's values that differ from what
+    the marketplace is known to hold."""
     async with rt.db.read() as session:
+        product_ids = None if args.AllListings else await jobs.price_stock_push_products(session, job.job_id, args)
         rows = await repository.listing_lines(session, connection_id, product_ids)
     lines: list[PriceStockLine] = []
     row_ids: dict[str, str] = {}
@@ -104,9 +107,8 @@ async def push_price_stock(rt: Runtime, job: JobRun) -> FeedResult | None:
         return None
     lines, row_ids = _sent_lines(job)
     if lines is None:
-        product_ids = None if args.AllListings else args.ProductIds
         accepts_zero_price = kind_of(connection.platform).accepts_zero_price
-        lines, row_ids = await _lines_to_send(rt, connection.id, product_ids, accepts_zero_price=accepts_zero_price)
+        lines, row_ids = await _lines_to_send(rt, job, args, connection.id, accepts_zero_price=accepts_zero_price)
         if lines:
             # Kept with the job before the feed is sent: a run resumed after a crash or a retry polls the feed already
             # sent and must record the values THAT feed carried. Values read again would be the catalogue's by then:

@@ -11,7 +11,7 @@ from marketsync.models.base import Base
 from marketsync.models.events import Event
 from marketsync.models.idempotency import IdempotencyRecord
 from marketsync.models.inventory import Listing, Product
-from marketsync.models.jobs import Job, Schedule
+from marketsync.models.jobs import Job, JobProductAddition, Schedule
 from marketsync.models.keys import KeyFingerprint
 from marketsync.models.marketplaces import MarketplaceConnection
 
@@ -22,6 +22,7 @@ __all__ = [
     "Event",
     "IdempotencyRecord",
     "Job",
+    "JobProductAddition",
     "KeyFingerprint",
     "Listing",
     "MarketplaceConnection",

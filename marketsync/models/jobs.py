@@ -43,6 +43,18 @@ class Job(Base):
     updated_at: Mapped[datetime]
 
 
+class JobProductAddition(Base):
+    """Products a push added to a queued PriceStockPush, one row per push (docs/decisions/0304): the job reads its
+    payload's ProductIds and these when it runs. Appending a row costs a push its own products; rewriting the
+    payload cost it every product already queued."""
+
+    __tablename__ = "job_product_additions"
+
+    job_id: Mapped[str] = mapped_column(ID, ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    id: Mapped[str] = mapped_column(ID, primary_key=True)  # time-ordered: the pushes' order
+    product_ids: Mapped[list[str]] = mapped_column(JSON)
+
+
 class Schedule(Base):
     __tablename__ = "schedules"
 

@@ -22,6 +22,14 @@ async def _payload(rt: Runtime, job_id: str) -> PriceStockPushPayload:
         return PriceStockPushPayload.of(job.payload)
 
 
+async def _products(rt: Runtime, job_id: str) -> list[str]:
+    """What the job sends when it runs: its payload's products, then those pushes added while it was queued."""
+    async with rt.db.read() as session:
+        job = await repository.get_any(session, job_id)
+        assert job is not None
+        return await job_service.price_stock_push_products(session, job_id, PriceStockPushPayload.of(job.payload))
+
+
 async def test_two_pushes_coalescing_at_once_both_keep_their_products(rt: Runtime) -> None:
     account_id = await make_account(rt)
     connection = await make_connection(rt, account_id, "P1", "UK")
@@ -49,7 +57,8 @@ async def test_two_pushes_coalescing_at_once_both_keep_their_products(rt: Runtim
     await asyncio.sleep(0.3)
     release_first.set()
     assert await running == [job_id, job_id]
-    assert (await _payload(rt, job_id)).ProductIds == ["P-0", "P-A", "P-B"]
+    assert await _products(rt, job_id) == ["P-0", "P-A", "P-B"]
+    assert (await _payload(rt, job_id)).ProductIds == ["P-0"]  # the additions are rows of their own (0304)
 
 
 async def test_a_push_job_that_already_ran_absorbs_no_new_products(rt: Runtime) -> None:
@@ -65,7 +74,7 @@ async def test_a_push_job_that_already_ran_absorbs_no_new_products(rt: Runtime) 
     async with rt.db.transaction() as session:
         fresh = await job_service.enqueue_price_stock_push(session, rt.clock.now(), account_id, connection.id, ["P-1"])
     assert fresh != ran
-    assert (await _payload(rt, ran)).ProductIds == ["P-0"] and (await _payload(rt, fresh)).ProductIds == ["P-1"]
+    assert await _products(rt, ran) == ["P-0"] and await _products(rt, fresh) == ["P-1"]
 
 
 async def test_a_connections_pushes_run_one_at_a_time_in_queue_order(rt: Runtime) -> None:
@@ -145,8 +154,8 @@ async def test_one_push_to_several_connections_coalesces_each_as_its_queue_allow
     by_connection = dict(zip(sorted(per_connection), job_ids, strict=True))
     assert by_connection[queued.id] == queued_id and by_connection[resync.id] == resync_job.id
     assert by_connection[ran.id] not in (ran_id, queued_id) and by_connection[idle.id] not in (ran_id, queued_id)
-    assert (await _payload(rt, queued_id)).ProductIds == ["P-1", "P-5", "P-3"]  # appended, each product once
-    assert (await _payload(rt, resync_job.id)).AllListings and (await _payload(rt, ran_id)).ProductIds == ["P-0"]
+    assert await _products(rt, queued_id) == ["P-1", "P-5", "P-3"]  # appended, each product once
+    assert (await _payload(rt, resync_job.id)).AllListings and await _products(rt, ran_id) == ["P-0"]
     for connection in (ran, idle):
         async with rt.db.read() as session:
             job = await repository.get_any(session, by_connection[connection.id])
@@ -157,4 +166,5 @@ async def test_one_push_to_several_connections_coalesces_each_as_its_queue_allow
         assert job.run_after == job.created_at == job.updated_at
     async with rt.db.read() as session:
         extended = await repository.get_any(session, queued_id)
-    assert extended is not None and (extended.progress_done, extended.progress_total) == (0, 3)
+    # While queued, the total counts the products each push added: P-1, named by both pushes, twice (0304).
+    assert extended is not None and (extended.progress_done, extended.progress_total) == (0, 4)

@@ -1,0 +1,108 @@
+"""Products added to a queued PriceStockPush as rows of their own (migration 0023, docs/decisions/0304): the job
+sends them, a push adds only its own products whatever the job holds already, they go with their job, and going
+back to 0022 folds them into the payloads, on both databases."""
+
+from __future__ import annotations
+
+import json
+
+import sqlalchemy as sa
+from sqlalchemy import delete, func, select
+
+from marketsync import migrate
+from marketsync.db import Database
+from marketsync.jobs import repository
+from marketsync.jobs import service as job_service
+from marketsync.jobs.types import PriceStockPushPayload
+from marketsync.models import Job, JobProductAddition
+from marketsync.runtime import Runtime
+from tests.inventory.support import FIXED_TIME, insert_accounts
+from tests.support.databases import downgrade
+from tests.support.factories import make_account, make_connection
+
+ACCOUNT = "ACCT0".ljust(26, "0")
+
+
+async def test_a_push_adds_only_its_own_products_to_a_queued_job(rt: Runtime) -> None:
+    account_id = await make_account(rt)
+    connection = await make_connection(rt, account_id, "P1", "UK")
+    window = [[f"P-{n:05d}" for n in range(250 * push, 250 * push + 500)] for push in range(4)]  # overlapping
+    async with rt.db.transaction() as session:
+        job_id = await job_service.enqueue_price_stock_push(
+            session, rt.clock.now(), account_id, connection.id, window[0]
+        )
+    for pushed in window[1:]:
+        async with rt.db.transaction() as session:
+            repeated = [*reversed(pushed), pushed[0]]  # a push names its products in any order, some twice
+            assert (
+                await job_service.enqueue_price_stock_push(session, rt.clock.now(), account_id, connection.id, repeated)
+                == job_id
+            )
+
+    async with rt.db.read() as session:
+        job = await repository.get_any(session, job_id)
+        assert job is not None
+        added = await repository.added_products(session, job_id)
+        products = await job_service.price_stock_push_products(session, job_id, PriceStockPushPayload.of(job.payload))
+    assert job.payload["ProductIds"] == window[0]  # never rewritten
+    assert added == window[1:]  # a row per push: its own products, each once, sorted
+    assert products == [f"P-{n:05d}" for n in range(1250)]  # what the job sends: each product once
+    # While queued, the total counts the products each push added (a product two pushes named, twice).
+    assert (job.progress_done, job.progress_total) == (0, 2000)
+
+
+async def test_the_additions_go_with_their_job(rt: Runtime) -> None:
+    account_id = await make_account(rt)
+    connection = await make_connection(rt, account_id, "P1", "UK")
+    for products in (["P-0"], ["P-1"], ["P-2"]):
+        async with rt.db.transaction() as session:
+            job_id = await job_service.enqueue_price_stock_push(
+                session, rt.clock.now(), account_id, connection.id, products
+            )
+    async with rt.db.transaction() as session:
+        assert (await session.execute(select(func.count()).select_from(JobProductAddition))).scalar_one() == 2
+        await session.execute(delete(Job).where(Job.id == job_id))  # as the retention sweep deletes it
+    async with rt.db.read() as session:
+        assert (await session.execute(select(func.count()).select_from(JobProductAddition))).scalar_one() == 0
+
+
+async def test_going_back_to_0022_folds_the_additions_into_the_payloads(empty_url: str) -> None:
+    db = Database(empty_url)
+    try:
+        await migrate.upgrade(db)
+        async with db.write_engine.begin() as conn:
+            await insert_accounts(conn, [ACCOUNT])
+            for job_id, products in (("J1", ["P-0", "P-1"]), ("J2", ["P-9"])):
+                await conn.execute(
+                    sa.insert(Job),
+                    {
+                        "id": job_id.ljust(26, "0"),
+                        "account_id": ACCOUNT,
+                        "type": "PriceStockPush",
+                        "marketplace_id": "M".ljust(26, "0"),
+                        "status": "Published",
+                        "payload": {"MarketplaceId": "M".ljust(26, "0"), "ProductIds": products},
+                        "progress_done": 0,
+                        "progress_total": len(products),
+                        "recovery_count": 0,
+                        "run_after": FIXED_TIME,
+                        "created_at": FIXED_TIME,
+                        "updated_at": FIXED_TIME,
+                    },
+                )
+            job = "J1".ljust(26, "0")
+            additions = [("A1", ["P-2", "P-1"]), ("A2", ["P-3"])]
+            rows = [{"job_id": job, "id": key.ljust(26, "0"), "product_ids": ids} for key, ids in additions]
+            await conn.execute(sa.insert(JobProductAddition), rows)
+
+            await conn.run_sync(downgrade, "0022")
+            tables = await conn.run_sync(lambda sync: set(sa.inspect(sync).get_table_names()))
+            payloads = dict((await conn.execute(sa.text("SELECT id, payload FROM jobs ORDER BY id"))).all())
+        assert "job_product_additions" not in tables
+        products = {
+            job_id[:2]: (json.loads(payload) if isinstance(payload, str) else payload)["ProductIds"]
+            for job_id, payload in payloads.items()
+        }
+        assert products == {"J1": ["P-0", "P-1", "P-2", "P-3"], "J2": ["P-9"]}  # in order, each once
+    finally:
+        await db.dispose()
