@@ -57,6 +57,24 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
             "5",
         ],
     ),
+    # The propagating push with the workers in `serve` and the marketplaces elsewhere (`marketsync sandbox serve`, its
+    # own database), as a merchant's would be: the service's own work, without the sandbox's feed handling in its
+    # process and on its SQLite writer (step catalogue measures the demo's deployment, everything in one process).
+    "catalogue-apart": (
+        ["-m", "bench.catalogue_http", "--products", "100000", "--only", "drained,propagate", "--sandbox", "remote"],
+        [
+            "-m",
+            "bench.catalogue_http",
+            "--products",
+            "2000",
+            "--only",
+            "drained,propagate",
+            "--pushes",
+            "3",
+            "--sandbox",
+            "remote",
+        ],
+    ),
     # The propagating push in the scale-out deployment: `serve --no-workers` beside a `marketsync worker` process,
     # the marketplaces elsewhere (`marketsync sandbox serve`, its own database), as a merchant's would be.
     "catalogue-worker": (
