@@ -26,6 +26,15 @@ from bench.support import REPO, cpu_probe_ms, create_scratch_pg, drop_scratch_pg
 
 # A fresh PostgreSQL database for the run, dropped afterwards.
 SCRATCH_PG = "{scratch_pg}"
+
+
+def _marketplaces_apart(products: str, *options: str) -> list[str]:
+    """The propagating push, drained and back to back, the sandbox marketplaces in their own process with their own
+    database (`marketsync sandbox serve`)."""
+    return ["-m", "bench.catalogue_http", "--products", products, "--only", "drained,propagate", *options, "--sandbox",
+            "remote"]  # fmt: skip
+
+
 # name: (full command, quick command; an empty one is skipped). Each prints a FIGURES line last.
 BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "foundation": (
@@ -57,51 +66,14 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
             "5",
         ],
     ),
-    # The propagating push with the workers in `serve` and the marketplaces elsewhere (`marketsync sandbox serve`, its
-    # own database), as a merchant's would be: the service's own work, without the sandbox's feed handling in its
-    # process and on its SQLite writer (step catalogue measures the demo's deployment, everything in one process).
-    "catalogue-apart": (
-        ["-m", "bench.catalogue_http", "--products", "100000", "--only", "drained,propagate", "--sandbox", "remote"],
-        [
-            "-m",
-            "bench.catalogue_http",
-            "--products",
-            "2000",
-            "--only",
-            "drained,propagate",
-            "--pushes",
-            "3",
-            "--sandbox",
-            "remote",
-        ],
-    ),
-    # The propagating push in the scale-out deployment: `serve --no-workers` beside a `marketsync worker` process,
-    # the marketplaces elsewhere (`marketsync sandbox serve`, its own database), as a merchant's would be.
+    # The propagating push with the workers in `serve` and the marketplaces elsewhere, as a merchant's are: the
+    # service's own work, without the sandbox's feed handling in its process and on its SQLite writer (step
+    # catalogue measures the demo's deployment, everything in one process).
+    "catalogue-apart": (_marketplaces_apart("100000"), _marketplaces_apart("2000", "--pushes", "3")),
+    # The same in the scale-out deployment: `serve --no-workers` beside a `marketsync worker` process.
     "catalogue-worker": (
-        [
-            "-m",
-            "bench.catalogue_http",
-            "--products",
-            "100000",
-            "--only",
-            "drained,propagate",
-            "--worker-process",
-            "--sandbox",
-            "remote",
-        ],
-        [
-            "-m",
-            "bench.catalogue_http",
-            "--products",
-            "2000",
-            "--only",
-            "drained,propagate",
-            "--pushes",
-            "3",
-            "--worker-process",
-            "--sandbox",
-            "remote",
-        ],
+        _marketplaces_apart("100000", "--worker-process"),
+        _marketplaces_apart("2000", "--pushes", "3", "--worker-process"),
     ),
     "catalog": (
         ["-m", "bench.catalog_perf"],
