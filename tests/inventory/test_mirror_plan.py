@@ -9,12 +9,13 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import event, insert, text
+from sqlalchemy import event, text
 from sqlalchemy.engine import Connection
 
 from marketsync.inventory import repository
 from marketsync.models import Listing, Product
 from marketsync.runtime import Runtime
+from tests.support.bulk import insert_many
 from tests.support.factories import make_account, make_connection
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -41,16 +42,18 @@ async def test_a_mirror_page_reads_the_connection_s_listings_by_index(rt: Runtim
     account_id = await make_account(rt)
     marketplace_id = (await make_connection(rt, account_id, "P1", "UK")).id
     async with rt.db.transaction() as session:
-        await session.execute(
-            insert(Product),
+        await insert_many(
+            session,
+            Product,
             [
                 {"id": f"P{i:025d}", "account_id": account_id, "sku": f"M-{i}", "sku_lower": f"m-{i}",
                  "quantity": 1, "modified_at": NOW, "created_at": NOW}
                 for i in range(LISTINGS)
             ],
         )  # fmt: skip
-        await session.execute(
-            insert(Listing),
+        await insert_many(
+            session,
+            Listing,
             [
                 {"id": f"L{i:025d}", "account_id": account_id, "product_id": f"P{i:025d}",
                  "marketplace_id": marketplace_id, "listing_id": f"UK-{i:08d}", "external_sku": f"M-{i}",

@@ -7,12 +7,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import insert, text
+from sqlalchemy import text
 
 from marketsync.db import DriverReader
 from marketsync.inventory import repository
 from marketsync.models import Product
 from marketsync.runtime import Runtime
+from tests.support.bulk import insert_many
 from tests.support.factories import make_account
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -50,8 +51,9 @@ async def test_the_bounded_count_reads_the_index_from_the_walk_position(rt: Runt
     account_id = await make_account(rt)
     stamps = [START + timedelta(seconds=i) for i in range(PRODUCTS)]
     async with rt.db.transaction() as session:
-        await session.execute(
-            insert(Product),
+        await insert_many(
+            session,
+            Product,
             [
                 {
                     "id": f"P{i:025d}",
