@@ -68,8 +68,9 @@ class QueuedJob(NamedTuple):
 
 
 class Addition(NamedTuple):
-    """Products a push adds to a queued job (docs/decisions/0304)."""
+    """Products a push adds to a queued job (docs/decisions/0304): its row's id, made where the addition is."""
 
+    id: str
     job_id: str
     product_ids: list[str]
 
@@ -122,9 +123,7 @@ _INSERT_ADDITIONS_POSTGRES = (
 )
 
 
-async def add_to_queued_jobs(
-    session: AsyncSession, additions: Sequence[Addition], addition_ids: Sequence[str], now: datetime
-) -> set[str]:
+async def add_to_queued_jobs(session: AsyncSession, additions: Sequence[Addition], now: datetime) -> set[str]:
     """Add products to queued jobs, each only if still queued and never run (a worker claims with a status check
     too): a row per job, whatever the products it holds already; its progress_total counts them. The ids of the
     jobs that took them. Two statements on PostgreSQL whatever the number of jobs."""
@@ -141,8 +140,8 @@ async def add_to_queued_jobs(
             counted_one = (len(addition.product_ids), stamp, addition.job_id)
             done.update(row[0] for row in await driver.fetch(_COUNT_ADDITION_SQLITE, counted_one))
     taken = [
-        (addition.job_id, addition_id, jsonio.dumps(addition.product_ids).decode())
-        for addition, addition_id in zip(additions, addition_ids, strict=True)
+        (addition.job_id, addition.id, jsonio.dumps(addition.product_ids).decode())
+        for addition in additions
         if addition.job_id in done
     ]
     if taken and driver.postgres:

@@ -97,8 +97,8 @@ async def enqueue_price_stock_pushes(
             if PriceStockPushPayload.of(job.payload).AllListings:
                 chosen[marketplace_id] = job.id  # a full resync is queued: it carries these products too
                 continue
-            additions.append(repository.Addition(job.id, sorted(set(per_connection[marketplace_id]))))
-        done = await repository.add_to_queued_jobs(session, additions, [new_id() for _ in additions], now)
+            additions.append(repository.Addition(new_id(), job.id, sorted(set(per_connection[marketplace_id]))))
+        done = await repository.add_to_queued_jobs(session, additions, now)
         chosen.update((job.marketplace_id, job.id) for job in queued.values() if job.id in done)
         waiting = [marketplace_id for marketplace_id in waiting if marketplace_id not in chosen]
         if len(done) == len(additions):
