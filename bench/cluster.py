@@ -23,7 +23,7 @@ import httpx
 import trustme
 import uvicorn
 
-from bench.support import BENCH_KEY_ENV, REPO, create_scratch_pg, drop_scratch_pg, free_port, wait_ready
+from bench.support import BENCH_KEY_ENV, REPO, create_scratch_pg, drop_scratch_pg, free_port, stderr_sink, wait_ready
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -67,15 +67,23 @@ class Cluster:
     apis: list[str] = field(default_factory=list)
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    sinks: list[Any] = field(default_factory=list)
     token: str = ""
     seed: dict[str, Any] = field(default_factory=dict)
     events_before: int = 0
 
     def start_worker(self) -> subprocess.Popen[bytes]:
         env = {**self.env, "MARKETSYNC_WORKER_METRICS_PORT": "0"}
-        worker = subprocess.Popen([*MARKETSYNC, "worker"], env=env, cwd=REPO, stderr=subprocess.DEVNULL)
-        self.processes.append(worker)
-        return worker
+        return self.start([*MARKETSYNC, "worker"], env)
+
+    def start(self, command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        """A service process; its stderr kept when BENCH_LOGS names a folder (bench/support.py stderr_sink)."""
+        sink = stderr_sink(command)
+        if sink is not subprocess.DEVNULL:
+            self.sinks.append(sink)
+        started = subprocess.Popen(command, env=env, cwd=REPO, stderr=sink)
+        self.processes.append(started)
+        return started
 
     async def sql(self, query: str, *args: Any) -> Any:
         connection = await asyncpg.connect(self.url)
@@ -167,10 +175,7 @@ async def running(apis: int, workers: int, stock_owner: str | None = None, **set
         for _ in range(apis):
             port = free_port()
             cluster.apis.append(f"http://127.0.0.1:{port}")
-            cluster.processes.append(subprocess.Popen(
-                [*MARKETSYNC, "serve", "--no-workers", "--port", str(port)], env=cluster.env, cwd=REPO,
-                stderr=subprocess.DEVNULL,
-            ))  # fmt: skip
+            cluster.start([*MARKETSYNC, "serve", "--no-workers", "--port", str(port)], cluster.env)
         cluster.workers = [cluster.start_worker() for _ in range(workers)]
         for base in cluster.apis:
             await asyncio.to_thread(wait_ready, f"{base}/readyz")
@@ -181,11 +186,17 @@ async def running(apis: int, workers: int, stock_owner: str | None = None, **set
         yield cluster
     finally:
         if cluster is not None:
+            # A process that ended before the run did is what a client's connection error points at first.
+            ended = [f"{' '.join(p.args[-4:])}: exit {p.returncode}" for p in cluster.processes if p.poll() is not None]
+            if ended:
+                print(f"processes that ended during the run: {ended}", file=sys.stderr)
             for process in cluster.processes:
                 process.terminate()
             for process in cluster.processes:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     process.wait(timeout=30)
+            for sink in cluster.sinks:
+                sink.close()
         server.should_exit = True
         await receiver_task
         await drop_scratch_pg(name)

@@ -140,16 +140,22 @@ def wait_ready(url: str, timeout: float = 120) -> None:
     raise RuntimeError(f"{url} did not come up")
 
 
+def stderr_sink(command: list[str]) -> Any:
+    """Where a server process's stderr goes: nowhere, unless BENCH_LOGS names a folder to keep each process's in
+    (diagnosis: why did a request fail?). A file is the caller's to close once the process has ended."""
+    logs = os.environ.get("BENCH_LOGS")
+    if not logs:
+        return subprocess.DEVNULL
+    os.makedirs(logs, exist_ok=True)
+    name = "-".join(Path(part).name for part in command[1:4])
+    return open(f"{logs}/{name}-{time.time_ns()}.log", "wb")
+
+
 @contextlib.contextmanager
 def process(command: list[str], env: dict[str, str], ready_url: str) -> Iterator[subprocess.Popen[bytes]]:
     """A server process for the duration of the block. Its output is dropped, unless BENCH_LOGS names a folder to
     keep each process's stderr in (diagnosis: why did a request fail?)."""
-    logs = os.environ.get("BENCH_LOGS")
-    stderr: Any = subprocess.DEVNULL
-    if logs:
-        os.makedirs(logs, exist_ok=True)
-        name = "-".join(Path(part).name for part in command[1:4])
-        stderr = open(f"{logs}/{name}-{time.time_ns()}.log", "wb")  # noqa: SIM115 (closed below)
+    stderr = stderr_sink(command)
     proc = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         wait_ready(ready_url)
