@@ -12,6 +12,7 @@ requests and 5xx per operation with latency p50/p99, events recorded, deliveries
 deliveries received twice, replays that differed, and each process's memory (RSS), sampled throughout: idle, after
 warm-up, at half-time and at the end, and the second half's trend in MB/hour.
 Exit status 1 when a 5xx, a lost or duplicated delivery, or a differing replay was seen. Loopback only.
+Diagnosis: BENCH_LOGS=DIR keeps each service process's stderr in DIR (bench/cluster.py).
 """
 
 from __future__ import annotations
