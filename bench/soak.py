@@ -9,9 +9,11 @@ between the two API processes: pushes with propagation, product and order pages,
 Idempotency-Keys (and replays of them), product creates with keys, and now and then buyers' orders at the sandbox
 marketplace (pulled by the order-pull schedule). Afterwards it waits for every event to be delivered and prints:
 requests and 5xx per operation with latency p50/p99, events recorded, deliveries received, events not delivered,
-deliveries received twice, replays that differed, and each process's memory (RSS), sampled throughout: idle, after
+deliveries received twice, replays that differed, requests that got no response (a connection error: when, which
+operation, which API process), and each process's memory (RSS), sampled throughout: idle, after
 warm-up, at half-time and at the end, and the second half's trend in MB/hour.
-Exit status 1 when a 5xx, a lost or duplicated delivery, or a differing replay was seen. Loopback only.
+Exit status 1 when a 5xx, a request without a response, a lost or duplicated delivery, or a differing replay was
+seen. Loopback only.
 Diagnosis: BENCH_LOGS=DIR keeps each service process's stderr in DIR (bench/cluster.py).
 """
 
@@ -48,11 +50,20 @@ class Traffic:
         self.replays_differed = 0
         self.refund_keys: list[tuple[str, dict[str, Any], int, bytes]] = []
         self.created = 0
+        self.started = time.monotonic()
+        # A request that got no response (the connection failed under it): when, on which operation, and how.
+        self.transport_errors: list[dict[str, Any]] = []
 
-    async def call(self, op: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    async def call(self, op: str, method: str, path: str, **kwargs: Any) -> httpx.Response | None:
         client = random.choice(self.clients)
         started = time.perf_counter()
-        response = await client.request(method, path, headers={**self.headers, **kwargs.pop("headers", {})}, **kwargs)
+        try:
+            response = await client.request(method, path, headers={**self.headers, **kwargs.pop("headers", {})},
+                                             **kwargs)  # fmt: skip
+        except httpx.TransportError as error:
+            self.transport_errors.append({"operation": op, "at_s": round(time.monotonic() - self.started, 1),
+                                          "api": str(client.base_url), "error": repr(error)})  # fmt: skip
+            return None
         self.latency[op].append(time.perf_counter() - started)
         self.statuses[op][response.status_code] += 1
         return response
@@ -64,7 +75,7 @@ class Traffic:
         ]
         response = await self.call("push", "POST", "/api/inventory/price-quantity",
                                    json={"Items": items, "PropagateToListings": True})  # fmt: skip
-        if response.status_code == 200:
+        if response is not None and response.status_code == 200:
             self.job_ids.extend(response.json()["JobIds"])
 
     async def products(self) -> None:
@@ -82,14 +93,15 @@ class Traffic:
             key, body, status, content = random.choice(self.refund_keys)
             again = await self.call("refund replay", "POST", "/api/orders/Refund", json=body,
                                     headers={"Idempotency-Key": key})  # fmt: skip
-            if again.status_code != status or (status == 200 and again.content != content):
+            if again is not None and (again.status_code != status or (status == 200 and again.content != content)):
                 self.replays_differed += 1
             return
         item_id, currency = random.choice(self.seed["items"])
         body = {"Reason": "ItemDamaged", "Currency": currency, "OrderItems": [{"OrderItemId": item_id, "Amount": 0.01}]}
         key = str(uuid.uuid4())
         response = await self.call("refund", "POST", "/api/orders/Refund", json=body, headers={"Idempotency-Key": key})
-        self.refund_keys.append((key, body, response.status_code, response.content))
+        if response is not None:
+            self.refund_keys.append((key, body, response.status_code, response.content))
 
     async def create(self) -> None:
         self.created += 1
@@ -160,6 +172,7 @@ async def run(seconds: float, clients: int) -> dict[str, Any]:
         result["events_not_delivered"] = events - running.events_before - len(received)
         result["deliveries_received_twice"] = sum(1 for n in received.values() if n > 1)
         result["refund_replays_differed"] = traffic.replays_differed
+        result["transport_errors"] = traffic.transport_errors
         result["rss_mb_idle"] = [round(kb / 1024, 1) for kb in rss_idle]
         result["rss_mb_after_warm_up"] = [round(kb / 1024, 1) for kb in rss_warm]
         result["rss_mb_at_half_time"] = [round(kb / 1024, 1) for kb in rss_half]
@@ -174,6 +187,7 @@ async def run(seconds: float, clients: int) -> dict[str, Any]:
             and result["events_not_delivered"] == 0
             and result["deliveries_received_twice"] == 0
             and traffic.replays_differed == 0
+            and not traffic.transport_errors
         )
     return result
 

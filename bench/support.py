@@ -147,7 +147,7 @@ def stderr_sink(command: list[str]) -> Any:
     if not logs:
         return subprocess.DEVNULL
     os.makedirs(logs, exist_ok=True)
-    name = "-".join(Path(part).name for part in command[1:4])
+    name = "-".join(Path(part).name for part in command[1:5] if not part.startswith("-"))  # e.g. marketsync-serve
     return open(f"{logs}/{name}-{time.time_ns()}.log", "wb")
 
 

@@ -84,6 +84,9 @@ class Settings(BaseSettings):
     # Behind a TLS-terminating proxy: the proxy's addresses (comma-separated, or "*"), whose X-Forwarded-For and
     # X-Forwarded-Proto uvicorn then believes (the client's address for throttling). Empty: no header is believed.
     forwarded_allow_ips: str = ""
+    # How long `serve` keeps an idle HTTP/1.1 connection open. Longer than any client keeping connections to it (the
+    # proxy in front, httpx's 5 s pool): a request sent just as the server closes is lost (decision 0305).
+    http_keep_alive_s: int = Field(75, ge=1, le=3600)
 
     log_level: str = "INFO"
     # Off in a deploy that runs `marketsync db upgrade` as a step of its own: processes then refuse an old schema.

@@ -70,3 +70,41 @@ async def test_serve_runs_as_a_process_and_stops_on_sigterm(rt: Runtime, tmp_pat
         assert server.wait(timeout=30) in (0, -signal.SIGTERM)
     lines = [json.loads(line) for line in (tmp_path / "serve.log").read_text().splitlines() if line.startswith("{")]
     assert any(line.get("request_id") == "trace-me-12345" and line["event"] == "request" for line in lines)
+
+
+async def _get_healthz(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes:
+    """One GET /healthz on an open HTTP/1.1 connection: the status line, or b"" when the server had closed it."""
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    await writer.drain()
+    status = await reader.readline()
+    headers = (await reader.readuntil(b"\r\n\r\n")) if status else b""
+    length = int(next((h.split(b":")[1] for h in headers.split(b"\r\n") if h.lower().startswith(b"content-length")), 0))
+    await reader.readexactly(length)
+    return status.strip()
+
+
+async def test_serve_keeps_an_idle_connection_for_the_keep_alive_setting(rt: Runtime) -> None:
+    """MARKETSYNC_HTTP_KEEP_ALIVE_S reaches the server: an idle connection is served within it and closed by the
+    server after it (decision 0305: the default outlasts the clients in front, so the client side closes first)."""
+    port = free_port()
+    server = spawn(rt, "serve", "--port", str(port), "--no-workers", MARKETSYNC_HTTP_KEEP_ALIVE_S="2")
+    try:
+        for _ in range(600):
+            try:
+                kept, closed = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("server did not start")
+        assert await _get_healthz(*kept) == await _get_healthz(*closed) == b"HTTP/1.1 200 OK"
+        await asyncio.sleep(1)
+        assert await _get_healthz(*kept) == b"HTTP/1.1 200 OK"  # idle 1 s of 2: the same connection answers
+        await asyncio.sleep(2)
+        # Idle past 2 s (and short of uvicorn's own 5 s): the server has closed it.
+        assert await asyncio.wait_for(closed[0].read(), timeout=0.5) == b""
+        for _, writer in (kept, closed):
+            writer.close()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=30) in (0, -signal.SIGTERM)

@@ -97,6 +97,7 @@ def serve_http(
             config = uvicorn.Config(
                 build_app(rt), host=host, port=port, log_config=None, access_log=False, lifespan=lifespan,
                 proxy_headers=bool(trusted), forwarded_allow_ips=trusted or None,
+                timeout_keep_alive=settings.http_keep_alive_s,
             )  # fmt: skip
             # What startup built (the app, its routes and models, the runtime: ~165,000 objects) lives as long as the
             # process: kept out of the collector, a full collection no longer walks it (~10% of a request's CPU).

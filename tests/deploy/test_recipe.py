@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import yaml
 from prometheus_client import REGISTRY
 
@@ -52,6 +53,19 @@ def test_the_compose_file_runs_the_services_commands_and_settings() -> None:
     assert services["api"]["environment"]["MARKETSYNC_MIGRATE_ON_START"] == "false"
     example = (DEPLOY / "secrets.env.example").read_text()
     assert "MARKETSYNC_ENCRYPTION_KEYS=" in example and "MARKETSYNC_SECRET_HASH_KEY=" in example
+
+
+def test_the_proxy_lets_an_idle_connection_go_before_serve_does() -> None:
+    """Of two ends keeping a connection, the one that sends must close first: a request sent just as `serve` closes
+    an idle connection is lost (docs/decisions/0305). So `serve` outlasts Caddy's upstream keep-alive, and httpx's
+    pool (the SDK's and most Python integrators' client)."""
+    keep_alive_s = Settings.model_fields["http_keep_alive_s"].default
+    caddy = re.search(
+        r"reverse_proxy api:8000 \{.*?transport http \{.*?keepalive (\d+)s", (DEPLOY / "Caddyfile").read_text(), re.S
+    )
+    assert caddy is not None, "the Caddyfile names its upstream keep-alive"
+    assert int(caddy[1]) < keep_alive_s
+    assert httpx.Limits().keepalive_expiry is not None and httpx.Limits().keepalive_expiry < keep_alive_s
 
 
 def _served_metric_names() -> set[str]:

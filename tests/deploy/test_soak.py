@@ -37,6 +37,7 @@ def test_sixty_seconds_of_mixed_traffic_lose_and_duplicate_nothing() -> None:
     assert result["events_recorded"] > 100 and result["events_not_delivered"] == 0, result
     assert result["deliveries_received_twice"] == 0 and result["refund_replays_differed"] == 0, result
     assert all(operation["5xx"] == 0 for operation in result["operations"].values()), result["operations"]
+    assert result["transport_errors"] == [], result["transport_errors"]  # every request got a response
     assert {"push", "products List", "orders List", "refund", "create"} <= set(result["operations"])
     # Memory sampled throughout the load (every 5 s of the 60), so the second half's trend is a fit, not two readings.
     assert len(result["rss_mb_samples"]) >= 10 and len(result["rss_mb_per_hour_second_half"]) == 4, result
