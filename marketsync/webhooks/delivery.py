@@ -72,20 +72,38 @@ class DeliveryHttp:
         )
 
     @asynccontextmanager
-    async def client(self, host: str) -> AsyncIterator[httpx.AsyncClient]:
-        """A client for one attempt to `host`: an idle one (its connection kept alive) or a new one."""
+    async def client(self, host: str, *, fresh: bool = False) -> AsyncIterator[tuple[httpx.AsyncClient, bool]]:
+        """A client for one exchange with `host`, and whether it holds a kept-alive connection: an idle one (its last
+        exchange was answered), or a new one (always when `fresh`). A client whose exchange failed is closed."""
         key = host.lower()
         idle = self._idle.get(key)
         if idle is None and len(self._idle) < MAX_POOLED_HOSTS and not self._closed:
             idle = self._idle[key] = []
-        client = idle.pop() if idle else self._new_client()
+        kept = bool(idle) and not fresh
+        client = idle.pop() if idle and kept else self._new_client()
         try:
-            yield client
-        finally:
-            if idle is not None and len(idle) < CONNECTIONS_PER_HOST and not self._closed:
-                idle.append(client)
-            else:  # beyond the hosts or connections kept: used once
-                await client.aclose()
+            yield client, kept
+        except BaseException:
+            await client.aclose()
+            raise
+        if idle is not None and len(idle) < CONNECTIONS_PER_HOST and not self._closed:
+            idle.append(client)
+        else:  # beyond the hosts or connections kept: used once
+            await client.aclose()
+
+    async def post(self, target: ssrf.Target, headers: dict[str, str], body: bytes) -> tuple[int, str]:
+        """POST to the checked address: the status and the start of the answer (SNIPPET_BYTES at most).
+
+        A receiver closes an idle connection when its own keep-alive timeout runs out, and a request sent on it in
+        that moment gets no answer, not a byte (decision 0305). Only then, and only on a kept-alive connection, the
+        request goes once more, at once, on a new connection: the same attempt, not a failed one."""
+        try:
+            async with self.client(target.host) as (client, kept):
+                return await _exchange(client, target, headers, body, kept=kept)
+        except _ClosedWhileIdle:
+            pass
+        async with self.client(target.host, fresh=True) as (client, _):
+            return await _exchange(client, target, headers, body, kept=False)
 
     async def aclose(self) -> None:
         self._closed = True
@@ -102,6 +120,34 @@ def http_of(rt: Runtime) -> DeliveryHttp:
     created = DeliveryHttp(rt.settings)
     rt.extras[HTTP_KEY] = created
     return created
+
+
+# How a connection the receiver closed under the request fails before any byte of an answer.
+_CLOSED_BEFORE_ANSWER = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+
+class _ClosedWhileIdle(Exception):
+    """A kept-alive connection closed as the request went out: no answer came (DeliveryHttp.post)."""
+
+
+async def _exchange(
+    client: httpx.AsyncClient, target: ssrf.Target, headers: dict[str, str], body: bytes, *, kept: bool
+) -> tuple[int, str]:
+    try:
+        response = await client.send(_pinned_request(client, target, headers, body), stream=True)
+    except _CLOSED_BEFORE_ANSWER as exc:
+        if kept:
+            raise _ClosedWhileIdle from exc
+        raise
+    try:
+        snippet = bytearray()
+        async for chunk in response.aiter_raw():
+            snippet.extend(chunk)
+            if len(snippet) >= rules.SNIPPET_BYTES:
+                break
+    finally:
+        await response.aclose()
+    return response.status_code, bytes(snippet[: rules.SNIPPET_BYTES]).decode("utf-8", errors="replace")
 
 
 def _pinned_request(
@@ -155,19 +201,8 @@ async def attempt(rt: Runtime, url: str, headers: dict[str, str], body: bytes) -
         return result(None, "Timeout", "the host name did not resolve within the deadline")
 
     try:
-        async with http_of(rt).client(target.host) as client, asyncio.timeout_at(deadline):
-            request = _pinned_request(client, target, headers, body)
-            response = await client.send(request, stream=True)
-            try:
-                snippet = bytearray()
-                async for chunk in response.aiter_raw():
-                    snippet.extend(chunk)
-                    if len(snippet) >= rules.SNIPPET_BYTES:
-                        break
-            finally:
-                await response.aclose()
-        text = bytes(snippet[: rules.SNIPPET_BYTES]).decode("utf-8", errors="replace")
-        status = response.status_code
+        async with asyncio.timeout_at(deadline):
+            status, text = await http_of(rt).post(target, headers, body)
         if 200 <= status < 300:
             return result(status, None, None, text)
         error_class = "Redirect" if 300 <= status < 400 else "HttpStatus"

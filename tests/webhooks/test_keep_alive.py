@@ -1,0 +1,102 @@
+"""A receiver that closes a kept-alive connection as a delivery goes out (its keep-alive timeout ran out that moment:
+decision 0305). The delivery goes once more on a new connection in the same attempt, never on a new connection."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import httpx
+
+from marketsync.runtime import Runtime
+from tests.support.factories import make_tenant
+from tests.webhooks.conftest import Tls
+from tests.webhooks.receiver import HOSTNAME
+from tests.webhooks.support import attempts, fire, pump, subscribe, subscription_row
+
+
+@dataclass
+class ClosingReceiver:
+    """HTTPS on loopback, by hand: it answers `answered_per_connection` requests on a connection, then reads the
+    next one and closes the connection without a byte of an answer."""
+
+    answered_per_connection: int
+    port: int = 0
+    connections: int = 0
+    # (connection number, X-SVC-Delivery-Id, X-SVC-Attempt) of every request read, answered or not.
+    requests: list[tuple[int, str, str]] = field(default_factory=list)
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        connection = self.connections
+        try:
+            for answered in range(self.answered_per_connection + 1):
+                head = await reader.readuntil(b"\r\n\r\n")
+                headers = dict(
+                    line.decode().lower().split(": ", 1) for line in head.split(b"\r\n")[1:] if b": " in line
+                )
+                await reader.readexactly(int(headers["content-length"]))
+                self.requests.append((connection, headers["x-svc-delivery-id"], headers["x-svc-attempt"]))
+                if answered == self.answered_per_connection:
+                    break
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError, ssl.SSLError):
+                await writer.wait_closed()
+
+
+@contextlib.asynccontextmanager
+async def serving(receiver: ClosingReceiver, tls: Tls) -> AsyncIterator[ClosingReceiver]:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(tls.cert_file)
+    server = await asyncio.start_server(receiver.handle, "127.0.0.1", 0, ssl=context)
+    receiver.port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield receiver
+
+
+async def test_a_kept_connection_closed_under_a_delivery_is_replaced_within_the_attempt(
+    rt: Runtime, api: httpx.AsyncClient, tls: Tls
+) -> None:
+    async with serving(ClosingReceiver(answered_per_connection=1), tls) as receiver:
+        tenant = await make_tenant(rt, api)
+        subscription = await subscribe(api, tenant, f"https://{HOSTNAME}:{receiver.port}/hook")
+        for delivered in (1, 2):  # one after the other: the second finds the first's connection kept alive
+            await fire(rt, tenant.account_id)
+            await pump(rt, lambda n=delivered: len({d for _, d, _ in receiver.requests}) >= n)
+        await pump(rt, lambda: True)
+        logged = await attempts(rt, subscription["SubscriptionId"])
+        row = await subscription_row(rt, subscription["SubscriptionId"])
+
+    # The second delivery reached the receiver twice: on the kept connection (read, then closed unanswered), then
+    # on a new one, answered. Both sends are attempt 1, with one delivery id: the receiver's de-duplication key.
+    [(_, first, _), (_, second, _), _] = receiver.requests
+    assert first != second
+    assert receiver.requests == [(1, first, "1"), (1, second, "1"), (2, second, "1")]
+    assert [(a.attempt, a.outcome, a.status_code) for a in logged] == [(1, "Succeeded", 200), (1, "Succeeded", 200)]
+    assert row is not None and row.consecutive_failures == 0
+
+
+async def test_a_new_connection_closed_under_a_delivery_is_a_failed_attempt_sent_once(
+    rt: Runtime, api: httpx.AsyncClient, tls: Tls
+) -> None:
+    async with serving(ClosingReceiver(answered_per_connection=0), tls) as receiver:
+        tenant = await make_tenant(rt, api)
+        subscription = await subscribe(api, tenant, f"https://{HOSTNAME}:{receiver.port}/hook")
+        await fire(rt, tenant.account_id)
+        await pump(rt, lambda: len(receiver.requests) >= 1)
+        await pump(rt, lambda: True)
+        logged = await attempts(rt, subscription["SubscriptionId"])
+
+    # One send per attempt (the spec's retries may have come by now): nothing says a new connection's request was
+    # not read, so it is not sent again at once.
+    assert len(receiver.requests) == receiver.connections == len(logged) >= 1
+    assert [a.attempt for a in logged] == list(range(1, len(logged) + 1))
+    assert {(a.outcome, a.status_code, a.error_class) for a in logged} == {("Retrying", None, "ProtocolError")}
