@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from marketsync.runtime import Runtime
-from tests.support.factories import make_tenant
+from tests.support.factories import Tenant, make_tenant
 from tests.webhooks.conftest import Tls
 from tests.webhooks.receiver import HOSTNAME
 from tests.webhooks.support import attempts, fire, pump, subscribe, subscription_row
@@ -53,27 +53,31 @@ class ClosingReceiver:
 
 
 @contextlib.asynccontextmanager
-async def serving(receiver: ClosingReceiver, tls: Tls) -> AsyncIterator[ClosingReceiver]:
+async def subscribed(
+    rt: Runtime, api: httpx.AsyncClient, tls: Tls, answered_per_connection: int
+) -> AsyncIterator[tuple[ClosingReceiver, Tenant, str]]:
+    """A ClosingReceiver serving, and a new tenant's subscription to it: (receiver, tenant, subscription id)."""
+    receiver = ClosingReceiver(answered_per_connection)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(tls.cert_file)
     server = await asyncio.start_server(receiver.handle, "127.0.0.1", 0, ssl=context)
     receiver.port = server.sockets[0].getsockname()[1]
     async with server:
-        yield receiver
+        tenant = await make_tenant(rt, api)
+        subscription = await subscribe(api, tenant, f"https://{HOSTNAME}:{receiver.port}/hook")
+        yield receiver, tenant, subscription["SubscriptionId"]
 
 
 async def test_a_kept_connection_closed_under_a_delivery_is_replaced_within_the_attempt(
     rt: Runtime, api: httpx.AsyncClient, tls: Tls
 ) -> None:
-    async with serving(ClosingReceiver(answered_per_connection=1), tls) as receiver:
-        tenant = await make_tenant(rt, api)
-        subscription = await subscribe(api, tenant, f"https://{HOSTNAME}:{receiver.port}/hook")
+    async with subscribed(rt, api, tls, answered_per_connection=1) as (receiver, tenant, subscription_id):
         for delivered in (1, 2):  # one after the other: the second finds the first's connection kept alive
             await fire(rt, tenant.account_id)
             await pump(rt, lambda n=delivered: len({d for _, d, _ in receiver.requests}) >= n)
         await pump(rt, lambda: True)
-        logged = await attempts(rt, subscription["SubscriptionId"])
-        row = await subscription_row(rt, subscription["SubscriptionId"])
+        logged = await attempts(rt, subscription_id)
+        row = await subscription_row(rt, subscription_id)
 
     # The second delivery reached the receiver twice: on the kept connection (read, then closed unanswered), then
     # on a new one, answered. Both sends are attempt 1, with one delivery id: the receiver's de-duplication key.
@@ -87,13 +91,11 @@ async def test_a_kept_connection_closed_under_a_delivery_is_replaced_within_the_
 async def test_a_new_connection_closed_under_a_delivery_is_a_failed_attempt_sent_once(
     rt: Runtime, api: httpx.AsyncClient, tls: Tls
 ) -> None:
-    async with serving(ClosingReceiver(answered_per_connection=0), tls) as receiver:
-        tenant = await make_tenant(rt, api)
-        subscription = await subscribe(api, tenant, f"https://{HOSTNAME}:{receiver.port}/hook")
+    async with subscribed(rt, api, tls, answered_per_connection=0) as (receiver, tenant, subscription_id):
         await fire(rt, tenant.account_id)
         await pump(rt, lambda: len(receiver.requests) >= 1)
         await pump(rt, lambda: True)
-        logged = await attempts(rt, subscription["SubscriptionId"])
+        logged = await attempts(rt, subscription_id)
 
     # One send per attempt (the spec's retries may have come by now): nothing says a new connection's request was
     # not read, so it is not sent again at once.
