@@ -1,5 +1,6 @@
 """A receiver that closes a kept-alive connection as a delivery goes out (its keep-alive timeout ran out that moment:
-decision 0305). The delivery goes once more on a new connection in the same attempt, never on a new connection."""
+decision 0305). The delivery goes once more on a new connection in the same attempt; a request that fails on a new
+connection is not sent again at once."""
 
 from __future__ import annotations
 
