@@ -93,7 +93,7 @@ async def serve_worker_endpoints(rt: Runtime, health: Callable[[], dict[str, obj
 
     config = uvicorn.Config(
         observability.worker_endpoints(rt, health), host=rt.settings.worker_metrics_host, port=port,
-        log_config=None, access_log=False, lifespan="off",
+        log_config=None, access_log=False, lifespan="off", timeout_keep_alive=rt.settings.http_keep_alive_s,
     )  # fmt: skip
 
     class EndpointServer(uvicorn.Server):
