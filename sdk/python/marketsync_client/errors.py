@@ -69,7 +69,7 @@ class BadRequest(ApiError):
 
 
 class Unauthorized(ApiError):
-    """401: the token was refused even after one renewal (e.g. the credential was deleted)."""
+    """401: the token was refused even after one renewal (a credential deleted meanwhile is a ``TokenError``)."""
 
 
 class Forbidden(ApiError):
