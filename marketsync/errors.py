@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -10,6 +10,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import BaseRoute, Match, Mount, Route
+from starlette.types import Scope
 
 from marketsync.kit import jsonio
 from marketsync.kit.requestid import current_request_id
@@ -165,6 +167,23 @@ def validation_errors(errors: Sequence[Mapping[str, Any]]) -> dict[str, list[str
     return grouped
 
 
+def allowed_methods(routes: Iterable[BaseRoute], scope: Scope) -> list[str]:
+    """The methods of every route whose path matches the request's, sorted: a 405's `Allow` (RFC 9110 section
+    15.5.6). The router raises 405 from the first route that matched the path only, which lists that route's
+    methods alone when a path is served by several routes (a GET and a POST defined apart, a literal segment that
+    a parameter route also matches)."""
+    methods: set[str] = set()
+    for route in routes:
+        match, child_scope = route.matches(scope)
+        if match == Match.NONE:
+            continue
+        if isinstance(route, Route):
+            methods.update(route.methods or ())
+        elif isinstance(route, Mount) and route.routes:
+            methods.update(allowed_methods(route.routes, {**scope, **child_scope}))
+    return sorted(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> Response:
@@ -175,14 +194,19 @@ def install_error_handlers(app: FastAPI) -> None:
         return problem_response(400, "validation-failed", ValidationFailed.title, validation_errors(exc.errors()))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException) -> Response:
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         if isinstance(exc, BodyRefused):
             return exc.response()
         code, title = _STATUS_CODES.get(exc.status_code, ("error", "The request failed."))
+        headers = exc.headers
+        if exc.status_code == 405:
+            # A mounted app (the docs' static files) is no route of ours: its own Allow stands.
+            union = allowed_methods(request.app.router.routes, request.scope)
+            headers = {**(headers or {}), "Allow": ", ".join(union)} if union else headers
         errors = None
         if exc.status_code == 400:  # the framework could not read the body (bad encoding, nesting...)
             errors = {"body": ["The body is not valid JSON."]}
-        return problem_response(exc.status_code, code, title, errors, exc.headers)
+        return problem_response(exc.status_code, code, title, errors, headers)
 
 
 def internal_error_response() -> Response:
