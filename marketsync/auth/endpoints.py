@@ -14,12 +14,11 @@ from pydantic import BaseModel
 from marketsync.auth import service
 from marketsync.auth.dependencies import runtime_of
 from marketsync.auth.service import TokenError
-from marketsync.kit import jsonio
+from marketsync.errors import TOKEN_NO_STORE, token_error_response
 from marketsync.kit.ratelimit import RateDecision
 
 router = APIRouter(tags=["Token"])
 
-NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 BASIC_CHALLENGE = 'Basic realm="marketsync", charset="UTF-8"'
 # Issued client_ids are 24 characters; anything much longer cannot match and is refused before any lookup.
 MAX_CLIENT_ID_CHARS = 128
@@ -38,13 +37,12 @@ class TokenErrorResponse(BaseModel):
 
 
 def _error(exc: TokenError, *, basic: bool, retry_after: int | None = None) -> Response:
-    headers = dict(NO_STORE)
+    headers = {}
     if exc.status == 401:
         headers["WWW-Authenticate"] = BASIC_CHALLENGE
     if retry_after is not None:
         headers["Retry-After"] = str(retry_after)
-    body = {"error": exc.error, "error_description": exc.description}
-    return Response(jsonio.dumps(body), status_code=exc.status, media_type="application/json", headers=headers)
+    return token_error_response(exc.status, exc.error, exc.description, headers)
 
 
 class _OverBudget(Exception):
@@ -174,4 +172,4 @@ async def token(request: Request) -> Response:
     except TokenError as exc:
         return _error(exc, basic=basic)
     body = TokenResponse(access_token=issued.access_token, expires_in=issued.expires_in, scope=" ".join(issued.scopes))
-    return Response(body.model_dump_json().encode(), media_type="application/json", headers=NO_STORE)
+    return Response(body.model_dump_json().encode(), media_type="application/json", headers=TOKEN_NO_STORE)

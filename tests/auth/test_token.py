@@ -9,7 +9,9 @@ from urllib.parse import quote_plus
 
 import httpx
 import pytest
+from sqlalchemy import exc as sa_exc
 
+from marketsync.auth import repository, service
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.kit.clock import FrozenClock
 from marketsync.runtime import Runtime
@@ -28,12 +30,17 @@ async def credential(rt: Runtime, scopes: tuple[str, ...] = ("OrdersRead", "Inve
 
 
 def assert_oauth_error(response: httpx.Response, status: int, error: str) -> None:
+    """RFC 6749 section 5.2: a JSON object of error and error_description (never problem details), not cached."""
     assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
+    assert response.headers["content-type"] == "application/json"
     assert response.headers["cache-control"] == "no-store"
+    assert response.headers["pragma"] == "no-cache"
     body = response.json()
+    assert set(body) == {"error", "error_description"}, body
     assert body["error"] == error
-    assert isinstance(body["error_description"], str) and body["error_description"]
+    description = body["error_description"]
+    assert isinstance(description, str) and description
+    assert all(c in " !" or "#" <= c <= "[" or "]" <= c <= "~" for c in description), description
 
 
 async def test_client_secret_post_issues_bearer_token(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -211,3 +218,65 @@ async def test_tokens_expire_after_ttl_never_before_their_expires_in(
     expired = await api.get("/api/jobs/01ABCDEFGHJKMNPQRSTVWXYZ00", headers=headers)
     assert expired.status_code == 401
     assert 'error="invalid_token"' in expired.headers["www-authenticate"]
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH"])
+async def test_wrong_method_is_an_oauth_405(rt: Runtime, api: httpx.AsyncClient, method: str) -> None:
+    response = await api.request(method, "/connect/token")
+    assert_oauth_error(response, 405, "invalid_request")
+    assert response.headers["allow"] == "POST"
+
+
+@pytest.mark.parametrize("settings_overrides", [{"max_body_bytes": 1024}])
+async def test_oversized_body_is_an_oauth_413(rt: Runtime, api: httpx.AsyncClient) -> None:
+    cred = await credential(rt)
+    padded = {**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret, "padding": "x" * 2048}
+    assert_oauth_error(await api.post("/connect/token", data=padded), 413, "invalid_request")
+
+    async def chunks():  # no Content-Length: refused while the endpoint reads the body
+        for _ in range(4):
+            yield b"x" * 512
+
+    streamed = await api.post(
+        "/connect/token", headers={"Content-Type": "application/x-www-form-urlencoded"}, content=chunks()
+    )
+    assert_oauth_error(streamed, 413, "invalid_request")
+
+
+async def test_nul_in_the_query_string_is_an_oauth_400(rt: Runtime, api: httpx.AsyncClient) -> None:
+    cred = await credential(rt)
+    form = {**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    assert_oauth_error(await api.post("/connect/token?x=%00", data=form), 400, "invalid_request")
+
+
+async def test_an_internal_failure_is_server_error(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cred = await credential(rt)
+
+    async def broken(*_args: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(service, "issue_token", broken)
+    response = await api.post(
+        "/connect/token", data={**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    )
+    assert_oauth_error(response, 500, "server_error")
+    assert "a bug" not in response.text
+
+
+async def test_database_unavailable_is_temporarily_unavailable(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cred = await credential(rt)
+
+    async def unreachable(*_args: object) -> None:
+        # What the driver's read raises while the server restarts (db.database_unavailable).
+        raise sa_exc.OperationalError("SELECT", {}, ConnectionRefusedError("connection refused"))
+
+    monkeypatch.setattr(repository, "find_credential_for_token", unreachable)
+    response = await api.post(
+        "/connect/token", data={**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    )
+    assert_oauth_error(response, 503, "temporarily_unavailable")
+    assert response.headers["retry-after"] == "1"
