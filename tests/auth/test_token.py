@@ -95,14 +95,85 @@ async def test_grant_type_errors(rt: Runtime, api: httpx.AsyncClient, form: dict
     assert_oauth_error(response, 400, error)
 
 
-async def test_repeated_parameter_is_invalid_request(rt: Runtime, api: httpx.AsyncClient) -> None:
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+@pytest.mark.parametrize("repeated", ["grant_type", "client_id", "client_secret", "scope"])
+async def test_repeated_parameter_is_invalid_request(rt: Runtime, api: httpx.AsyncClient, repeated: str) -> None:
     cred = await credential(rt)
-    grant = "grant_type=client_credentials"
-    body = f"{grant}&{grant}&client_id={cred.client_id}&client_secret={cred.client_secret}"
-    response = await api.post(
-        "/connect/token", content=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
-    )
+    form = {**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret, "scope": "OrdersRead"}
+    body = "&".join(f"{name}={quote_plus(value)}" for name, value in form.items())
+    response = await api.post("/connect/token", content=f"{body}&{repeated}={quote_plus(form[repeated])}", headers=FORM)
     assert_oauth_error(response, 400, "invalid_request")
+    assert repeated in response.json()["error_description"]
+    assert cred.client_secret not in response.text
+
+
+async def test_parameters_sent_without_a_value_are_omitted(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """RFC 6749 section 3.1: `scope=` is no scope (every granted one), `client_id=` beside Basic is no second
+    method, and an empty value does not make a repeat."""
+    cred = await credential(rt)
+    secret_post = f"client_id={cred.client_id}&client_secret={quote_plus(cred.client_secret)}"
+    grant = "grant_type=client_credentials"
+    for body, headers in (
+        (f"{grant}&scope=&{secret_post}", FORM),
+        (f"{grant}&scope&{secret_post}", FORM),
+        (f"{grant}&client_id=&client_secret=&scope=", {**FORM, **basic(cred.client_id, cred.client_secret)}),
+    ):
+        response = await api.post("/connect/token", content=body, headers=headers)
+        assert response.status_code == 200, (body, response.text)
+        assert response.json()["scope"] == "OrdersRead InventoryRead"
+    narrowed = await api.post(
+        "/connect/token", content=f"{grant}&scope=&scope=InventoryRead&{secret_post}", headers=FORM
+    )
+    assert narrowed.status_code == 200 and narrowed.json()["scope"] == "InventoryRead"
+    no_grant = await api.post("/connect/token", content=f"grant_type=&{secret_post}", headers=FORM)
+    assert_oauth_error(no_grant, 400, "invalid_request")
+    no_secret = await api.post(
+        "/connect/token", content=f"{grant}&client_id={cred.client_id}&client_secret=", headers=FORM
+    )
+    assert_oauth_error(no_secret, 401, "invalid_client")
+
+
+async def test_unknown_parameters_are_ignored(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """RFC 6749 section 3.1: whatever else is sent, however often, with whatever characters, changes nothing."""
+    cred = await credential(rt)
+    extras = "audience=x&audience=y&resource=https%3A%2F%2Fa.example&%22odd%5C=%C3%9C&nul=%00&Scope=Bogus&flag"
+    body = f"grant_type=client_credentials&client_id={cred.client_id}&client_secret={cred.client_secret}&{extras}"
+    response = await api.post("/connect/token", content=body, headers=FORM)
+    assert response.status_code == 200, response.text
+    assert response.json()["scope"] == "OrdersRead InventoryRead"
+
+
+async def test_basic_with_the_same_client_id_in_the_body_is_accepted(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """RFC 6749 section 3.2.1: a client may name itself with client_id beside its Basic credentials."""
+    cred = await credential(rt)
+    headers = basic(cred.client_id, cred.client_secret)
+    same = await api.post("/connect/token", data={**GRANT, "client_id": cred.client_id}, headers=headers)
+    assert same.status_code == 200, same.text
+    other = await api.post("/connect/token", data={**GRANT, "client_id": "msc_someone_else"}, headers=headers)
+    assert_oauth_error(other, 400, "invalid_request")
+    # Basic and a body secret are two authentication methods (RFC 6749 section 2.3), right secret or not.
+    for form in ({"client_secret": cred.client_secret}, {"client_id": cred.client_id, "client_secret": "x"}):
+        both = await api.post("/connect/token", data={**GRANT, **form}, headers=headers)
+        assert_oauth_error(both, 400, "invalid_request")
+        assert cred.client_secret not in both.text
+
+
+async def test_error_descriptions_carry_no_secret_and_no_unsafe_character(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """RFC 6749 section 5.2's characters only (assert_oauth_error), and never the secret, even pasted as a scope."""
+    cred = await credential(rt)
+    right = {**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    for form, status, error in (
+        ({**right, "scope": cred.client_secret}, 400, "invalid_scope"),
+        ({**right, "scope": f'OrdersRead {cred.client_secret} "x\\y" Ü'}, 400, "invalid_scope"),
+        ({**right, "client_secret": cred.client_secret + "x"}, 401, "invalid_client"),
+        ({**right, "client_id": 'msc_"\\Ü'}, 401, "invalid_client"),
+        ({**right, "grant_type": 'password"\\Ü'}, 400, "unsupported_grant_type"),
+    ):
+        response = await api.post("/connect/token", data=form)
+        assert_oauth_error(response, status, error)
+        assert cred.client_secret not in response.text
 
 
 async def test_json_body_is_invalid_request(rt: Runtime, api: httpx.AsyncClient) -> None:
