@@ -259,8 +259,8 @@ HEADERS: Schema = {
         "schema": {"type": "string", "enum": ["no-store"]},
     },
     "WWW-Authenticate": {
-        "description": 'The challenge: `Bearer realm="marketsync"` with `error` and, on a 403, the `scope` needed; '
-        "at the token endpoint a `Basic` challenge.",
+        "description": 'The challenge: `Bearer realm="marketsync"`, with `error` when a bearer token was sent '
+        "(RFC 6750 section 3.1) and, on a 403, the `scope` needed; at the token endpoint a `Basic` challenge.",
         "schema": {"type": "string"},
     },
     "Idempotent-Replayed": {

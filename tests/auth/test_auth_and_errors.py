@@ -26,10 +26,12 @@ async def test_every_api_route_requires_its_scope(rt: Runtime, api: httpx.AsyncC
 @pytest.mark.parametrize(
     ("authorization", "error"),
     [
-        (None, None),
+        (None, None),  # RFC 6750 section 3.1: no credentials, no error code
+        ("Basic bXNjX3g6c2VjcmV0", None),  # another scheme is no bearer credentials either
+        ("Digest username=x", None),
         ("Bearer", "invalid_request"),
-        ("Basic abc", "invalid_request"),
         ("Bearer mst_nope", "invalid_token"),
+        ("bearer mst_a.b.c", "invalid_token"),
     ],
 )
 async def test_missing_or_bad_token_is_401(
@@ -41,11 +43,11 @@ async def test_missing_or_bad_token_is_401(
     body = problem(response)
     assert body["code"] == "unauthorized"
     challenge = response.headers["www-authenticate"]
-    assert challenge.startswith("Bearer")
+    assert challenge.startswith('Bearer realm="marketsync"')
     if error:
         assert f'error="{error}"' in challenge
     else:
-        assert "error=" not in challenge
+        assert challenge == 'Bearer realm="marketsync"'
 
 
 async def test_deleted_credential_tokens_fail_at_once(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -59,6 +61,7 @@ async def test_deleted_credential_tokens_fail_at_once(rt: Runtime, api: httpx.As
         await repository.delete_credential(session, credential)
     response = await api.get("/api/marketplaces", headers=tenant.headers)
     assert response.status_code == 401
+    assert 'error="invalid_token"' in response.headers["www-authenticate"]
     denied = await api.post(
         "/connect/token",
         data={
