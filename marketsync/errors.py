@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -10,11 +11,20 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import BaseRoute, Match, Mount, Route
+from starlette.types import Scope
 
 from marketsync.kit import jsonio
 from marketsync.kit.requestid import current_request_id
 
 PROBLEM_JSON = "application/problem+json"
+TOKEN_PATH = "/connect/token"
+# RFC 6749 section 5.1: no cache may keep a token endpoint's answer, errors included.
+TOKEN_NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+# The RFC 6749 error code of a status the token endpoint meets outside its own checks (docs/decisions/0318).
+_TOKEN_ERROR_CODES = {500: "server_error", 503: "temporarily_unavailable"}
+# RFC 6749 section 5.2: error_description carries only %x20-21 / %x23-5B / %x5D-7E.
+_NOT_IN_DESCRIPTION = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
 log = structlog.get_logger("marketsync.errors")
 
 _STATUS_CODES = {
@@ -93,8 +103,8 @@ class BodyRefused(StarletteHTTPException):
         self.code, self.title = code, title
         self.errors = {k: list(v) for k, v in (errors or {}).items()}
 
-    def response(self) -> Response:
-        return problem_response(self.status_code, self.code, self.title, self.errors or None)
+    def response(self, scope: Scope) -> Response:
+        return error_response(scope, self.status_code, self.code, self.title, self.errors or None)
 
 
 def payload_too_large(limit: int) -> BodyRefused:
@@ -121,6 +131,43 @@ def problem_response(
         "errors": dict(errors or {}),
     }
     return Response(jsonio.dumps(body), status_code=status, media_type=PROBLEM_JSON, headers=dict(headers or {}))
+
+
+def token_error_response(
+    status: int, error: str, description: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    """An RFC 6749 section 5.2 error: the only error shape an OAuth client reads from the token endpoint."""
+    body = {"error": error, "error_description": token_error_description(description)}
+    headers = {**TOKEN_NO_STORE, **(headers or {})}
+    return Response(jsonio.dumps(body), status_code=status, media_type="application/json", headers=headers)
+
+
+def token_error_description(text: str) -> str:
+    """The text with every character RFC 6749 section 5.2 does not allow in an error_description replaced."""
+    return _NOT_IN_DESCRIPTION.sub("?", text)
+
+
+def error_response(
+    scope: Scope,
+    status: int,
+    code: str,
+    title: str,
+    errors: Mapping[str, list[str]] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """Problem details (spec section 7); at the token endpoint, whatever refused the request (the body's size, the
+    method, a failure), an RFC 6749 section 5.2 error instead."""
+    if _route_path(scope) != TOKEN_PATH:
+        return problem_response(status, code, title, errors, headers)
+    messages = [message for listed in (errors or {}).values() for message in listed]
+    description = " ".join([title, *messages]) if messages else title
+    return token_error_response(status, _TOKEN_ERROR_CODES.get(status, "invalid_request"), description, headers)
+
+
+def _route_path(scope: Scope) -> str:
+    path: str = scope.get("path", "")
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 def field_key(loc: Sequence[Any]) -> str:
@@ -165,33 +212,56 @@ def validation_errors(errors: Sequence[Mapping[str, Any]]) -> dict[str, list[str
     return grouped
 
 
+def allowed_methods(routes: Iterable[BaseRoute], scope: Scope) -> list[str]:
+    """The methods of every route whose path matches the request's, sorted: a 405's `Allow` (RFC 9110 section
+    15.5.6). The router raises 405 from the first route that matched the path only, which lists that route's
+    methods alone when a path is served by several routes (a GET and a POST defined apart, a literal segment that
+    a parameter route also matches)."""
+    methods: set[str] = set()
+    for route in routes:
+        match, child_scope = route.matches(scope)
+        if match == Match.NONE:
+            continue
+        if isinstance(route, Route):
+            methods.update(route.methods or ())
+        elif isinstance(route, Mount) and route.routes:
+            methods.update(allowed_methods(route.routes, {**scope, **child_scope}))
+    return sorted(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
-    async def _api_error(_request: Request, exc: ApiError) -> Response:
-        return problem_response(exc.status, exc.code, exc.title, exc.errors, exc.headers)
+    async def _api_error(request: Request, exc: ApiError) -> Response:
+        return error_response(request.scope, exc.status, exc.code, exc.title, exc.errors, exc.headers)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_request: Request, exc: RequestValidationError) -> Response:
-        return problem_response(400, "validation-failed", ValidationFailed.title, validation_errors(exc.errors()))
+    async def _validation(request: Request, exc: RequestValidationError) -> Response:
+        errors = validation_errors(exc.errors())
+        return error_response(request.scope, 400, "validation-failed", ValidationFailed.title, errors)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException) -> Response:
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         if isinstance(exc, BodyRefused):
-            return exc.response()
+            return exc.response(request.scope)
         code, title = _STATUS_CODES.get(exc.status_code, ("error", "The request failed."))
+        headers = exc.headers
+        if exc.status_code == 405:
+            # A mounted app (the docs' static files) is no route of ours: its own Allow stands.
+            union = allowed_methods(request.app.router.routes, request.scope)
+            headers = {**(headers or {}), "Allow": ", ".join(union)} if union else headers
         errors = None
         if exc.status_code == 400:  # the framework could not read the body (bad encoding, nesting...)
             errors = {"body": ["The body is not valid JSON."]}
-        return problem_response(exc.status_code, code, title, errors, exc.headers)
+        return error_response(request.scope, exc.status_code, code, title, errors, headers)
 
 
-def internal_error_response() -> Response:
+def internal_error_response(scope: Scope) -> Response:
     """The answer to an unexpected exception: a bare 500 problem, never a stack trace."""
     code, title = _STATUS_CODES[500]
-    return problem_response(500, code, title)
+    return error_response(scope, 500, code, title)
 
 
-def unavailable_response() -> Response:
+def unavailable_response(scope: Scope) -> Response:
     """The database cannot be reached for a moment: 503 with Retry-After, nothing written."""
     code, title = _STATUS_CODES[503]
-    return problem_response(503, code, title, None, {"Retry-After": "1"})
+    return error_response(scope, 503, code, title, None, {"Retry-After": "1"})

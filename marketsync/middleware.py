@@ -14,6 +14,7 @@ from marketsync.db import database_unavailable
 from marketsync.errors import (
     BodyRefused,
     ValidationFailed,
+    error_response,
     internal_error_response,
     payload_too_large,
     problem_response,
@@ -97,7 +98,7 @@ class RequestContextMiddleware:
             else:
                 await self.app(scope, self._limited(receive), send_with_id)
         except BodyRefused as exc:  # raised where the app's own handlers could not render it
-            await exc.response()(scope, receive, send_with_id)
+            await exc.response(scope)(scope, receive, send_with_id)
         except Exception as exc:
             if started_response[0]:
                 log.exception("unhandled_error", error_class=type(exc).__name__)
@@ -106,11 +107,11 @@ class RequestContextMiddleware:
                 # The database went away (restart, terminated connection): retryable, and its transaction rolled
                 # back. The pool reconnects on the next checkout, so the service recovers by itself.
                 log.warning("database_unavailable", error_class=type(exc).__name__)
-                await unavailable_response()(scope, receive, send_with_id)
+                await unavailable_response(scope)(scope, receive, send_with_id)
                 return
             # Rendered here rather than by Starlette's outer error middleware, so it carries X-Request-Id.
             log.exception("unhandled_error", error_class=type(exc).__name__)
-            await internal_error_response()(scope, receive, send_with_id)
+            await internal_error_response(scope)(scope, receive, send_with_id)
         finally:
             self.requests_first.request_ended()
             route = scope.get("route")
@@ -121,10 +122,11 @@ class RequestContextMiddleware:
 
     def _reject(self, scope: Scope, headers: dict[bytes, bytes]) -> Any:
         if "\x00" in scope["path"] or b"%00" in scope.get("query_string", b""):
-            return problem_response(400, "validation-failed", ValidationFailed.title, {"request": [_NUL_MESSAGE]})
+            errors = {"request": [_NUL_MESSAGE]}
+            return error_response(scope, 400, "validation-failed", ValidationFailed.title, errors)
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
-            return payload_too_large(self.max_body_bytes).response()
+            return payload_too_large(self.max_body_bytes).response(scope)
         path: str = scope["path"]
         if path.startswith("/api/") and scope["method"].encode() in _JSON_BODY_METHODS:
             media = headers.get(b"content-type", b"").split(b";")[0].strip().lower()

@@ -23,6 +23,7 @@ from starlette.responses import HTMLResponse
 from starlette.staticfiles import StaticFiles
 
 from marketsync.catalog.taxonomy import AttributeType
+from marketsync.errors import TOKEN_PATH
 from marketsync.inventory.rules import PUSH_OUTCOMES
 from marketsync.jobs.types import JobStatus
 from marketsync.openapi_examples import EXAMPLES, REQUEST_EXAMPLES
@@ -258,8 +259,8 @@ HEADERS: Schema = {
         "schema": {"type": "string", "enum": ["no-store"]},
     },
     "WWW-Authenticate": {
-        "description": 'The challenge: `Bearer realm="marketsync"` with `error` and, on a 403, the `scope` needed; '
-        "at the token endpoint a `Basic` challenge.",
+        "description": 'The challenge: `Bearer realm="marketsync"`, with `error` when a bearer token was sent '
+        "(RFC 6750 section 3.1) and, on a 403, the `scope` needed; at the token endpoint a `Basic` challenge.",
         "schema": {"type": "string"},
     },
     "Idempotent-Replayed": {
@@ -291,6 +292,26 @@ def _problem(description: str, *headers: str) -> Schema:
         "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
     }
     return response
+
+
+def _token_errors() -> dict[str, Schema]:
+    """What refuses a token request outside its own checks, in the endpoint's RFC 6749 section 5.2 shape."""
+
+    def error(description: str, *headers: str) -> Schema:
+        return {
+            "description": description,
+            "headers": {name: _ref_header(name) for name in ("X-Request-Id", *headers)},
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TokenError"}}},
+        }
+
+    return {
+        "413": error("The request body exceeds MARKETSYNC_MAX_BODY_BYTES (error `invalid_request`)."),
+        "500": error("An unexpected error (error `server_error`)."),
+        "503": error(
+            "The database is unreachable for a moment; retry after `Retry-After` (error `temporarily_unavailable`).",
+            "Retry-After",
+        ),
+    }
 
 
 def _problems(operation: Operation, *, api: bool, has_body: bool) -> dict[str, Schema]:
@@ -431,15 +452,17 @@ def build(app: FastAPI, routes: list[APIRoute], servers: list[Schema]) -> Schema
             success["headers"] = {name: _ref_header(name) for name in headers}
             success["content"]["application/json"]["example"] = EXAMPLES[spec.operation_id]
             # The body checks (size, media type) run in the middleware, before the route: every POST can meet them.
-            for status, problem in _problems(spec, api=api, has_body=method == "post").items():
+            token = path == TOKEN_PATH
+            errors = _token_errors() if token else _problems(spec, api=api, has_body=method == "post")
+            for status, problem in errors.items():
                 responses.setdefault(status, problem)
-            # Every answer under /api is `Cache-Control: no-store` (middleware); the token endpoint's own answers
-            # are too. 401 and 403 carry the challenge (Bearer under /api, Basic at the token endpoint).
-            token_answers = ("200", "400", "401", "429")
+            # Every answer under /api is `Cache-Control: no-store` (middleware), and every answer of the token
+            # endpoint (errors.TOKEN_NO_STORE). 401 and 403 carry the challenge (Bearer under /api, Basic at the
+            # token endpoint).
             for status, response in responses.items():
                 headers = response.setdefault("headers", {})
                 headers.setdefault("X-Request-Id", _ref_header("X-Request-Id"))
-                if api or status in token_answers:
+                if api or token:
                     headers["Cache-Control"] = _ref_header("Cache-Control")
                 if status in ("401", "403") and (api or status == "401"):
                     headers["WWW-Authenticate"] = _ref_header("WWW-Authenticate")

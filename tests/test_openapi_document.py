@@ -164,7 +164,11 @@ async def test_headers_and_problems_are_documented_where_they_happen(rt: Runtime
         for status, response in responses.items():
             if status != "200" and "content" in response:
                 assert "X-Request-Id" in response.get("headers", {}), (name, status)
-            if status in ("409", "413", "415", "422", "500", "503") or (status.startswith("4") and "/api/" in path):
+            if path == "/connect/token" and status != "200":  # RFC 6749 section 5.2, whatever refused it
+                assert set(response["content"]) == {"application/json"}, (name, status)
+                assert response["content"]["application/json"]["schema"]["$ref"].endswith("/TokenError")
+                assert "Cache-Control" in response["headers"], (name, status)
+            elif status in ("409", "413", "415", "422", "500", "503") or (status.startswith("4") and "/api/" in path):
                 assert "application/problem+json" in response["content"], (name, status)
     key = document["components"]["parameters"]["IdempotencyKey"]
     assert key["in"] == "header" and key["name"] == "Idempotency-Key" and key["required"] is False

@@ -53,7 +53,10 @@ async def _authenticated(request: Request) -> Caller:
         raise Unauthorized("A bearer token is required.", headers={"WWW-Authenticate": REALM})
     scheme, _, token = header.partition(" ")
     token = token.strip()
-    if scheme.lower() != "bearer" or not token:
+    if scheme.lower() != "bearer":
+        # RFC 6750 section 3.1: no bearer credentials at all (another scheme) is answered with the bare challenge.
+        raise Unauthorized("A bearer token is required.", headers={"WWW-Authenticate": REALM})
+    if not token:
         raise Unauthorized(
             "The Authorization header must be 'Bearer <token>'.",
             headers={"WWW-Authenticate": f'{REALM}, error="invalid_request"'},

@@ -14,12 +14,11 @@ from pydantic import BaseModel
 from marketsync.auth import service
 from marketsync.auth.dependencies import runtime_of
 from marketsync.auth.service import TokenError
-from marketsync.kit import jsonio
+from marketsync.errors import TOKEN_NO_STORE, token_error_response
 from marketsync.kit.ratelimit import RateDecision
 
 router = APIRouter(tags=["Token"])
 
-NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 BASIC_CHALLENGE = 'Basic realm="marketsync", charset="UTF-8"'
 # Issued client_ids are 24 characters; anything much longer cannot match and is refused before any lookup.
 MAX_CLIENT_ID_CHARS = 128
@@ -38,13 +37,12 @@ class TokenErrorResponse(BaseModel):
 
 
 def _error(exc: TokenError, *, basic: bool, retry_after: int | None = None) -> Response:
-    headers = dict(NO_STORE)
+    headers = {}
     if exc.status == 401:
         headers["WWW-Authenticate"] = BASIC_CHALLENGE
     if retry_after is not None:
         headers["Retry-After"] = str(retry_after)
-    body = {"error": exc.error, "error_description": exc.description}
-    return Response(jsonio.dumps(body), status_code=exc.status, media_type="application/json", headers=headers)
+    return token_error_response(exc.status, exc.error, exc.description, headers)
 
 
 class _OverBudget(Exception):
@@ -77,14 +75,22 @@ def _failure_key(client_id: str, request: Request) -> tuple[str, str, str]:
     return ("token-failures", digest, source)
 
 
+# The parameters of a client-credentials request (RFC 6749 sections 2.3.1, 3.3 and 4.4.2); any other is ignored.
+TOKEN_PARAMETERS = frozenset({"grant_type", "client_id", "client_secret", "scope"})
+
+
 def _form(raw: bytes) -> dict[str, str]:
+    """The recognised parameters sent with a value (docs/decisions/0319): RFC 6749 section 3.1 treats one sent
+    without a value as omitted and has unrecognised ones ignored; a recognised one sent twice is invalid_request."""
     try:
-        pairs = parse_qsl(raw.decode(), keep_blank_values=True, strict_parsing=False)
+        pairs = parse_qsl(raw.decode(), keep_blank_values=False, strict_parsing=False)
     except UnicodeDecodeError as exc:
         raise TokenError("invalid_request", "The body is not UTF-8 form data.") from exc
     form: dict[str, str] = {}
     for name, value in pairs:
-        if "\x00" in name or "\x00" in value:
+        if name not in TOKEN_PARAMETERS:
+            continue
+        if "\x00" in value:
             # PostgreSQL text cannot hold U+0000: refused here, as the middleware refuses it in JSON bodies.
             raise TokenError("invalid_request", "Parameters must not contain the NUL character (U+0000).")
         if name in form:
@@ -138,10 +144,14 @@ async def token(request: Request) -> Response:
         if grant_type != "client_credentials":
             raise TokenError("unsupported_grant_type", "Only grant_type=client_credentials is supported.")
         in_body = "client_id" in form or "client_secret" in form
-        if basic and in_body:
+        if basic and "client_secret" in form:
+            # RFC 6749 section 2.3: one client authentication method per request.
             raise TokenError("invalid_request", "Use one client authentication method, not both.")
         if basic:
             client_id, client_secret = _basic_credentials(authorization[6:])
+            # A client may name itself in the body too (RFC 6749 section 3.2.1), as long as it names itself.
+            if form.get("client_id", client_id) != client_id:
+                raise TokenError("invalid_request", "The client_id parameter differs from the Basic credentials.")
         elif in_body:
             client_id, client_secret = form.get("client_id", ""), form.get("client_secret", "")
             if not client_id or not client_secret:
@@ -174,4 +184,4 @@ async def token(request: Request) -> Response:
     except TokenError as exc:
         return _error(exc, basic=basic)
     body = TokenResponse(access_token=issued.access_token, expires_in=issued.expires_in, scope=" ".join(issued.scopes))
-    return Response(body.model_dump_json().encode(), media_type="application/json", headers=NO_STORE)
+    return Response(body.model_dump_json().encode(), media_type="application/json", headers=TOKEN_NO_STORE)

@@ -42,12 +42,14 @@ def parse_scopes(text: str) -> list[str]:
     return [s for s in ALL_SCOPES if s in names]
 
 
-def describe_unknown(names: list[str]) -> str:
+def describe_unknown(names: list[str], *, withheld: str = "") -> str:
     """'Unknown scope(s): Bogus.' with each name as sent; names are matched case-exactly, so never re-cased.
 
     A name that is no RFC 6749 scope token (a quote, a backslash, a character beyond ASCII) or a very long one
-    is counted, not echoed: an error_description may carry only those characters (RFC 6749 section 5.2)."""
-    echoed = [n for n in names if _SCOPE_TOKEN.fullmatch(n) and len(n) <= MAX_SHOWN_LENGTH][:SHOWN_UNKNOWN]
+    is counted, not echoed: an error_description may carry only those characters (RFC 6749 section 5.2). So is
+    `withheld` (the client's secret, pasted into scope by mistake: an answer never carries a secret)."""
+    echoed = [n for n in names if _SCOPE_TOKEN.fullmatch(n) and len(n) <= MAX_SHOWN_LENGTH and n != withheld]
+    echoed = echoed[:SHOWN_UNKNOWN]
     others = len(names) - len(echoed)
     parts = [" ".join(echoed)] if echoed else []
     if others:

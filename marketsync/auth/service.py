@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.auth import repository, tokens
-from marketsync.auth.scopes import UnknownScopes, parse_scopes
+from marketsync.auth.scopes import UnknownScopes, describe_unknown, parse_scopes
 from marketsync.errors import NotFound
 from marketsync.kit import crypto
 from marketsync.kit.ids import new_id
@@ -103,7 +103,7 @@ async def issue_token(rt: Runtime, client_id: str, client_secret: str, requested
         try:
             scopes = parse_scopes(requested_scope)
         except UnknownScopes as exc:
-            raise TokenError("invalid_scope", str(exc)) from exc
+            raise TokenError("invalid_scope", describe_unknown(exc.names, withheld=client_secret)) from exc
         beyond = [s for s in scopes if s not in granted]
         if beyond:
             raise TokenError("invalid_scope", f"Scope not granted to this client: {' '.join(beyond)}.")

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
+from marketsync.app import create_app
 from marketsync.jobs import service as job_service
 from marketsync.jobs.types import PriceStockPushPayload
 from marketsync.runtime import Runtime
 from tests.support.factories import make_tenant, problem
 from tests.support.scope_matrix import assert_scope_matrix
+from tests.support.server import serve
 
 
 async def test_every_api_route_requires_its_scope(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -20,10 +26,12 @@ async def test_every_api_route_requires_its_scope(rt: Runtime, api: httpx.AsyncC
 @pytest.mark.parametrize(
     ("authorization", "error"),
     [
-        (None, None),
+        (None, None),  # RFC 6750 section 3.1: no credentials, no error code
+        ("Basic bXNjX3g6c2VjcmV0", None),  # another scheme is no bearer credentials either
+        ("Digest username=x", None),
         ("Bearer", "invalid_request"),
-        ("Basic abc", "invalid_request"),
         ("Bearer mst_nope", "invalid_token"),
+        ("bearer mst_a.b.c", "invalid_token"),
     ],
 )
 async def test_missing_or_bad_token_is_401(
@@ -35,11 +43,11 @@ async def test_missing_or_bad_token_is_401(
     body = problem(response)
     assert body["code"] == "unauthorized"
     challenge = response.headers["www-authenticate"]
-    assert challenge.startswith("Bearer")
+    assert challenge.startswith('Bearer realm="marketsync"')
     if error:
         assert f'error="{error}"' in challenge
     else:
-        assert "error=" not in challenge
+        assert challenge == 'Bearer realm="marketsync"'
 
 
 async def test_deleted_credential_tokens_fail_at_once(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -53,6 +61,7 @@ async def test_deleted_credential_tokens_fail_at_once(rt: Runtime, api: httpx.As
         await repository.delete_credential(session, credential)
     response = await api.get("/api/marketplaces", headers=tenant.headers)
     assert response.status_code == 401
+    assert 'error="invalid_token"' in response.headers["www-authenticate"]
     denied = await api.post(
         "/connect/token",
         data={
@@ -90,10 +99,36 @@ async def test_unknown_route_is_problem_404(rt: Runtime, api: httpx.AsyncClient)
 
 
 async def test_wrong_method_is_405_with_allow(rt: Runtime, api: httpx.AsyncClient) -> None:
-    response = await api.get("/connect/token")
+    response = await api.delete("/api/marketplaces")
     assert response.status_code == 405
-    assert response.headers["allow"] == "POST"
+    assert response.headers["allow"] == "GET"
     assert problem(response)["code"] == "method-not-allowed"
+
+
+async def test_405_allows_the_methods_of_every_route_of_the_path(rt: Runtime) -> None:
+    """For a path of every route in the app's table, a method none of them takes answers 405 and `Allow` lists the
+    methods of all the routes matching that path (a page's GET and POST are two routes; `/api/orders/List` is also
+    an order id to `GET /api/orders/{order_id}`)."""
+    app = create_app(rt)
+    routes = [route for route in app.router.routes if isinstance(route, Route | Mount)]
+    async with serve(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+        for route in routes:
+            path = re.sub(r"\{[^}]+\}", "x1", route.path if isinstance(route, Route) else route.path + "/x1")
+            expected: set[str] = set()
+            for other in routes:
+                if isinstance(other, Route) and other.path_regex.match(path):
+                    expected |= other.methods or set()
+                elif isinstance(other, Mount) and other.path_regex.match(path):
+                    assert isinstance(other.app, StaticFiles), other.path  # files: GET and HEAD
+                    expected |= {"GET", "HEAD"}
+            method = next(m for m in ("DELETE", "PATCH", "PUT") if m not in expected)
+            response = await client.request(method, path)
+            assert response.status_code == 405, (method, path, response.status_code)
+            assert set(response.headers["allow"].split(", ")) == expected, (path, response.headers["allow"])
+    several = {"/api/orders/List": {"GET", "POST"}, "/app/credentials": {"GET", "POST"}}
+    for path, methods in several.items():  # the case the union is for is in the table
+        matching = [r for r in routes if isinstance(r, Route) and r.path_regex.match(path)]
+        assert len(matching) == 2 and {m for r in matching for m in r.methods or ()} == methods
 
 
 async def test_non_json_body_is_415(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -120,7 +155,7 @@ async def test_oversized_body_is_413(rt: Runtime, api: httpx.AsyncClient) -> Non
         "/connect/token", headers={"Content-Type": "application/x-www-form-urlencoded"}, content=chunks()
     )
     assert streamed.status_code == 413
-    assert problem(streamed)["code"] == "payload-too-large"
+    assert streamed.json()["error"] == "invalid_request"  # the token endpoint's own error shape (RFC 6749 5.2)
 
 
 async def test_malformed_json_is_400_keyed_body(rt: Runtime, api: httpx.AsyncClient) -> None:

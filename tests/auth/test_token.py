@@ -9,7 +9,9 @@ from urllib.parse import quote_plus
 
 import httpx
 import pytest
+from sqlalchemy import exc as sa_exc
 
+from marketsync.auth import repository, service
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.kit.clock import FrozenClock
 from marketsync.runtime import Runtime
@@ -28,12 +30,17 @@ async def credential(rt: Runtime, scopes: tuple[str, ...] = ("OrdersRead", "Inve
 
 
 def assert_oauth_error(response: httpx.Response, status: int, error: str) -> None:
+    """RFC 6749 section 5.2: a JSON object of error and error_description (never problem details), not cached."""
     assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
+    assert response.headers["content-type"] == "application/json"
     assert response.headers["cache-control"] == "no-store"
+    assert response.headers["pragma"] == "no-cache"
     body = response.json()
+    assert set(body) == {"error", "error_description"}, body
     assert body["error"] == error
-    assert isinstance(body["error_description"], str) and body["error_description"]
+    description = body["error_description"]
+    assert isinstance(description, str) and description
+    assert all(c in " !" or "#" <= c <= "[" or "]" <= c <= "~" for c in description), description
 
 
 async def test_client_secret_post_issues_bearer_token(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -88,14 +95,85 @@ async def test_grant_type_errors(rt: Runtime, api: httpx.AsyncClient, form: dict
     assert_oauth_error(response, 400, error)
 
 
-async def test_repeated_parameter_is_invalid_request(rt: Runtime, api: httpx.AsyncClient) -> None:
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+@pytest.mark.parametrize("repeated", ["grant_type", "client_id", "client_secret", "scope"])
+async def test_repeated_parameter_is_invalid_request(rt: Runtime, api: httpx.AsyncClient, repeated: str) -> None:
     cred = await credential(rt)
-    grant = "grant_type=client_credentials"
-    body = f"{grant}&{grant}&client_id={cred.client_id}&client_secret={cred.client_secret}"
-    response = await api.post(
-        "/connect/token", content=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
-    )
+    form = {**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret, "scope": "OrdersRead"}
+    body = "&".join(f"{name}={quote_plus(value)}" for name, value in form.items())
+    response = await api.post("/connect/token", content=f"{body}&{repeated}={quote_plus(form[repeated])}", headers=FORM)
     assert_oauth_error(response, 400, "invalid_request")
+    assert repeated in response.json()["error_description"]
+    assert cred.client_secret not in response.text
+
+
+async def test_parameters_sent_without_a_value_are_omitted(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """RFC 6749 section 3.1: `scope=` is no scope (every granted one), `client_id=` beside Basic is no second
+    method, and an empty value does not make a repeat."""
+    cred = await credential(rt)
+    secret_post = f"client_id={cred.client_id}&client_secret={quote_plus(cred.client_secret)}"
+    grant = "grant_type=client_credentials"
+    for body, headers in (
+        (f"{grant}&scope=&{secret_post}", FORM),
+        (f"{grant}&scope&{secret_post}", FORM),
+        (f"{grant}&client_id=&client_secret=&scope=", {**FORM, **basic(cred.client_id, cred.client_secret)}),
+    ):
+        response = await api.post("/connect/token", content=body, headers=headers)
+        assert response.status_code == 200, (body, response.text)
+        assert response.json()["scope"] == "OrdersRead InventoryRead"
+    narrowed = await api.post(
+        "/connect/token", content=f"{grant}&scope=&scope=InventoryRead&{secret_post}", headers=FORM
+    )
+    assert narrowed.status_code == 200 and narrowed.json()["scope"] == "InventoryRead"
+    no_grant = await api.post("/connect/token", content=f"grant_type=&{secret_post}", headers=FORM)
+    assert_oauth_error(no_grant, 400, "invalid_request")
+    no_secret = await api.post(
+        "/connect/token", content=f"{grant}&client_id={cred.client_id}&client_secret=", headers=FORM
+    )
+    assert_oauth_error(no_secret, 401, "invalid_client")
+
+
+async def test_unknown_parameters_are_ignored(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """RFC 6749 section 3.1: whatever else is sent, however often, with whatever characters, changes nothing."""
+    cred = await credential(rt)
+    extras = "audience=x&audience=y&resource=https%3A%2F%2Fa.example&%22odd%5C=%C3%9C&nul=%00&Scope=Bogus&flag"
+    body = f"grant_type=client_credentials&client_id={cred.client_id}&client_secret={cred.client_secret}&{extras}"
+    response = await api.post("/connect/token", content=body, headers=FORM)
+    assert response.status_code == 200, response.text
+    assert response.json()["scope"] == "OrdersRead InventoryRead"
+
+
+async def test_basic_with_the_same_client_id_in_the_body_is_accepted(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """RFC 6749 section 3.2.1: a client may name itself with client_id beside its Basic credentials."""
+    cred = await credential(rt)
+    headers = basic(cred.client_id, cred.client_secret)
+    same = await api.post("/connect/token", data={**GRANT, "client_id": cred.client_id}, headers=headers)
+    assert same.status_code == 200, same.text
+    other = await api.post("/connect/token", data={**GRANT, "client_id": "msc_someone_else"}, headers=headers)
+    assert_oauth_error(other, 400, "invalid_request")
+    # Basic and a body secret are two authentication methods (RFC 6749 section 2.3), right secret or not.
+    for form in ({"client_secret": cred.client_secret}, {"client_id": cred.client_id, "client_secret": "x"}):
+        both = await api.post("/connect/token", data={**GRANT, **form}, headers=headers)
+        assert_oauth_error(both, 400, "invalid_request")
+        assert cred.client_secret not in both.text
+
+
+async def test_error_descriptions_carry_no_secret_and_no_unsafe_character(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """RFC 6749 section 5.2's characters only (assert_oauth_error), and never the secret, even pasted as a scope."""
+    cred = await credential(rt)
+    right = {**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    for form, status, error in (
+        ({**right, "scope": cred.client_secret}, 400, "invalid_scope"),
+        ({**right, "scope": f'OrdersRead {cred.client_secret} "x\\y" Ü'}, 400, "invalid_scope"),
+        ({**right, "client_secret": cred.client_secret + "x"}, 401, "invalid_client"),
+        ({**right, "client_id": 'msc_"\\Ü'}, 401, "invalid_client"),
+        ({**right, "grant_type": 'password"\\Ü'}, 400, "unsupported_grant_type"),
+    ):
+        response = await api.post("/connect/token", data=form)
+        assert_oauth_error(response, status, error)
+        assert cred.client_secret not in response.text
 
 
 async def test_json_body_is_invalid_request(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -211,3 +289,65 @@ async def test_tokens_expire_after_ttl_never_before_their_expires_in(
     expired = await api.get("/api/jobs/01ABCDEFGHJKMNPQRSTVWXYZ00", headers=headers)
     assert expired.status_code == 401
     assert 'error="invalid_token"' in expired.headers["www-authenticate"]
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH"])
+async def test_wrong_method_is_an_oauth_405(rt: Runtime, api: httpx.AsyncClient, method: str) -> None:
+    response = await api.request(method, "/connect/token")
+    assert_oauth_error(response, 405, "invalid_request")
+    assert response.headers["allow"] == "POST"
+
+
+@pytest.mark.parametrize("settings_overrides", [{"max_body_bytes": 1024}])
+async def test_oversized_body_is_an_oauth_413(rt: Runtime, api: httpx.AsyncClient) -> None:
+    cred = await credential(rt)
+    padded = {**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret, "padding": "x" * 2048}
+    assert_oauth_error(await api.post("/connect/token", data=padded), 413, "invalid_request")
+
+    async def chunks():  # no Content-Length: refused while the endpoint reads the body
+        for _ in range(4):
+            yield b"x" * 512
+
+    streamed = await api.post(
+        "/connect/token", headers={"Content-Type": "application/x-www-form-urlencoded"}, content=chunks()
+    )
+    assert_oauth_error(streamed, 413, "invalid_request")
+
+
+async def test_nul_in_the_query_string_is_an_oauth_400(rt: Runtime, api: httpx.AsyncClient) -> None:
+    cred = await credential(rt)
+    form = {**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    assert_oauth_error(await api.post("/connect/token?x=%00", data=form), 400, "invalid_request")
+
+
+async def test_an_internal_failure_is_server_error(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cred = await credential(rt)
+
+    async def broken(*_args: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(service, "issue_token", broken)
+    response = await api.post(
+        "/connect/token", data={**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    )
+    assert_oauth_error(response, 500, "server_error")
+    assert "a bug" not in response.text
+
+
+async def test_database_unavailable_is_temporarily_unavailable(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cred = await credential(rt)
+
+    async def unreachable(*_args: object) -> None:
+        # What the driver's read raises while the server restarts (db.database_unavailable).
+        raise sa_exc.OperationalError("SELECT", {}, ConnectionRefusedError("connection refused"))
+
+    monkeypatch.setattr(repository, "find_credential_for_token", unreachable)
+    response = await api.post(
+        "/connect/token", data={**GRANT, "client_id": cred.client_id, "client_secret": cred.client_secret}
+    )
+    assert_oauth_error(response, 503, "temporarily_unavailable")
+    assert response.headers["retry-after"] == "1"
