@@ -15,6 +15,8 @@ from marketsync.people import service as people
 from marketsync.people.service import Person
 
 SESSION_COOKIE = "msc_session"
+# Sent by the parts of a page that refresh themselves (hx-headers in their templates): not the person's activity.
+POLL_HEADER = "x-app-poll"
 
 
 class SignInRequired(Exception):
@@ -35,7 +37,8 @@ class FormRefused(Exception):
 
 async def _person(request: Request) -> Person:
     token = request.cookies.get(SESSION_COOKIE, "")
-    person = await people.person_for(runtime_of(request), token) if token else None
+    polling = request.headers.get(POLL_HEADER) == "1"
+    person = await people.person_for(runtime_of(request), token, activity=not polling) if token else None
     if person is None:
         raise SignInRequired
     bind_contextvars(account_id=person.account_id, user_id=person.user_id)  # ids in this request's log lines

@@ -24,7 +24,7 @@ from marketsync.console.guards import (
     SignInRequired,
     checked_form,
 )
-from marketsync.console.render import HERE, errors_of, is_partial, page, page_router, see_other
+from marketsync.console.render import HERE, NO_STORE, errors_of, is_partial, page, page_router, see_other
 from marketsync.errors import ApiError, ValidationFailed, problem_response
 from marketsync.inventory import service as inventory
 from marketsync.jobs import service as jobs
@@ -303,6 +303,11 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(SignInRequired)
     async def _sign_in(request: Request, _exc: SignInRequired) -> Response:
+        if is_partial(request):
+            # htmx would swap a redirect's target (the sign-in page) into the fragment; HX-Redirect makes it load
+            # the sign-in page as the whole page instead. 200: htmx acts on the header whatever the status, and a
+            # 401 would need a WWW-Authenticate scheme a cookie session does not have.
+            return Response(status_code=200, headers={"HX-Redirect": "/app/sign-in", **NO_STORE})
         return see_other("/app/sign-in")
 
     @app.exception_handler(Forbidden)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import httpx
 import pytest
 
 from marketsync.app import create_app
+from marketsync.console import pages as console_pages
 from marketsync.kit.clock import FrozenClock
 from marketsync.runtime import Runtime
 from tests.console.support import Browser, make_person, signed_in
@@ -127,3 +130,61 @@ async def test_a_session_holds_across_api_processes_and_signing_out_everywhere_e
         await owner.post("/app/sign-out", {"everywhere": "1"})
         gone = await other.get("/app/jobs")
         assert gone.status_code == 303 and gone.headers["location"] == "/app/sign-in"
+
+
+@pytest.mark.parametrize("clock", [FrozenClock()])
+async def test_an_expired_session_sends_htmx_to_the_sign_in_page_and_a_navigation_by_redirect(
+    rt: Runtime, api: httpx.AsyncClient, clock: FrozenClock
+) -> None:
+    browser = await signed_in(api, await make_person(rt, await make_account(rt)))
+    clock.advance(minutes=31)
+    refresh = await browser.client.get("/app/marketplaces", headers={"HX-Request": "true"})
+    # htmx loads the sign-in page as the whole page instead of swapping it into the fragment.
+    assert refresh.status_code == 200 and refresh.headers["hx-redirect"] == "/app/sign-in"
+    assert refresh.text == "" and refresh.headers["cache-control"] == "no-store"
+    navigation = await browser.page("/app/marketplaces")
+    assert navigation.status_code == 303 and navigation.headers["location"] == "/app/sign-in"
+    assert "hx-redirect" not in navigation.headers
+    await browser.client.aclose()
+
+
+POLL = {"HX-Request": "true", "X-App-Poll": "1"}
+
+
+@pytest.mark.parametrize("clock", [FrozenClock()])
+async def test_background_polling_does_not_keep_a_session_alive(
+    rt: Runtime, api: httpx.AsyncClient, clock: FrozenClock
+) -> None:
+    browser = await signed_in(api, await make_person(rt, await make_account(rt)))
+    for _ in range(9):  # a tab left open, refreshing itself every 3 s: 27 minutes of polls, no activity
+        clock.advance(minutes=3)
+        assert (await browser.client.get("/app/marketplaces", headers=POLL)).status_code == 200
+    clock.advance(minutes=4)  # 31 minutes after the sign-in, the person's last activity
+    ended = await browser.client.get("/app/marketplaces", headers=POLL)
+    assert ended.headers.get("hx-redirect") == "/app/sign-in"
+    assert (await browser.page("/app/marketplaces")).status_code == 303
+    await browser.client.aclose()
+
+
+@pytest.mark.parametrize("clock", [FrozenClock()])
+async def test_a_persons_own_htmx_request_still_counts_as_activity(
+    rt: Runtime, api: httpx.AsyncClient, clock: FrozenClock
+) -> None:
+    browser = await signed_in(api, await make_person(rt, await make_account(rt)))
+    clock.advance(minutes=20)
+    assert (await browser.client.get("/app/marketplaces", headers={"HX-Request": "true"})).status_code == 200
+    clock.advance(minutes=20)  # 40 minutes after the sign-in, 20 after the last activity
+    assert (await browser.page("/app/marketplaces")).status_code == 200
+    await browser.client.aclose()
+
+
+def test_every_self_refreshing_part_says_it_is_a_poll() -> None:
+    templates = Path(console_pages.__file__).parent / "templates"
+    polling = [
+        tag
+        for template in templates.glob("*.html")
+        for tag in re.findall(r"<[^>]*hx-trigger=\"every [^>]*>", template.read_text())
+    ]
+    assert len(polling) >= 3  # connections, imports, an import's report
+    for tag in polling:
+        assert """hx-headers='{"X-App-Poll": "1"}'""" in tag, tag
