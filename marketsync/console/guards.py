@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hmac
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from fastapi import Depends, Request
 from starlette.datastructures import FormData
@@ -53,6 +54,29 @@ async def _owner(person: Annotated[Person, Depends(_person)]) -> Person:
 
 SignedIn = Annotated[Person, Depends(_person)]
 OwnerOnly = Annotated[Person, Depends(_owner)]
+
+
+def _origin_of(url: str) -> str | None:
+    parts = urlsplit(url.strip())
+    return f"{parts.scheme}://{parts.netloc}".lower() if parts.scheme and parts.netloc else None
+
+
+def check_same_origin(request: Request) -> None:
+    """Login CSRF: a sign-in posted from another site (which would sign the victim in to the attacker's account)
+    is refused. `Origin`, else `Referer`, must be this app's own origin: the host the request was sent to, or the
+    configured base URL (behind a proxy that ends TLS). A request with neither is not a browser's cross-site form
+    (every current browser sends `Origin` on a cross-site POST) and passes (docs/decisions/0315-login-csrf.md)."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        referer = request.headers.get("referer")
+        if referer is None:
+            return
+        claimed = _origin_of(referer)
+    else:
+        claimed = _origin_of(origin)  # "null" (a sandboxed frame, a data: URL) names no origin: refused
+    own = {_origin_of(str(request.base_url)), _origin_of(runtime_of(request).settings.base_url)}
+    if claimed is None or claimed not in own:
+        raise Forbidden("Sign in from this app's own sign-in page.")
 
 
 async def checked_form(request: Request, person: Person) -> FormData:

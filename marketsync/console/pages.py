@@ -22,6 +22,7 @@ from marketsync.console.guards import (
     OwnerOnly,
     SignedIn,
     SignInRequired,
+    check_same_origin,
     checked_form,
 )
 from marketsync.console.render import HERE, NO_STORE, errors_of, is_partial, page, page_router, see_other
@@ -46,6 +47,7 @@ async def sign_in_page(request: Request) -> Response:
 
 @router.post("/sign-in", response_class=HTMLResponse)
 async def sign_in(request: Request) -> Response:
+    check_same_origin(request)  # the sign-in form has no session yet, so no CSRF token: its origin is checked
     rt = runtime_of(request)
     form = await request.form()
     email, password = str(form.get("email") or ""), str(form.get("password") or "")

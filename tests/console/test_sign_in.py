@@ -188,3 +188,36 @@ def test_every_self_refreshing_part_says_it_is_a_poll() -> None:
     assert len(polling) >= 3  # connections, imports, an import's report
     for tag in polling:
         assert """hx-headers='{"X-App-Poll": "1"}'""" in tag, tag
+
+
+async def test_a_sign_in_posted_from_another_site_is_refused(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Login CSRF: another site's form would sign the victim in to the attacker's account."""
+    user = await make_person(rt, await make_account(rt))
+    credentials = {"email": user.email, "password": user.password}
+    own = str(api.base_url).rstrip("/")
+    for headers in (
+        {"Origin": "https://attacker.example"},
+        {"Origin": "null"},  # a sandboxed frame or a data: URL
+        {"Origin": own.replace("127.0.0.1", "localhost")},  # another host, same port
+        {"Referer": "https://attacker.example/login-csrf.html"},
+        {"Origin": "https://attacker.example", "Referer": f"{own}/app/sign-in"},  # Origin decides
+    ):
+        refused = await api.post("/app/sign-in", data=credentials, headers=headers)
+        assert refused.status_code == 403, headers
+        assert "msc_session" not in refused.headers.get("set-cookie", ""), headers
+        assert "own sign-in page" in refused.text and refused.headers["content-type"].startswith("text/html")
+    for headers in ({"Origin": own}, {"Referer": f"{own}/app/sign-in"}, {}):
+        accepted = await api.post("/app/sign-in", data=credentials, headers=headers)
+        assert accepted.status_code == 303 and "msc_session=" in accepted.headers["set-cookie"], headers
+
+
+@pytest.mark.parametrize("settings_overrides", [{"base_url": "https://app.example.com"}])
+async def test_a_sign_in_from_the_configured_base_url_is_accepted_behind_a_proxy(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    user = await make_person(rt, await make_account(rt))
+    credentials = {"email": user.email, "password": user.password}
+    accepted = await api.post("/app/sign-in", data=credentials, headers={"Origin": "https://app.example.com"})
+    assert accepted.status_code == 303
+    refused = await api.post("/app/sign-in", data=credentials, headers={"Origin": "https://evil.example.com"})
+    assert refused.status_code == 403
