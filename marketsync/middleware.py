@@ -45,6 +45,29 @@ _JSON_BODY_METHODS = {b"POST", b"PUT", b"PATCH"}
 _NUL_MESSAGE = "Strings must not contain the NUL character (U+0000)."
 _JSON_NUL = b"\\u0000"
 _NO_STORE = (b"cache-control", b"no-store")
+# The merchant app (/app) is never framed (clickjacking), and its pages load only its own files: no CDN, no inline
+# script or style. frame-ancestors is the CSP's framing rule; X-Frame-Options for browsers that predate it.
+APP_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+_CSP = b"content-security-policy"
+_FRAME_OPTIONS = (b"x-frame-options", b"DENY")
+
+
+def app_security_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """An app response's headers with the framing rules: a CSP of its own gains frame-ancestors, else APP_CSP."""
+    merged = [(name, value) for name, value in headers if name.lower() != b"x-frame-options"]
+    policies = [value for name, value in merged if name.lower() == _CSP]
+    if not policies:
+        merged.append((_CSP, APP_CSP.encode()))
+    elif not any(b"frame-ancestors" in policy for policy in policies):
+        merged = [
+            (name, value.rstrip(b"; ") + b"; frame-ancestors 'none'" if name.lower() == _CSP else value)
+            for name, value in merged
+        ]
+    merged.append(_FRAME_OPTIONS)
+    return merged
 
 
 def _metrics(method: str, route: str, status: int, elapsed_s: float) -> None:
@@ -71,6 +94,7 @@ class RequestContextMiddleware:
         headers = dict(scope["headers"])
         # API answers are per account (orders carry customer data): no shared or browser cache may keep them.
         private = scope["path"].startswith("/api/")
+        app_page = scope["path"] == "/app" or scope["path"].startswith("/app/")
         request_id = begin_request(headers.get(b"x-request-id", b"").decode("latin-1") or None)
         started = time.perf_counter()
         status_holder = [500]
@@ -87,6 +111,8 @@ class RequestContextMiddleware:
                 if rate_headers and message["status"] != 429:
                     extra += [(k.lower().encode(), v.encode()) for k, v in rate_headers.items()]
                 message["headers"] = [*message.get("headers", []), *extra]
+                if app_page:
+                    message["headers"] = app_security_headers(message["headers"])
             await send(message)
 
         rejection = self._reject(scope, headers)
