@@ -172,17 +172,25 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> Response:
-        return problem_response(400, "validation-failed", ValidationFailed.title, validation_errors(exc.errors()))
+        return request_validation_problem(exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> Response:
-        if isinstance(exc, BodyRefused):
-            return exc.response()
-        code, title = _STATUS_CODES.get(exc.status_code, ("error", "The request failed."))
-        errors = None
-        if exc.status_code == 400:  # the framework could not read the body (bad encoding, nesting...)
-            errors = {"body": ["The body is not valid JSON."]}
-        return problem_response(exc.status_code, code, title, errors, exc.headers)
+        return http_problem(exc)
+
+
+def request_validation_problem(exc: RequestValidationError) -> Response:
+    return problem_response(400, "validation-failed", ValidationFailed.title, validation_errors(exc.errors()))
+
+
+def http_problem(exc: StarletteHTTPException) -> Response:
+    if isinstance(exc, BodyRefused):
+        return exc.response()
+    code, title = _STATUS_CODES.get(exc.status_code, ("error", "The request failed."))
+    errors = None
+    if exc.status_code == 400:  # the framework could not read the body (bad encoding, nesting...)
+        errors = {"body": ["The body is not valid JSON."]}
+    return problem_response(exc.status_code, code, title, errors, exc.headers)
 
 
 def internal_error_response() -> Response:

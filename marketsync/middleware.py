@@ -9,6 +9,7 @@ from typing import Any
 
 import structlog
 from prometheus_client import Counter, Histogram
+from starlette.responses import Response
 
 from marketsync.db import database_unavailable
 from marketsync.errors import (
@@ -81,8 +82,17 @@ def _metrics(method: str, route: str, status: int, elapsed_s: float) -> None:
 
 
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, requests_first: RequestsFirst | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        requests_first: RequestsFirst | None = None,
+        app_error_page: Callable[[int], Response] | None = None,
+    ) -> None:
         self.app = app
+        # The merchant app's error page (HTML) for a 500 or 503 under /app: a browser shows it, not a problem.
+        self.app_error_page = app_error_page
         self.max_body_bytes = max_body_bytes
         # Counts the requests in flight: background work in this process lets them go first (requests_first.py).
         self.requests_first = requests_first or RequestsFirst(0.0)
@@ -132,11 +142,11 @@ class RequestContextMiddleware:
                 # The database went away (restart, terminated connection): retryable, and its transaction rolled
                 # back. The pool reconnects on the next checkout, so the service recovers by itself.
                 log.warning("database_unavailable", error_class=type(exc).__name__)
-                await unavailable_response()(scope, receive, send_with_id)
+                await self._failure(app_page, 503)(scope, receive, send_with_id)
                 return
             # Rendered here rather than by Starlette's outer error middleware, so it carries X-Request-Id.
             log.exception("unhandled_error", error_class=type(exc).__name__)
-            await internal_error_response()(scope, receive, send_with_id)
+            await self._failure(app_page, 500)(scope, receive, send_with_id)
         finally:
             self.requests_first.request_ended()
             route = scope.get("route")
@@ -144,6 +154,11 @@ class RequestContextMiddleware:
             elapsed = time.perf_counter() - started
             _metrics(scope["method"], template, status_holder[0], elapsed)
             access_line(scope["method"], template, status_holder[0], round(elapsed * 1000, 2))
+
+    def _failure(self, app_page: bool, status: int) -> Response:
+        if app_page and self.app_error_page is not None:
+            return self.app_error_page(status)
+        return unavailable_response() if status == 503 else internal_error_response()
 
     def _reject(self, scope: Scope, headers: dict[bytes, bytes]) -> Any:
         if "\x00" in scope["path"] or b"%00" in scope.get("query_string", b""):

@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from marketsync.auth import service as auth
 from marketsync.auth.dependencies import runtime_of
@@ -25,8 +27,26 @@ from marketsync.console.guards import (
     check_same_origin,
     checked_form,
 )
-from marketsync.console.render import HERE, NO_STORE, errors_of, is_partial, page, page_router, see_other
-from marketsync.errors import ApiError, ValidationFailed, problem_response
+from marketsync.console.render import (
+    HERE,
+    NO_STORE,
+    error_page,
+    errors_of,
+    is_app_path,
+    is_partial,
+    page,
+    page_router,
+    see_other,
+)
+from marketsync.errors import (
+    ApiError,
+    BodyRefused,
+    ValidationFailed,
+    http_problem,
+    problem_response,
+    request_validation_problem,
+    validation_errors,
+)
 from marketsync.inventory import service as inventory
 from marketsync.jobs import service as jobs
 from marketsync.kinds import KINDS
@@ -296,12 +316,27 @@ def install(app: FastAPI) -> None:
         app.router.routes.extend(pages.routes)
     app.mount("/app/static", StaticFiles(directory=HERE / "static"), name="app-static")
 
+    # The API answers problem details; a page answers a page, whatever went wrong (a 404 for another account's id,
+    # as the API; an unknown address; a method the page does not take; an unreadable query parameter).
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> Response:
-        # The API answers problem details; a page answers a page (a 404 for another account's id, as the API).
-        if request.url.path.startswith("/app"):
-            return page(request, "error.html", None, exc.status, title=exc.title, message=exc.title)
+        if is_app_path(request.url.path):
+            return page(request, "error.html", None, exc.status, title=exc.title, message=exc.title, errors=exc.errors)
         return problem_response(exc.status, exc.code, exc.title, exc.errors, exc.headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if is_app_path(request.url.path) and not isinstance(exc, BodyRefused):
+            return error_page(exc.status_code, dict(exc.headers or {}))  # a 405 keeps its Allow
+        return http_problem(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
+        if is_app_path(request.url.path):
+            errors = validation_errors(exc.errors())
+            message = "Some of the address's parameters are not understood."
+            return page(request, "error.html", None, 400, title="Not understood", message=message, errors=errors)
+        return request_validation_problem(exc)
 
     @app.exception_handler(SignInRequired)
     async def _sign_in(request: Request, _exc: SignInRequired) -> Response:
