@@ -18,6 +18,7 @@ from marketsync.auth.dependencies import REQUEST_DEPENDENCIES
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import endpoints as catalog_endpoints
 from marketsync.console import pages as console_pages
+from marketsync.console.render import error_page
 from marketsync.errors import install_error_handlers
 from marketsync.inventory import endpoints as inventory_endpoints
 from marketsync.jobs import endpoints as jobs_endpoints
@@ -84,7 +85,10 @@ def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
     lean_routes.install(app, REQUEST_DEPENDENCIES)
     RouteIndex.install(app)
     app.add_middleware(
-        RequestContextMiddleware, max_body_bytes=rt.settings.max_body_bytes, requests_first=rt.db.requests_first
+        RequestContextMiddleware,
+        max_body_bytes=rt.settings.max_body_bytes,
+        requests_first=rt.db.requests_first,
+        app_error_page=error_page,
     )
     app.openapi = lambda: _openapi(app, rt)  # type: ignore[method-assign]
     return app

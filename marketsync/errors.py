@@ -236,23 +236,35 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> Response:
-        errors = validation_errors(exc.errors())
-        return error_response(request.scope, 400, "validation-failed", ValidationFailed.title, errors)
+        return request_validation_problem(request, exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
-        if isinstance(exc, BodyRefused):
-            return exc.response(request.scope)
-        code, title = _STATUS_CODES.get(exc.status_code, ("error", "The request failed."))
-        headers = exc.headers
-        if exc.status_code == 405:
-            # A mounted app (the docs' static files) is no route of ours: its own Allow stands.
-            union = allowed_methods(request.app.router.routes, request.scope)
-            headers = {**(headers or {}), "Allow": ", ".join(union)} if union else headers
-        errors = None
-        if exc.status_code == 400:  # the framework could not read the body (bad encoding, nesting...)
-            errors = {"body": ["The body is not valid JSON."]}
-        return error_response(request.scope, exc.status_code, code, title, errors, headers)
+        return http_problem(request, exc)
+
+
+def request_validation_problem(request: Request, exc: RequestValidationError) -> Response:
+    errors = validation_errors(exc.errors())
+    return error_response(request.scope, 400, "validation-failed", ValidationFailed.title, errors)
+
+
+def http_problem(request: Request, exc: StarletteHTTPException) -> Response:
+    if isinstance(exc, BodyRefused):
+        return exc.response(request.scope)
+    code, title = _STATUS_CODES.get(exc.status_code, ("error", "The request failed."))
+    errors = None
+    if exc.status_code == 400:  # the framework could not read the body (bad encoding, nesting...)
+        errors = {"body": ["The body is not valid JSON."]}
+    return error_response(request.scope, exc.status_code, code, title, errors, http_error_headers(request, exc))
+
+
+def http_error_headers(request: Request, exc: StarletteHTTPException) -> Mapping[str, str] | None:
+    """The exception's headers; a 405's `Allow` names every method the path takes."""
+    if exc.status_code != 405:
+        return exc.headers
+    # A mounted app (the docs' static files) is no route of ours: its own Allow stands.
+    union = allowed_methods(request.app.router.routes, request.scope)
+    return {**(exc.headers or {}), "Allow": ", ".join(union)} if union else exc.headers
 
 
 def internal_error_response(scope: Scope) -> Response:

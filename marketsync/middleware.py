@@ -9,6 +9,7 @@ from typing import Any
 
 import structlog
 from prometheus_client import Counter, Histogram
+from starlette.responses import Response
 
 from marketsync.db import database_unavailable
 from marketsync.errors import (
@@ -46,6 +47,29 @@ _JSON_BODY_METHODS = {b"POST", b"PUT", b"PATCH"}
 _NUL_MESSAGE = "Strings must not contain the NUL character (U+0000)."
 _JSON_NUL = b"\\u0000"
 _NO_STORE = (b"cache-control", b"no-store")
+# The merchant app (/app) is never framed (clickjacking), and its pages load only its own files: no CDN, no inline
+# script or style. frame-ancestors is the CSP's framing rule; X-Frame-Options for browsers that predate it.
+APP_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+_CSP = b"content-security-policy"
+_FRAME_OPTIONS = (b"x-frame-options", b"DENY")
+
+
+def app_security_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """An app response's headers with the framing rules: a CSP of its own gains frame-ancestors, else APP_CSP."""
+    merged = [(name, value) for name, value in headers if name.lower() != b"x-frame-options"]
+    policies = [value for name, value in merged if name.lower() == _CSP]
+    if not policies:
+        merged.append((_CSP, APP_CSP.encode()))
+    elif not any(b"frame-ancestors" in policy for policy in policies):
+        merged = [
+            (name, value.rstrip(b"; ") + b"; frame-ancestors 'none'" if name.lower() == _CSP else value)
+            for name, value in merged
+        ]
+    merged.append(_FRAME_OPTIONS)
+    return merged
 
 
 def _metrics(method: str, route: str, status: int, elapsed_s: float) -> None:
@@ -59,8 +83,17 @@ def _metrics(method: str, route: str, status: int, elapsed_s: float) -> None:
 
 
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, requests_first: RequestsFirst | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        requests_first: RequestsFirst | None = None,
+        app_error_page: Callable[[int], Response] | None = None,
+    ) -> None:
         self.app = app
+        # The merchant app's error page (HTML) for a 500 or 503 under /app: a browser shows it, not a problem.
+        self.app_error_page = app_error_page
         self.max_body_bytes = max_body_bytes
         # Counts the requests in flight: background work in this process lets them go first (requests_first.py).
         self.requests_first = requests_first or RequestsFirst(0.0)
@@ -72,6 +105,7 @@ class RequestContextMiddleware:
         headers = dict(scope["headers"])
         # API answers are per account (orders carry customer data): no shared or browser cache may keep them.
         private = scope["path"].startswith("/api/")
+        app_page = scope["path"] == "/app" or scope["path"].startswith("/app/")
         request_id = begin_request(headers.get(b"x-request-id", b"").decode("latin-1") or None)
         started = time.perf_counter()
         status_holder = [500]
@@ -88,6 +122,8 @@ class RequestContextMiddleware:
                 if rate_headers and message["status"] != 429:
                     extra += [(k.lower().encode(), v.encode()) for k, v in rate_headers.items()]
                 message["headers"] = [*message.get("headers", []), *extra]
+                if app_page:
+                    message["headers"] = app_security_headers(message["headers"])
             await send(message)
 
         rejection = self._reject(scope, headers)
@@ -107,11 +143,11 @@ class RequestContextMiddleware:
                 # The database went away (restart, terminated connection): retryable, and its transaction rolled
                 # back. The pool reconnects on the next checkout, so the service recovers by itself.
                 log.warning("database_unavailable", error_class=type(exc).__name__)
-                await unavailable_response(scope)(scope, receive, send_with_id)
+                await self._failure(scope, app_page, 503)(scope, receive, send_with_id)
                 return
             # Rendered here rather than by Starlette's outer error middleware, so it carries X-Request-Id.
             log.exception("unhandled_error", error_class=type(exc).__name__)
-            await internal_error_response(scope)(scope, receive, send_with_id)
+            await self._failure(scope, app_page, 500)(scope, receive, send_with_id)
         finally:
             self.requests_first.request_ended()
             route = scope.get("route")
@@ -119,6 +155,11 @@ class RequestContextMiddleware:
             elapsed = time.perf_counter() - started
             _metrics(scope["method"], template, status_holder[0], elapsed)
             access_line(scope["method"], template, status_holder[0], round(elapsed * 1000, 2))
+
+    def _failure(self, scope: Scope, app_page: bool, status: int) -> Response:
+        if app_page and self.app_error_page is not None:
+            return self.app_error_page(status)
+        return unavailable_response(scope) if status == 503 else internal_error_response(scope)
 
     def _reject(self, scope: Scope, headers: dict[bytes, bytes]) -> Any:
         if "\x00" in scope["path"] or b"%00" in scope.get("query_string", b""):

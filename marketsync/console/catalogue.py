@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.datastructures import UploadFile
 
@@ -20,19 +20,27 @@ from marketsync.people.service import Person
 
 router = page_router()
 CATALOGUE_PAGE = 50
+# Deeper than 20,000 pages a person searches by SKU; the bound keeps OFFSET within the databases' integers
+# (docs/decisions/0314-app-query-bounds.md).
+CATALOGUE_MAX_OFFSET = 1_000_000
+SkuParameter = Annotated[str, Query(max_length=rules.MAX_SKU_LENGTH)]
 
 
 @router.get("/catalogue", response_class=HTMLResponse)
-async def catalogue_page(request: Request, person: SignedIn, sku: str = "", offset: int = 0) -> Response:
+async def catalogue_page(
+    request: Request,
+    person: SignedIn,
+    sku: SkuParameter = "",
+    offset: Annotated[int, Query(ge=0, le=CATALOGUE_MAX_OFFSET)] = 0,
+) -> Response:
     sku = sku.strip()
-    offset = max(offset, 0)
     async with runtime_of(request).db.read() as session:
         products, total = await inventory.list_products(
             session, person.account_id, sku=sku or None, modified_since=None, limit=CATALOGUE_PAGE, offset=offset
         )
     return page(
         request, "catalogue.html", person, title="Catalogue", products=products, total=total, sku=sku,
-        offset=offset, page_size=CATALOGUE_PAGE,
+        offset=offset, page_size=CATALOGUE_PAGE, past_the_end=offset > 0 and offset >= total,
     )  # fmt: skip
 
 
@@ -48,13 +56,13 @@ async def _product_page(request: Request, person: Person, sku: str, status: int 
 
 
 @router.get("/product", response_class=HTMLResponse)
-async def product_page(request: Request, person: SignedIn, sku: str) -> Response:
+async def product_page(request: Request, person: SignedIn, sku: SkuParameter) -> Response:
     # The SKU is a query parameter: a SKU may hold any character, a slash included.
     return await _product_page(request, person, sku)
 
 
 @router.post("/product", response_class=HTMLResponse)
-async def edit_product(request: Request, person: SignedIn, sku: str) -> Response:
+async def edit_product(request: Request, person: SignedIn, sku: SkuParameter) -> Response:
     """A person's edit goes through the API's push: the same rules, InventoryChanged (writer MerchantPush, channel
     Api, the channel the spec leaves for app edits) and the marketplace pushes
     (docs/decisions/0124-app-edits-and-reveal.md)."""

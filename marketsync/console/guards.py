@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hmac
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from fastapi import Depends, Request
 from starlette.datastructures import FormData
@@ -15,6 +16,8 @@ from marketsync.people import service as people
 from marketsync.people.service import Person
 
 SESSION_COOKIE = "msc_session"
+# Sent by the parts of a page that refresh themselves (hx-headers in their templates): not the person's activity.
+POLL_HEADER = "x-app-poll"
 
 
 class SignInRequired(Exception):
@@ -35,7 +38,8 @@ class FormRefused(Exception):
 
 async def _person(request: Request) -> Person:
     token = request.cookies.get(SESSION_COOKIE, "")
-    person = await people.person_for(runtime_of(request), token) if token else None
+    polling = request.headers.get(POLL_HEADER) == "1"
+    person = await people.person_for(runtime_of(request), token, activity=not polling) if token else None
     if person is None:
         raise SignInRequired
     bind_contextvars(account_id=person.account_id, user_id=person.user_id)  # ids in this request's log lines
@@ -50,6 +54,29 @@ async def _owner(person: Annotated[Person, Depends(_person)]) -> Person:
 
 SignedIn = Annotated[Person, Depends(_person)]
 OwnerOnly = Annotated[Person, Depends(_owner)]
+
+
+def _origin_of(url: str) -> str | None:
+    parts = urlsplit(url.strip())
+    return f"{parts.scheme}://{parts.netloc}".lower() if parts.scheme and parts.netloc else None
+
+
+def check_same_origin(request: Request) -> None:
+    """Login CSRF: a sign-in posted from another site (which would sign the victim in to the attacker's account)
+    is refused. `Origin`, else `Referer`, must be this app's own origin: the host the request was sent to, or the
+    configured base URL (behind a proxy that ends TLS). A request with neither is not a browser's cross-site form
+    (every current browser sends `Origin` on a cross-site POST) and passes (docs/decisions/0315-login-csrf.md)."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        referer = request.headers.get("referer")
+        if referer is None:
+            return
+        claimed = _origin_of(referer)
+    else:
+        claimed = _origin_of(origin)  # "null" (a sandboxed frame, a data: URL) names no origin: refused
+    own = {_origin_of(str(request.base_url)), _origin_of(runtime_of(request).settings.base_url)}
+    if claimed is None or claimed not in own:
+        raise Forbidden("Sign in from this app's own sign-in page.")
 
 
 async def checked_form(request: Request, person: Person) -> FormData:

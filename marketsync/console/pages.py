@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from marketsync.auth import service as auth
 from marketsync.auth.dependencies import runtime_of
@@ -22,10 +24,30 @@ from marketsync.console.guards import (
     OwnerOnly,
     SignedIn,
     SignInRequired,
+    check_same_origin,
     checked_form,
 )
-from marketsync.console.render import HERE, errors_of, is_partial, page, page_router, see_other
-from marketsync.errors import ApiError, ValidationFailed, problem_response
+from marketsync.console.render import (
+    HERE,
+    NO_STORE,
+    error_page,
+    errors_of,
+    is_app_path,
+    is_partial,
+    page,
+    page_router,
+    see_other,
+)
+from marketsync.errors import (
+    ApiError,
+    BodyRefused,
+    ValidationFailed,
+    error_response,
+    http_error_headers,
+    http_problem,
+    request_validation_problem,
+    validation_errors,
+)
 from marketsync.inventory import service as inventory
 from marketsync.jobs import service as jobs
 from marketsync.kinds import KINDS
@@ -46,6 +68,7 @@ async def sign_in_page(request: Request) -> Response:
 
 @router.post("/sign-in", response_class=HTMLResponse)
 async def sign_in(request: Request) -> Response:
+    check_same_origin(request)  # the sign-in form has no session yet, so no CSRF token: its origin is checked
     rt = runtime_of(request)
     form = await request.form()
     email, password = str(form.get("email") or ""), str(form.get("password") or "")
@@ -294,15 +317,35 @@ def install(app: FastAPI) -> None:
         app.router.routes.extend(pages.routes)
     app.mount("/app/static", StaticFiles(directory=HERE / "static"), name="app-static")
 
+    # The API answers problem details; a page answers a page, whatever went wrong (a 404 for another account's id,
+    # as the API; an unknown address; a method the page does not take; an unreadable query parameter).
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> Response:
-        # The API answers problem details; a page answers a page (a 404 for another account's id, as the API).
-        if request.url.path.startswith("/app"):
-            return page(request, "error.html", None, exc.status, title=exc.title, message=exc.title)
-        return problem_response(exc.status, exc.code, exc.title, exc.errors, exc.headers)
+        if is_app_path(request.url.path):
+            return page(request, "error.html", None, exc.status, title=exc.title, message=exc.title, errors=exc.errors)
+        return error_response(request.scope, exc.status, exc.code, exc.title, exc.errors, exc.headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if is_app_path(request.url.path) and not isinstance(exc, BodyRefused):
+            return error_page(exc.status_code, dict(http_error_headers(request, exc) or {}))  # a 405 keeps its Allow
+        return http_problem(request, exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
+        if is_app_path(request.url.path):
+            errors = validation_errors(exc.errors())
+            message = "Some of the address's parameters are not understood."
+            return page(request, "error.html", None, 400, title="Not understood", message=message, errors=errors)
+        return request_validation_problem(request, exc)
 
     @app.exception_handler(SignInRequired)
     async def _sign_in(request: Request, _exc: SignInRequired) -> Response:
+        if is_partial(request):
+            # htmx would swap a redirect's target (the sign-in page) into the fragment; HX-Redirect makes it load
+            # the sign-in page as the whole page instead. 200: htmx acts on the header whatever the status, and a
+            # 401 would need a WWW-Authenticate scheme a cookie session does not have.
+            return Response(status_code=200, headers={"HX-Redirect": "/app/sign-in", **NO_STORE})
         return see_other("/app/sign-in")
 
     @app.exception_handler(Forbidden)

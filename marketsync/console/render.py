@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from marketsync.errors import ApiError
+from marketsync.errors import ApiError, ValidationFailed
 from marketsync.people.service import Person
 
 HERE = Path(__file__).parent
@@ -18,14 +18,62 @@ templates = Jinja2Templates(directory=HERE / "templates")
 NO_STORE = {"Cache-Control": "no-store"}
 
 
+# The bounds of a page's address (docs/decisions/0314-app-query-bounds.md): lists and searches take a few short
+# parameters; the order list's cursor, the longest, is at most 500 characters (as the API's Cursor).
+MAX_QUERY_PARAMETERS = 30
+MAX_QUERY_VALUE = 500
+MAX_QUERY_STRING = 4096
+
+
+async def bounded_query(request: Request) -> None:
+    """Every page's query string within the bounds, or a 400 page naming what is too long or too many."""
+    query = request.url.query
+    parameters = request.query_params.multi_items()
+    errors: dict[str, list[str]] = {}
+    if len(query) > MAX_QUERY_STRING:
+        errors["address"] = [f"The address is too long: at most {MAX_QUERY_STRING} characters after the ?."]
+    if len(parameters) > MAX_QUERY_PARAMETERS:
+        errors.setdefault("address", []).append(
+            f"Too many parameters: at most {MAX_QUERY_PARAMETERS}, this address has {len(parameters)}."
+        )
+    for name, value in parameters:
+        if len(value) > MAX_QUERY_VALUE:
+            errors[name[:50]] = [f"At most {MAX_QUERY_VALUE} characters."]
+    if errors:
+        raise ValidationFailed(errors=errors)
+
+
 def page_router() -> APIRouter:
-    return APIRouter(prefix="/app", include_in_schema=False)
+    return APIRouter(prefix="/app", include_in_schema=False, dependencies=[Depends(bounded_query)])
+
+
+def is_app_path(path: str) -> bool:
+    return path == "/app" or path.startswith("/app/")
 
 
 def page(request: Request, template: str, person: Person | None, status: int = 200, **context: Any) -> Response:
     return templates.TemplateResponse(
         request, template, {"person": person, **context}, status_code=status, headers=NO_STORE
     )
+
+
+# What an error page says for a status, when no route said more.
+ERROR_PAGES = {
+    400: ("Not understood", "The address or the form could not be read."),
+    404: ("Not found", "No such page."),
+    405: ("Not found", "This page does not take that kind of request."),
+    413: ("Too large", "The upload is larger than the service accepts."),
+    500: ("Something went wrong", "The app could not answer this request. Try again in a moment."),
+    503: ("Busy", "The service cannot answer for a moment. Try again in a few seconds."),
+}
+
+
+def error_page(status: int, headers: dict[str, str] | None = None) -> Response:
+    """An error page without a request: also what the outermost middleware answers for an unexpected error."""
+    title, message = ERROR_PAGES.get(status, ("Something went wrong", "The request failed."))
+    html = templates.get_template("error.html").render(person=None, title=title, message=message)
+    extra = {"Retry-After": "1"} if status == 503 else {}
+    return HTMLResponse(html, status_code=status, headers={**NO_STORE, **extra, **(headers or {})})
 
 
 def see_other(path: str) -> RedirectResponse:

@@ -5,9 +5,9 @@ repairs: resend one delivery, recover every failed delivery since a time, send a
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from marketsync.auth.dependencies import runtime_of
@@ -53,7 +53,9 @@ async def _webhooks_page(request: Request, person: Person, status: int = 200, **
 
 
 @router.get("/webhooks", response_class=HTMLResponse)
-async def webhooks_page(request: Request, person: SignedIn, done: str = "", count: int = 0) -> Response:
+async def webhooks_page(
+    request: Request, person: SignedIn, done: str = "", count: Annotated[int, Query(ge=0, le=1_000_000)] = 0
+) -> Response:
     notice = NOTICES.get(done, "").format(count=count)
     return await _webhooks_page(request, person, notice=notice)
 

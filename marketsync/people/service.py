@@ -177,8 +177,10 @@ async def sign_in(rt: Runtime, email: str, password: str, source: str) -> str:
     return token
 
 
-async def person_for(rt: Runtime, token: str) -> Person | None:
-    """The person a session token belongs to, if the session is live (not revoked, idle or past its end)."""
+async def person_for(rt: Runtime, token: str, *, activity: bool = True) -> Person | None:
+    """The person a session token belongs to, if the session is live (not revoked, idle or past its end).
+    `activity=False` (a page refreshing itself in the background) reads the session without extending its idle
+    time: an open tab left polling must not keep a session alive forever."""
     if not token or len(token) > 100:
         return None
     now = rt.clock.now()
@@ -194,7 +196,7 @@ async def person_for(rt: Runtime, token: str) -> Person | None:
         or now - app_session.last_seen_at > IDLE_EXPIRY
     ):
         return None
-    if now - app_session.last_seen_at > _SEEN_EVERY:
+    if activity and now - app_session.last_seen_at > _SEEN_EVERY:
         async with rt.db.transaction() as session:
             live = await repository.session_with_user(session, token_hash)
             if live is not None:

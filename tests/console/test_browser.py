@@ -201,3 +201,27 @@ async def test_a_jobs_failure_reason_orders_with_a_reveal_and_an_import_with_its
         width = await phone.evaluate("document.documentElement.scrollWidth")
         assert width <= PHONE["width"]  # no sideways scrolling of the page on a phone
         await _shot(rt, phone, "catalogue-phone")
+
+
+async def test_the_app_works_under_its_content_security_policy(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """No CSP violation on the pages with a live part and a Copy button; polls say they are polls."""
+    person = await make_person(rt, await make_account(rt))
+    async with browser_page(str(api.base_url)) as page:
+        await page.add_init_script(
+            "window.violations = [];"
+            "document.addEventListener('securitypolicyviolation',"
+            " (e) => window.violations.push(e.violatedDirective + ' ' + e.blockedURI));"
+        )
+        await sign_in(page, person.email, person.password)
+        async with page.expect_request(lambda request: request.headers.get("hx-request") == "true") as polled:
+            pass  # the connections table refreshes itself every 3 s
+        assert (await polled.value).headers.get("x-app-poll") == "1"
+        await page.get_by_role("link", name="API credentials").click()
+        await page.get_by_label("Name").fill("ERP")
+        await page.get_by_label("OrdersRead").check()
+        await page.get_by_role("button", name="Create credential").click()
+        await page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+        await page.get_by_role("button", name="Copy").click()
+        secret = await page.locator("#client-secret").inner_text()
+        assert await page.evaluate("navigator.clipboard.readText()") == secret
+        assert await page.evaluate("window.violations") == []

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import httpx
 import pytest
 
 from marketsync.app import create_app
+from marketsync.console import pages as console_pages
 from marketsync.kit.clock import FrozenClock
 from marketsync.runtime import Runtime
 from tests.console.support import Browser, make_person, signed_in
@@ -127,3 +130,94 @@ async def test_a_session_holds_across_api_processes_and_signing_out_everywhere_e
         await owner.post("/app/sign-out", {"everywhere": "1"})
         gone = await other.get("/app/jobs")
         assert gone.status_code == 303 and gone.headers["location"] == "/app/sign-in"
+
+
+@pytest.mark.parametrize("clock", [FrozenClock()])
+async def test_an_expired_session_sends_htmx_to_the_sign_in_page_and_a_navigation_by_redirect(
+    rt: Runtime, api: httpx.AsyncClient, clock: FrozenClock
+) -> None:
+    browser = await signed_in(api, await make_person(rt, await make_account(rt)))
+    clock.advance(minutes=31)
+    refresh = await browser.client.get("/app/marketplaces", headers={"HX-Request": "true"})
+    # htmx loads the sign-in page as the whole page instead of swapping it into the fragment.
+    assert refresh.status_code == 200 and refresh.headers["hx-redirect"] == "/app/sign-in"
+    assert refresh.text == "" and refresh.headers["cache-control"] == "no-store"
+    navigation = await browser.page("/app/marketplaces")
+    assert navigation.status_code == 303 and navigation.headers["location"] == "/app/sign-in"
+    assert "hx-redirect" not in navigation.headers
+    await browser.client.aclose()
+
+
+POLL = {"HX-Request": "true", "X-App-Poll": "1"}
+
+
+@pytest.mark.parametrize("clock", [FrozenClock()])
+async def test_background_polling_does_not_keep_a_session_alive(
+    rt: Runtime, api: httpx.AsyncClient, clock: FrozenClock
+) -> None:
+    browser = await signed_in(api, await make_person(rt, await make_account(rt)))
+    for _ in range(9):  # a tab left open, refreshing itself every 3 s: 27 minutes of polls, no activity
+        clock.advance(minutes=3)
+        assert (await browser.client.get("/app/marketplaces", headers=POLL)).status_code == 200
+    clock.advance(minutes=4)  # 31 minutes after the sign-in, the person's last activity
+    ended = await browser.client.get("/app/marketplaces", headers=POLL)
+    assert ended.headers.get("hx-redirect") == "/app/sign-in"
+    assert (await browser.page("/app/marketplaces")).status_code == 303
+    await browser.client.aclose()
+
+
+@pytest.mark.parametrize("clock", [FrozenClock()])
+async def test_a_persons_own_htmx_request_still_counts_as_activity(
+    rt: Runtime, api: httpx.AsyncClient, clock: FrozenClock
+) -> None:
+    browser = await signed_in(api, await make_person(rt, await make_account(rt)))
+    clock.advance(minutes=20)
+    assert (await browser.client.get("/app/marketplaces", headers={"HX-Request": "true"})).status_code == 200
+    clock.advance(minutes=20)  # 40 minutes after the sign-in, 20 after the last activity
+    assert (await browser.page("/app/marketplaces")).status_code == 200
+    await browser.client.aclose()
+
+
+def test_every_self_refreshing_part_says_it_is_a_poll() -> None:
+    templates = Path(console_pages.__file__).parent / "templates"
+    polling = [
+        tag
+        for template in templates.glob("*.html")
+        for tag in re.findall(r"<[^>]*hx-trigger=\"every [^>]*>", template.read_text())
+    ]
+    assert len(polling) >= 3  # connections, imports, an import's report
+    for tag in polling:
+        assert """hx-headers='{"X-App-Poll": "1"}'""" in tag, tag
+
+
+async def test_a_sign_in_posted_from_another_site_is_refused(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Login CSRF: another site's form would sign the victim in to the attacker's account."""
+    user = await make_person(rt, await make_account(rt))
+    credentials = {"email": user.email, "password": user.password}
+    own = str(api.base_url).rstrip("/")
+    for headers in (
+        {"Origin": "https://attacker.example"},
+        {"Origin": "null"},  # a sandboxed frame or a data: URL
+        {"Origin": own.replace("127.0.0.1", "localhost")},  # another host, same port
+        {"Referer": "https://attacker.example/login-csrf.html"},
+        {"Origin": "https://attacker.example", "Referer": f"{own}/app/sign-in"},  # Origin decides
+    ):
+        refused = await api.post("/app/sign-in", data=credentials, headers=headers)
+        assert refused.status_code == 403, headers
+        assert "msc_session" not in refused.headers.get("set-cookie", ""), headers
+        assert "own sign-in page" in refused.text and refused.headers["content-type"].startswith("text/html")
+    for headers in ({"Origin": own}, {"Referer": f"{own}/app/sign-in"}, {}):
+        accepted = await api.post("/app/sign-in", data=credentials, headers=headers)
+        assert accepted.status_code == 303 and "msc_session=" in accepted.headers["set-cookie"], headers
+
+
+@pytest.mark.parametrize("settings_overrides", [{"base_url": "https://app.example.com"}])
+async def test_a_sign_in_from_the_configured_base_url_is_accepted_behind_a_proxy(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    user = await make_person(rt, await make_account(rt))
+    credentials = {"email": user.email, "password": user.password}
+    accepted = await api.post("/app/sign-in", data=credentials, headers={"Origin": "https://app.example.com"})
+    assert accepted.status_code == 303
+    refused = await api.post("/app/sign-in", data=credentials, headers={"Origin": "https://evil.example.com"})
+    assert refused.status_code == 403
