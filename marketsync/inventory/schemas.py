@@ -44,9 +44,11 @@ class PushItemIn(BaseModel):
     @field_validator("Price")
     @classmethod
     def _price(cls, value: Decimal | None) -> Decimal | None:
-        if value is not None and (problem := rules.price_problem(value)):
+        if value is None:
+            return None
+        if problem := rules.price_problem(value):
             raise PydanticCustomError("price", problem)
-        return value
+        return rules.unsigned_zero(value)
 
     @field_validator("Quantity")
     @classmethod
@@ -104,10 +106,12 @@ def _checked_item(item: Any) -> PushItem | None:
     if type(sku) is not str or rules.sku_problem(sku):
         return None
     if price is not None:
+        # A JSON integer is a price like any other (the cap and the sign apply to 5 as to 5.0).
         if type(price) is int:
             price = Decimal(price)
-        elif type(price) is not Decimal or rules.price_problem(price):
+        if type(price) is not Decimal or rules.price_problem(price):
             return None
+        price = rules.unsigned_zero(price)
     if quantity is not None and (type(quantity) is not int or rules.quantity_problem(quantity)):
         return None
     return PushItem(sku, price, quantity)
