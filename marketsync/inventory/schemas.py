@@ -7,7 +7,6 @@ The push body is parsed with exact decimals (`json.loads(parse_float=Decimal)`):
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, NoReturn
 
@@ -19,7 +18,7 @@ from marketsync.inventory import rules
 from marketsync.inventory.repository import ListingView
 from marketsync.inventory.rules import MAX_OFFSET, MAX_PUSH_ITEMS, PushItem
 from marketsync.kit.numbers import JsonNumber
-from marketsync.kit.timestamps import in_utc
+from marketsync.kit.timestamps import UtcDatetime
 
 
 class PushItemIn(BaseModel):
@@ -193,16 +192,11 @@ class ProductListIn(BaseModel):
         description=f"0 to {MAX_OFFSET}; page against TotalCount. Without ModifiedSince, products come in SKU order "
         "ignoring case: a change of price or stock moves none of them between pages.",
     )
-    ModifiedSince: datetime | None = Field(
+    ModifiedSince: UtcDatetime | None = Field(
         None,
         description="Inclusive bound; the page is then ordered oldest change first. Resume with the "
         "last entry's LastModifiedDate (that entry comes back first: skip what you already hold).",
     )
-
-    @field_validator("ModifiedSince")
-    @classmethod
-    def _utc(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else in_utc(value)
 
 
 class ProductEntryOut(BaseModel):
