@@ -44,6 +44,7 @@ class _Duplicated(dict[str, Any]):
 
     def __init__(self, pairs: list[tuple[str, Any]], repeated: list[str]) -> None:
         super().__init__(pairs)
+        self.pairs = pairs  # every value, the ones `dict` drops included: their own repeats are named too
         self.repeated = repeated
 
 
@@ -72,9 +73,12 @@ def _reject_constant(name: str) -> NoReturn:
 
 
 def _duplicate_paths(value: Any, path: list[str | int], found: dict[str, list[str]]) -> None:
-    if isinstance(value, dict):
-        for key in getattr(value, "repeated", ()):
+    if isinstance(value, _Duplicated):
+        for key in value.repeated:
             found[field_key([*path, key])] = [DUPLICATE_KEY]
+        for key, item in value.pairs:
+            _duplicate_paths(item, [*path, key], found)
+    elif isinstance(value, dict):
         for key, item in value.items():
             _duplicate_paths(item, [*path, key], found)
     elif isinstance(value, list):
