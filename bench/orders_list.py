@@ -437,7 +437,7 @@ async def bench_backend(backend: str, total: int, runs: int, seconds: int) -> li
         since = BASE_TIME + timedelta(seconds=int(total * 0.9))
         fingerprint = rules.filter_fingerprint(None, None, None, None, None)
         deep_cursor = rules.encode_cursor(
-            rules.Cursor(deep_after[0], deep_after[1], high_water, fingerprint), rt.settings.hash_key
+            rules.Cursor(deep_after[0], deep_after[1], high_water, fingerprint), rt.settings.hash_key, account_id
         )
         cases: list[tuple[str, datetime | None, tuple[datetime, str] | None, dict[str, Any]]] = [
             ("first page", None, None, {"Limit": 200}),

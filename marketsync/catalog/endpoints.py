@@ -3,9 +3,8 @@ POST /api/products/Create (InventoryWrite)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-import orjson
 from fastapi import APIRouter, Query, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
@@ -21,25 +20,33 @@ from marketsync.catalog.schemas import (
     SearchIn,
     SearchOut,
 )
-from marketsync.errors import ValidationFailed
 from marketsync.kit import idempotency, jsonio
+from marketsync.kit.bodies import read_body
+from marketsync.kit.openapi import request_body
 from marketsync.kit.requestid import current_request_id
 
 router = APIRouter(tags=["Product types"])
 
 
-@router.post("/api/product-types/Search", response_model=SearchOut, summary="Search leaf categories")
-async def search_product_types(body: SearchIn, caller: InventoryReader, rt: RuntimeDep) -> SearchOut:
+@router.post(
+    "/api/product-types/Search",
+    response_model=SearchOut,
+    summary="Search leaf categories",
+    openapi_extra=request_body(SearchIn),
+)
+async def search_product_types(request: Request, caller: InventoryReader, rt: RuntimeDep) -> Response:
+    body = SearchIn.read(await request.body())
     limit = body.Limit if body.Limit is not None else service.SEARCH_DEFAULT_LIMIT
     rows, total = await rt.db.driver_read(
         lambda reader: service.search(
             reader, caller.account_id, body.MarketplaceId, body.SearchText, limit, body.Offset or 0
         )
     )
-    return SearchOut(
+    found = SearchOut(
         ProductTypes=[ProductTypeOut(CategoryId=r.category_id, Title=r.name, Path=r.path) for r in rows],
         TotalCount=total,
     )
+    return Response(jsonio.dumps(found.model_dump()), media_type="application/json")
 
 
 @router.get("/api/product-types/Schema", response_model=SchemaOut, summary="Attribute schema of a leaf category")
@@ -54,23 +61,16 @@ async def product_type_schema(
     return SchemaOut.of(schema.view, schema.attributes)
 
 
-_CREATE_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {"application/json": {"schema": CreateProductIn.model_json_schema()}},
-    }
-}
-
-
 @router.post(
     "/api/products/Create",
     response_model=CreateProductOut,
     summary="Create or update a product and queue its publish",
-    openapi_extra=_CREATE_BODY,
+    openapi_extra=request_body(CreateProductIn),
 )
 async def create_product(request: Request, caller: InventoryWriter, rt: RuntimeDep) -> Response:
-    raw = _json_body(await request.body())
-    if isinstance(raw, dict) and raw.get("ValidateOnly") is True:
+    # Checked field by field by catalog.rules (types and schema errors in one 400), so read as plain JSON.
+    raw = read_body(await request.body())
+    if raw.get("ValidateOnly") is True:
         # Writes nothing, so it needs neither a write transaction nor the Idempotency-Key record.
         async with rt.db.read() as session:
             outcome = await service.create_product(rt, session, caller.account_id, raw)
@@ -91,13 +91,6 @@ async def create_product(request: Request, caller: InventoryWriter, rt: RuntimeD
         return idempotency.Outcome(200, _create_body(outcome))
 
     return await idempotency.run(rt, request, caller.account_id, "products.create", work, prepare=validate)
-
-
-def _json_body(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw or b"null")
-    except orjson.JSONDecodeError:
-        raise ValidationFailed(errors={"body": ["The body is not valid JSON."]}) from None
 
 
 def _create_body(outcome: service.CreateOutcome) -> bytes:

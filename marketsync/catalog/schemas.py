@@ -8,12 +8,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from marketsync.catalog.taxonomy import AttributeSpec
 from marketsync.inventory.rules import MAX_OFFSET
+from marketsync.kit.bodies import StrictRequest
 from marketsync.models.catalog import ProductTypeView
 
 
-class SearchIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class SearchIn(StrictRequest):
     MarketplaceId: str = Field(min_length=1, description="From GET /api/marketplaces.")
     SearchText: str | None = Field(
         None,

@@ -3,9 +3,9 @@ service, shape the response (serialised once with orjson)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Body, Request
+from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from marketsync.auth.dependencies import InventoryReader, InventoryWriter, RuntimeDep
@@ -19,7 +19,7 @@ from marketsync.inventory.schemas import (
     parse_push,
 )
 from marketsync.kit import jsonio
-from marketsync.kit.openapi import inline_schema
+from marketsync.kit.openapi import request_body
 from marketsync.kit.requestid import current_request_id
 
 router = APIRouter(tags=["Inventory"])
@@ -35,9 +35,7 @@ def _json(body: dict[str, Any]) -> Response:
     "/api/inventory/price-quantity",
     response_model=PushOut,
     summary="Push price and stock changes (1 to 500 SKUs)",
-    openapi_extra={
-        "requestBody": {"required": True, "content": {"application/json": {"schema": inline_schema(PushIn)}}}
-    },
+    openapi_extra=request_body(PushIn),
 )
 async def push_price_quantity(request: Request, caller: InventoryWriter, rt: RuntimeDep) -> Response:
     items, propagate = parse_push(await request.body())
@@ -53,11 +51,14 @@ async def push_price_quantity(request: Request, caller: InventoryWriter, rt: Run
     )
 
 
-@router.post("/api/products/List", response_model=ProductsOut, summary="List the catalogue (no prices)")
-async def list_products(
-    caller: InventoryReader, rt: RuntimeDep, body: Annotated[ProductListIn | None, Body()] = None
-) -> Response:
-    query = body or ProductListIn()
+@router.post(
+    "/api/products/List",
+    response_model=ProductsOut,
+    summary="List the catalogue (no prices)",
+    openapi_extra=request_body(ProductListIn, required=False),
+)
+async def list_products(request: Request, caller: InventoryReader, rt: RuntimeDep) -> Response:
+    query = ProductListIn.read(await request.body(), optional=True)
     page = await rt.db.driver_read(
         lambda reader: service.products_page(
             reader,

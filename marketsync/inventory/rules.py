@@ -109,6 +109,11 @@ def price_problem(value: Decimal) -> str | None:
     return None
 
 
+def unsigned_zero(value: Decimal) -> Decimal:
+    """A zero price without its sign: `-0` and `-0.00` are zero, stored and echoed (events, the app) as 0."""
+    return Decimal(0) if value.is_zero() else value
+
+
 def quantity_problem(value: int) -> str | None:
     if value < 0:
         return "Must not be negative."
@@ -327,6 +332,8 @@ def parse_values(raw_price: str, raw_quantity: str) -> tuple[Decimal | None, int
         else:
             if problem := price_problem(price):
                 problems["Price"] = problem
+            else:
+                price = unsigned_zero(price)
     quantity: int | None = None
     if raw_quantity:
         if raw_quantity.lstrip("+-").isdigit():

@@ -1,30 +1,27 @@
 """Request and response shapes of the catalogue endpoints, with the spec's field names (spec §2, §4).
 
-The push body is parsed with exact decimals (`json.loads(parse_float=Decimal)`): a JSON number such as
-19.99 never passes through a binary float on its way to the database.
+Bodies are read by `marketsync.kit.bodies` like every route's. The push's is parsed with exact decimals: a JSON
+number such as 19.99 never passes through a binary float on its way to the database.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic import BaseModel, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from marketsync.errors import ValidationFailed, validation_errors
 from marketsync.inventory import rules
 from marketsync.inventory.repository import ListingView
 from marketsync.inventory.rules import MAX_OFFSET, MAX_PUSH_ITEMS, PushItem
+from marketsync.kit.bodies import StrictRequest, read_body
 from marketsync.kit.numbers import JsonNumber
-from marketsync.kit.timestamps import in_utc
+from marketsync.kit.timestamps import UtcDatetime
 
 
-class PushItemIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class PushItemIn(StrictRequest):
     Sku: StrictStr
     # A JSON number, strictly (like Quantity): "19.99" in quotes is refused, not read as a number.
     Price: Annotated[Decimal, JsonNumber()] | None = Field(
@@ -44,9 +41,11 @@ class PushItemIn(BaseModel):
     @field_validator("Price")
     @classmethod
     def _price(cls, value: Decimal | None) -> Decimal | None:
-        if value is not None and (problem := rules.price_problem(value)):
+        if value is None:
+            return None
+        if problem := rules.price_problem(value):
             raise PydanticCustomError("price", problem)
-        return value
+        return rules.unsigned_zero(value)
 
     @field_validator("Quantity")
     @classmethod
@@ -56,9 +55,7 @@ class PushItemIn(BaseModel):
         return value
 
 
-class PushIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class PushIn(StrictRequest):
     Items: list[PushItemIn] = Field(min_length=1, max_length=MAX_PUSH_ITEMS)
     PropagateToListings: StrictBool | None = Field(
         None, description="Default true: schedule the outbound write to every marketplace holding a listing."
@@ -70,24 +67,6 @@ class PushIn(BaseModel):
     @property
     def propagate(self) -> bool:
         return self.PropagateToListings is not False
-
-
-def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _is_unicode_text(value: Any) -> bool:
-    if isinstance(value, str):
-        try:
-            value.encode()
-        except UnicodeEncodeError:
-            return False
-        return True
-    if isinstance(value, dict):
-        return all(_is_unicode_text(k) and _is_unicode_text(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_is_unicode_text(item) for item in value)
-    return True
 
 
 _ITEM_FIELDS = frozenset(("Sku", "Price", "Quantity"))
@@ -104,10 +83,12 @@ def _checked_item(item: Any) -> PushItem | None:
     if type(sku) is not str or rules.sku_problem(sku):
         return None
     if price is not None:
+        # A JSON integer is a price like any other (the cap and the sign apply to 5 as to 5.0).
         if type(price) is int:
             price = Decimal(price)
-        elif type(price) is not Decimal or rules.price_problem(price):
+        if type(price) is not Decimal or rules.price_problem(price):
             return None
+        price = rules.unsigned_zero(price)
     if quantity is not None and (type(quantity) is not int or rules.quantity_problem(quantity)):
         return None
     return PushItem(sku, price, quantity)
@@ -136,14 +117,7 @@ def _checked_push(data: Any) -> tuple[list[PushItem], bool] | None:
 def parse_push(raw: bytes) -> tuple[list[PushItem], bool]:
     """The push body with exact decimals, as (items, propagate); every bad field in one 400 keyed like
     `Items[3].Price`."""
-    try:
-        data = json.loads(raw or b"null", parse_float=Decimal, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser's stack
-        raise ValidationFailed(errors={"body": ["The body is not valid JSON."]}) from None
-    # The standard parser accepts an escaped lone surrogate ("\ud800"), which no UTF-8 text (nor the database)
-    # can hold; only an escape can produce one, so bodies without `\u` skip the walk.
-    if b"\\u" in raw and not _is_unicode_text(data):
-        raise ValidationFailed(errors={"body": ["Strings must be valid Unicode text (no lone surrogates)."]})
+    data = read_body(raw, exact_decimals=True)
     checked = _checked_push(data)
     if checked is not None:
         return checked
@@ -179,9 +153,7 @@ class PushOut(BaseModel):
     Warnings: list[str]
 
 
-class ProductListIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ProductListIn(StrictRequest):
     Sku: StrictStr | None = Field(None, description="Case-insensitive SKU filter.")
     Limit: Annotated[int, Field(ge=1, le=200)] | None = Field(None, description="Default 50, maximum 200.")
     Offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] | None = Field(
@@ -189,16 +161,11 @@ class ProductListIn(BaseModel):
         description=f"0 to {MAX_OFFSET}; page against TotalCount. Without ModifiedSince, products come in SKU order "
         "ignoring case: a change of price or stock moves none of them between pages.",
     )
-    ModifiedSince: datetime | None = Field(
+    ModifiedSince: UtcDatetime | None = Field(
         None,
         description="Inclusive bound; the page is then ordered oldest change first. Resume with the "
         "last entry's LastModifiedDate (that entry comes back first: skip what you already hold).",
     )
-
-    @field_validator("ModifiedSince")
-    @classmethod
-    def _utc(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else in_utc(value)
 
 
 class ProductEntryOut(BaseModel):

@@ -24,3 +24,8 @@ def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
 
     resolved: dict[str, Any] = resolve(schema)
     return resolved
+
+
+def request_body(model: type[BaseModel], *, required: bool = True) -> dict[str, Any]:
+    """`openapi_extra` documenting a body the endpoint reads itself (marketsync.kit.bodies)."""
+    return {"requestBody": {"required": required, "content": {"application/json": {"schema": inline_schema(model)}}}}

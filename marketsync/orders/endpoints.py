@@ -6,13 +6,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
 from marketsync.auth.dependencies import OrdersReader, OrdersWriter, RuntimeDep
 from marketsync.kit import idempotency, jsonio
-from marketsync.kit.openapi import inline_schema
+from marketsync.kit.openapi import request_body
 from marketsync.orders import schemas, service
 
 router = APIRouter(prefix="/api/orders", tags=["Orders"])
@@ -24,17 +23,11 @@ _WRITE_DOC = (
 )
 
 
-def _body_doc(model: type[BaseModel], *, required: bool = True) -> dict[str, Any]:
-    """The request body in the OpenAPI: bodies are read from the raw bytes (strict JSON, see schemas)."""
-    content = {"application/json": {"schema": inline_schema(model)}}
-    return {"requestBody": {"required": required, "content": content}}
-
-
 @router.post(
     "/List",
     response_model=schemas.OrderListOut,
     summary="List orders",
-    openapi_extra=_body_doc(schemas.ListOrdersRequest, required=False),
+    openapi_extra=request_body(schemas.ListOrdersRequest, required=False),
 )
 async def list_orders(request: Request, caller: OrdersReader, rt: RuntimeDep) -> Response:
     """Keyset pages, oldest change first. A walk (first page and its cursors) never shows an order twice or
@@ -73,7 +66,7 @@ def _write(
     "/Confirm",
     response_model=schemas.WriteOut,
     summary="Confirm shipment of order items",
-    openapi_extra=_body_doc(schemas.ConfirmRequest),
+    openapi_extra=request_body(schemas.ConfirmRequest),
     description="Ships every unshipped unit of each item, recording a shipment with its carrier and tracking."
     + _WRITE_DOC,
 )
@@ -92,7 +85,7 @@ async def confirm(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Res
     "/Cancel",
     response_model=schemas.WriteOut,
     summary="Cancel order items",
-    openapi_extra=_body_doc(schemas.CancelRequest),
+    openapi_extra=request_body(schemas.CancelRequest),
     description="Cancels units not yet shipped (all of them unless Quantity is given)." + _WRITE_DOC,
 )
 async def cancel(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
@@ -110,7 +103,7 @@ async def cancel(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Resp
     "/Refund",
     response_model=schemas.RefundWriteOut,
     summary="Refund order items",
-    openapi_extra=_body_doc(schemas.RefundRequest),
+    openapi_extra=request_body(schemas.RefundRequest),
     description="Send an Idempotency-Key: a retried refund then never refunds twice." + _WRITE_DOC,
 )
 async def refund(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
@@ -128,7 +121,7 @@ async def refund(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Resp
     "/Update",
     response_model=schemas.UpdateOut,
     summary="Attach an external order reference",
-    openapi_extra=_body_doc(schemas.UpdateRequest),
+    openapi_extra=request_body(schemas.UpdateRequest),
 )
 async def update(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
     """Local bookkeeping only; nothing is sent to a marketplace."""

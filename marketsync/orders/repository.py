@@ -83,8 +83,8 @@ async def page_of_documents(
     *,
     order_ids: Collection[str] | None,
     statuses: Collection[str] | None,
-    changed_from: datetime | None,
-    changed_to: datetime | None,
+    changed_since: datetime | None,
+    changed_before: datetime | None,
     after: tuple[datetime, str] | None,
     high_water: datetime,
     limit: int,
@@ -103,10 +103,10 @@ async def page_of_documents(
         where.append(sql.bind_in("orders.id", order_ids))
     if statuses is not None:
         where.append(sql.bind_in("orders.status", statuses))
-    if changed_from is not None:
-        where.append(f"orders.updated_at >= {sql.bind_time(changed_from)}")
-    if changed_to is not None:
-        where.append(f"orders.updated_at <= {sql.bind_time(changed_to)}")
+    if changed_since is not None:
+        where.append(f"orders.updated_at >= {sql.bind_time(changed_since)}")
+    if changed_before is not None:
+        where.append(f"orders.updated_at < {sql.bind_time(changed_before)}")
     if after is not None:
         where.append(f"(orders.updated_at, orders.id) > ({sql.bind_time(after[0])}, {sql.bind(after[1])})")
     conditions = " AND ".join(where)

@@ -255,6 +255,40 @@ def pulled_counters(item: ItemFigures, item_marketplace_status: str, order_marke
     return shipped, cancelled
 
 
+# ---------------------------------------------------------------- List time bounds
+
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+@dataclass(frozen=True)
+class ChangedBounds:
+    """The List's bounds on the last-changed time: `since <= updated_at < before` (either may be absent)."""
+
+    since: datetime | None
+    before: datetime | None
+
+
+def _to_millisecond(value: datetime) -> datetime:
+    return value.replace(microsecond=value.microsecond - value.microsecond % 1000)
+
+
+def changed_bounds(
+    updated_since: datetime | None, from_date: datetime | None, to_date: datetime | None
+) -> ChangedBounds:
+    """The bounds compared at the precision timestamps are shown in (milliseconds): an order stored at
+    12:00:00.123456 is shown as 12:00:00.123Z, and a caller passing that value back as `ToDate` or `UpdatedSince`
+    must get that order, as it would if the stored time had no microseconds. Both bounds stay inclusive at
+    milliseconds: since its millisecond's start, up to the end of `ToDate`'s millisecond."""
+    lower = [_to_millisecond(bound) for bound in (updated_since, from_date) if bound is not None]
+    before = None
+    if to_date is not None:
+        try:
+            before = _to_millisecond(to_date) + _MILLISECOND
+        except OverflowError:  # ToDate within the last millisecond of 9999: nothing can lie beyond it
+            before = None
+    return ChangedBounds(max(lower) if lower else None, before)
+
+
 # ---------------------------------------------------------------- List cursor
 
 
@@ -287,9 +321,11 @@ def filter_fingerprint(
     return hashlib.sha256(canonical).hexdigest()[:16]
 
 
-def _cursor_mac(key: bytes, payload: bytes) -> bytes:
-    # A label keeps this MAC from ever equalling another use of the same key.
-    return hmac.new(key, b"orders-cursor\x00" + payload, hashlib.sha256).digest()[:16]
+def _cursor_mac(key: bytes, account_id: str, payload: bytes) -> bytes:
+    # A label keeps this MAC from ever equalling another use of the same key; the account id (covered, not carried)
+    # makes a cursor valid only for the account it was issued to.
+    message = b"orders-cursor\x01\x00" + account_id.encode() + b"\x00" + payload
+    return hmac.new(key, message, hashlib.sha256).digest()[:16]
 
 
 def _b64(raw: bytes) -> str:
@@ -300,8 +336,9 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def encode_cursor(cursor: Cursor, key: bytes) -> str:
-    """`payload.mac`: signed, so a hand-edited cursor is refused instead of steering the query."""
+def encode_cursor(cursor: Cursor, key: bytes, account_id: str) -> str:
+    """`payload.mac`: signed for one account, so a hand-edited cursor, or one another account was given, is refused
+    instead of steering the query."""
     payload = orjson.dumps(
         {
             "u": _stamp(cursor.last_updated_at),
@@ -310,15 +347,15 @@ def encode_cursor(cursor: Cursor, key: bytes) -> str:
             "f": cursor.fingerprint,
         }
     )
-    return f"{_b64(payload)}.{_b64(_cursor_mac(key, payload))}"
+    return f"{_b64(payload)}.{_b64(_cursor_mac(key, account_id, payload))}"
 
 
-def decode_cursor(value: str, key: bytes) -> Cursor:
+def decode_cursor(value: str, key: bytes, account_id: str) -> Cursor:
     """Raises ValueError for anything that is not a cursor this service issued."""
     try:
         encoded_payload, _, encoded_mac = value.partition(".")
         payload = _unb64(encoded_payload)
-        if not hmac.compare_digest(_unb64(encoded_mac), _cursor_mac(key, payload)):
+        if not hmac.compare_digest(_unb64(encoded_mac), _cursor_mac(key, account_id, payload)):
             raise ValueError("bad signature")
         data = orjson.loads(payload)
         return Cursor(

@@ -36,6 +36,7 @@ from pydantic_core import PydanticCustomError
 
 from marketsync.errors import ValidationFailed, validation_errors
 from marketsync.kit import jsonio
+from marketsync.kit.bodies import StrictRequest, read_body
 from marketsync.kit.clock import iso
 from marketsync.kit.numbers import JsonNumber
 from marketsync.kit.timestamps import UtcDatetime
@@ -49,7 +50,6 @@ ShortText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1
 # A JSON number, strictly: pydantic's Decimal would take "5.00" in quotes even in strict mode.
 Amount = Annotated[Decimal, Field(gt=0, max_digits=14, decimal_places=2), JsonNumber()]
 BATCH_MAX = 500
-STRICT = ConfigDict(extra="forbid", strict=True)
 
 assert set(rules.ORDER_STATUSES) == set(OrderStatus.__args__)  # type: ignore[attr-defined]
 
@@ -63,14 +63,10 @@ def _at_least_one(values: list[T]) -> list[T]:
     return values
 
 
-class Strict(BaseModel):
-    model_config = STRICT
-
-
 # ---------------------------------------------------------------- requests
 
 
-class ListOrdersRequest(Strict):
+class ListOrdersRequest(StrictRequest):
     ServiceOrderIDs: Annotated[list[Id], Field(max_length=200), AfterValidator(_at_least_one)] | None = None
     OrderStatuses: (
         Annotated[list[OrderStatus], Field(max_length=len(rules.ORDER_STATUSES)), AfterValidator(_at_least_one)] | None
@@ -83,7 +79,7 @@ class ListOrdersRequest(Strict):
     IncludeCustomerData: bool = False
 
 
-class ConfirmItem(Strict):
+class ConfirmItem(StrictRequest):
     OrderItemId: Id
     ShipDate: UtcDatetime | None = None
     CarrierCode: ShortText | None = None
@@ -92,22 +88,22 @@ class ConfirmItem(Strict):
     TrackingNumber: ShortText | None = None
 
 
-class ConfirmRequest(Strict):
+class ConfirmRequest(StrictRequest):
     OrderItems: Annotated[list[ConfirmItem], Field(min_length=1, max_length=BATCH_MAX)]
 
 
-class CancelItem(Strict):
+class CancelItem(StrictRequest):
     OrderItemId: Id
     # Units to cancel; omitted: every unit not yet shipped.
     Quantity: Annotated[int, Field(ge=1)] | None = None
 
 
-class CancelRequest(Strict):
+class CancelRequest(StrictRequest):
     CancelReason: CancelReason
     OrderItems: Annotated[list[CancelItem], Field(min_length=1, max_length=BATCH_MAX)]
 
 
-class RefundItem(Strict):
+class RefundItem(StrictRequest):
     OrderItemId: Id
     # The money returned for this item, in the order's currency (at most 2 decimals).
     Amount: Amount
@@ -115,13 +111,13 @@ class RefundItem(Strict):
     Quantity: Annotated[int, Field(ge=0)] = 0
 
 
-class RefundRequest(Strict):
+class RefundRequest(StrictRequest):
     Reason: RefundReason
     Currency: Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")]
     OrderItems: Annotated[list[RefundItem], Field(min_length=1, max_length=BATCH_MAX)]
 
 
-class UpdateRequest(Strict):
+class UpdateRequest(StrictRequest):
     ServiceOrderID: Id
     # The caller's own reference for the order; null clears it.
     ExternalReference: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)] | None
@@ -134,10 +130,7 @@ RequestT = TypeVar("RequestT", bound=BaseModel)
 
 def read_list_body(raw: bytes) -> ListOrdersRequest:
     """The List filters; no body at all (or only whitespace) means no filter, like `{}`."""
-    try:
-        return ListOrdersRequest.model_validate_json(raw if raw.strip() else b"{}")
-    except ValidationError as exc:
-        raise ValidationFailed(errors=validation_errors(exc.errors())) from None
+    return ListOrdersRequest.read(raw, optional=True)
 
 
 @dataclass(frozen=True)
@@ -164,20 +157,13 @@ class WriteBody(Generic[RequestT]):
 def read_write_body(
     raw: bytes, model: type[RequestT], item_model: type[BaseModel] | None = None
 ) -> WriteBody[RequestT]:
-    if not raw.strip():
-        raise ValidationFailed(errors={"body": ["Required."]})
+    data = read_body(raw)  # a body that is not one JSON object is refused whole (kit.bodies)
     try:
         request = model.model_validate_json(raw)
     except ValidationError as exc:
         errors = validation_errors(exc.errors())
     else:
         return WriteBody(request, {}, dict(request), [dict(item) for item in getattr(request, "OrderItems", ())])
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise ValidationFailed(errors=errors) from None
-    if not isinstance(data, dict):
-        raise ValidationFailed(errors=errors)
     fields = _valid_fields(model, data, skip="OrderItems")
     raw_items = data.get("OrderItems")
     items: list[dict[str, Any]] = []

@@ -273,6 +273,9 @@ class OrderPage:
         return schemas.list_body(self.documents, self.next_cursor, iso(self.next_updated_since))
 
 
+FOREIGN_CURSOR = "Not a cursor this service issued to this account; start a new walk without Cursor."
+
+
 async def list_orders(
     rt: Runtime, reader: DriverReader, account_id: str, request: schemas.ListOrdersRequest
 ) -> OrderPage:
@@ -284,9 +287,9 @@ async def list_orders(
         high_water = rt.clock.now()
     else:
         try:
-            cursor = rules.decode_cursor(request.Cursor, rt.settings.hash_key)
+            cursor = rules.decode_cursor(request.Cursor, rt.settings.hash_key, account_id)
         except ValueError:
-            raise ValidationFailed(errors={"Cursor": ["Not a cursor issued by this service."]}) from None
+            raise ValidationFailed(errors={"Cursor": [FOREIGN_CURSOR]}) from None
         if cursor.fingerprint != fingerprint:
             raise ValidationFailed(
                 errors={
@@ -297,14 +300,14 @@ async def list_orders(
                 }
             )
         high_water, after = cursor.high_water, (cursor.last_updated_at, cursor.last_id)
-    lower_bounds = [d for d in (request.UpdatedSince, request.FromDate) if d is not None]
+    bounds = rules.changed_bounds(request.UpdatedSince, request.FromDate, request.ToDate)
     rows = await repository.page_of_documents(
         reader,
         account_id,
         order_ids=request.ServiceOrderIDs,
         statuses=request.OrderStatuses,
-        changed_from=max(lower_bounds) if lower_bounds else None,
-        changed_to=request.ToDate,
+        changed_since=bounds.since,
+        changed_before=bounds.before,
         after=after,
         high_water=high_water,
         limit=request.Limit + 1,
@@ -318,7 +321,7 @@ async def list_orders(
         last = repository.DocumentRow._make(rows[-1])
         last_updated_at = repository.key_time(last.updated_at)
         next_cursor = rules.encode_cursor(
-            rules.Cursor(last_updated_at, last.id, high_water, fingerprint), rt.settings.hash_key
+            rules.Cursor(last_updated_at, last.id, high_water, fingerprint), rt.settings.hash_key, account_id
         )
     documents = await _documents(rt, rows, include_customer=request.IncludeCustomerData)
     return OrderPage(documents, next_cursor, high_water - SETTLE)

@@ -7,8 +7,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
 from marketsync.auth.dependencies import RuntimeDep, WebhooksWriter
-from marketsync.errors import ValidationFailed
 from marketsync.kit import idempotency, jsonio
+from marketsync.kit.openapi import request_body
 from marketsync.kit.requestid import current_request_id
 from marketsync.webhooks import service
 from marketsync.webhooks.schemas import (
@@ -16,6 +16,7 @@ from marketsync.webhooks.schemas import (
     CreateSubscriptionOut,
     DeleteSubscriptionIn,
     DeleteSubscriptionOut,
+    ListSubscriptionsIn,
     SubscriptionOut,
     SubscriptionsOut,
     SubscriptionWithSecretOut,
@@ -33,10 +34,11 @@ REPLAY_WARNING = (
     "/api/webhooks/Create",
     summary="Subscribe an https URL to events; the response shows the signing secret once",
     responses={200: {"model": CreateSubscriptionOut}},
+    openapi_extra=request_body(CreateSubscriptionIn),
 )
-async def create_subscription(
-    body: CreateSubscriptionIn, request: Request, caller: WebhooksWriter, rt: RuntimeDep
-) -> Response:
+async def create_subscription(request: Request, caller: WebhooksWriter, rt: RuntimeDep) -> Response:
+    body = CreateSubscriptionIn.read(await request.body())
+
     async def validate() -> None:
         # After the Idempotency-Key lookup: a replay returns the stored response even if the host's DNS
         # has changed since (the subscription exists; every delivery checks the address again).
@@ -54,42 +56,33 @@ async def create_subscription(
     return await idempotency.run(rt, request, caller.account_id, "webhooks.create", work, prepare=validate)
 
 
-@router.post("/api/webhooks/List", response_model=SubscriptionsOut, summary="Subscriptions with their health")
-async def list_subscriptions(request: Request, caller: WebhooksWriter, rt: RuntimeDep) -> SubscriptionsOut:
-    _refuse_fields(await request.body())
+@router.post(
+    "/api/webhooks/List",
+    response_model=SubscriptionsOut,
+    summary="Subscriptions with their health",
+)
+async def list_subscriptions(request: Request, caller: WebhooksWriter, rt: RuntimeDep) -> Response:
+    ListSubscriptionsIn.read(await request.body(), optional=True)
     async with rt.db.read() as session:
         subscriptions = await service.list_subscriptions(session, caller.account_id)
-        return SubscriptionsOut(Subscriptions=[SubscriptionOut.of(s) for s in subscriptions])
-
-
-def _refuse_fields(raw: bytes) -> None:
-    """List takes no parameters: a body may be absent, empty or `{}`; a field in it is unknown, and refused like an
-    unknown field of any other operation (never silently ignored)."""
-    if not raw.strip():
-        return
-    try:
-        body = jsonio.loads(raw)
-    except ValueError:
-        raise ValidationFailed(errors={"body": ["The body must be a JSON object (or absent)."]}) from None
-    if not isinstance(body, dict):
-        raise ValidationFailed(errors={"body": ["The body must be a JSON object (or absent)."]})
-    if body:
-        raise ValidationFailed(errors={str(name): ["Unknown field; field names are case-exact."] for name in body})
+        listed = SubscriptionsOut(Subscriptions=[SubscriptionOut.of(s) for s in subscriptions])
+    return Response(jsonio.dumps(listed.model_dump(mode="json")), media_type="application/json")
 
 
 @router.post(
     "/api/webhooks/Delete",
     response_model=DeleteSubscriptionOut,
     summary="Delete a subscription permanently; delivery (queued retries included) stops at once",
+    openapi_extra=request_body(DeleteSubscriptionIn),
 )
-async def delete_subscription(
-    body: DeleteSubscriptionIn, caller: WebhooksWriter, rt: RuntimeDep
-) -> DeleteSubscriptionOut:
+async def delete_subscription(request: Request, caller: WebhooksWriter, rt: RuntimeDep) -> Response:
+    body = DeleteSubscriptionIn.read(await request.body())
     async with rt.db.transaction() as session:
         await service.delete_subscription(session, caller.account_id, body.SubscriptionId)
-    return DeleteSubscriptionOut(
+    deleted = DeleteSubscriptionOut(
         SubscriptionId=body.SubscriptionId, Deleted=True, RequestId=current_request_id(), Warnings=[]
     )
+    return Response(jsonio.dumps(deleted.model_dump(mode="json")), media_type="application/json")
 
 
 def _json(model: CreateSubscriptionOut) -> bytes:

@@ -4,23 +4,25 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import BaseModel, Field, field_serializer
 
+from marketsync.kit.bodies import StrictRequest
 from marketsync.kit.clock import iso
 from marketsync.models.webhooks import WebhookSubscription
 
 
-class CreateSubscriptionIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class CreateSubscriptionIn(StrictRequest):
     Url: str = Field(max_length=4096)
     EventTypes: list[str] = Field(max_length=50)
 
 
-class DeleteSubscriptionIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class DeleteSubscriptionIn(StrictRequest):
     SubscriptionId: str = Field(min_length=1, max_length=64)
+
+
+class ListSubscriptionsIn(StrictRequest):
+    """List takes no parameters: a body may be absent, empty or `{}`; any field in it is unknown, and refused like
+    an unknown field of any other operation (never silently ignored)."""
 
 
 class SubscriptionOut(BaseModel):

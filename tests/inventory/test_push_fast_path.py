@@ -180,3 +180,53 @@ async def test_sqlite_reads_the_listings_of_products_by_their_ids(
             await connection.exec_driver_sql("ANALYZE")
         steps = [str(row[3]) for row in await connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params)]
     assert steps[0].startswith("SEARCH l USING ") and steps[0].endswith("product_id=?)"), steps
+
+
+@pytest.mark.parametrize(
+    ("price", "message"),
+    [
+        (-5, "Must not be negative."),
+        (100_000_000_000, "Must not exceed 99999999999.9999."),
+        (2**70, "Must not exceed 99999999999.9999."),  # beyond 64 bits: a 400 like the rest, never a 500
+    ],
+    ids=["negative", "over the cap", "beyond 64 bits"],
+)
+async def test_an_integer_price_is_validated_as_a_decimal_one(
+    rt: Runtime, api: httpx.AsyncClient, price: int, message: str
+) -> None:
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("INT-1", "1", 1), ("INT-2", "1", 1)])
+
+    response = await api.post(
+        "/api/inventory/price-quantity",
+        json={"Items": [{"Sku": "INT-1", "Quantity": 5}, {"Sku": "INT-2", "Price": price}]},
+        headers=tenant.headers,
+    )
+
+    # A bad value is a 400 naming it (0022), as for `-5.0`: the batch is refused whole, nothing is written.
+    assert response.status_code == 400
+    assert problem(response)["errors"] == {"Items[1].Price": [message]}
+    after = await stored(rt, tenant.account_id)
+    assert after["INT-1"][:2] == (Decimal("1"), 1) and after["INT-2"][:2] == (Decimal("1"), 1)
+    assert await inventory_events(rt, tenant.account_id) == []
+
+
+@pytest.mark.parametrize("spelling", ["-0", "-0.00", "-0.0e3"])
+async def test_a_negative_zero_price_is_stored_and_echoed_as_zero(
+    rt: Runtime, api: httpx.AsyncClient, spelling: str
+) -> None:
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("NZ-1", "3", 1)])
+
+    response = await api.post(
+        "/api/inventory/price-quantity",
+        content=b'{"Items": [{"Sku": "NZ-1", "Price": %s}]}' % spelling.encode(),
+        headers={**tenant.headers, "Content-Type": "application/json"},
+    )
+
+    assert response.status_code == 200, response.text
+    assert response.json()["Results"] == [{"Sku": "NZ-1", "Result": "Updated"}]
+    price = (await stored(rt, tenant.account_id))["NZ-1"][0]
+    assert price == 0 and not price.is_signed()
+    [event] = await inventory_events(rt, tenant.account_id)
+    assert b"-0" not in event.body and payloads([event])[0]["changed"][0]["price"] == 0

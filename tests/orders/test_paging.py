@@ -8,7 +8,7 @@ import httpx
 
 from marketsync.runtime import Runtime
 from tests.orders.support import ingest, pulled_order
-from tests.support.factories import make_tenant
+from tests.support.factories import make_tenant, problem
 
 
 async def test_inserted_and_changed_between_pages_none_skipped_none_twice(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -84,3 +84,22 @@ async def test_equal_last_changed_times_are_ordered_by_id(rt: Runtime, api: http
         body["Cursor"] = result["NextCursor"]
     assert len(seen) == 7 and len(set(seen)) == 7
     assert seen == sorted(seen)
+
+
+async def test_a_cursor_issued_to_one_account_is_refused_for_another(rt: Runtime, api: httpx.AsyncClient) -> None:
+    issued_to = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    other = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    for tenant in (issued_to, other):
+        await ingest(rt, tenant.marketplace("P1"), *[pulled_order() for _ in range(3)])
+    first = await api.post("/api/orders/List", json={"Limit": 1}, headers=issued_to.headers)
+    cursor = first.json()["NextCursor"]
+    assert cursor
+
+    refused = await api.post("/api/orders/List", json={"Limit": 1, "Cursor": cursor}, headers=other.headers)
+    accepted = await api.post("/api/orders/List", json={"Limit": 1, "Cursor": cursor}, headers=issued_to.headers)
+
+    assert refused.status_code == 400
+    assert problem(refused)["errors"] == {
+        "Cursor": ["Not a cursor this service issued to this account; start a new walk without Cursor."]
+    }
+    assert accepted.status_code == 200

@@ -174,3 +174,11 @@ def test_zero_price_and_reauthorisation_warnings_name_the_marketplace() -> None:
     assert rules.zero_price_warnings(listings, {}) == []
     warning = rules.reauthorization_warning(("P1", "UK"))
     assert warning.startswith("P1 UK needs to be reconnected in the app") and "sent automatically" in warning
+
+
+def test_unsigned_zero_drops_the_sign_of_zero_only() -> None:
+    for spelling in ("-0", "-0.00", "0.00", "-0E+3"):
+        zero = rules.unsigned_zero(Decimal(spelling))
+        assert zero == 0 and not zero.is_signed() and jsonio.dumps(zero) == b"0.0"
+    assert rules.unsigned_zero(Decimal("12.50")) == Decimal("12.50")
+    assert rules.parse_values("-0.00", "")[0] == Decimal(0) and not rules.parse_values("-0", "")[0].is_signed()  # type: ignore[union-attr]

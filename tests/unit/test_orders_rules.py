@@ -132,24 +132,26 @@ def test_cursor_round_trip_is_exact_and_rejects_garbage() -> None:
         datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC), "01ABC", datetime(2026, 1, 3, tzinfo=UTC), "f" * 16
     )
     key = b"k" * 32
-    encoded = rules.encode_cursor(cursor, key)
-    assert rules.decode_cursor(encoded, key) == cursor
+    encoded = rules.encode_cursor(cursor, key, "ACC-1")
+    assert rules.decode_cursor(encoded, key, "ACC-1") == cursor
     for garbage in ("", "abc", "eyJ1IjoxfQ", "!!!!", encoded.split(".")[0], encoded + "x"):
         with pytest.raises(ValueError):
-            rules.decode_cursor(garbage, key)
+            rules.decode_cursor(garbage, key, "ACC-1")
     with pytest.raises(ValueError):  # issued under another key
-        rules.decode_cursor(encoded, b"o" * 32)
+        rules.decode_cursor(encoded, b"o" * 32, "ACC-1")
+    with pytest.raises(ValueError):  # issued to another account
+        rules.decode_cursor(encoded, key, "ACC-2")
 
 
 def test_a_hand_edited_cursor_is_refused_even_when_its_payload_is_well_formed() -> None:
     key = b"k" * 32
     cursor = rules.Cursor(datetime(2026, 1, 2, tzinfo=UTC), "01ABC", datetime(2026, 1, 3, tzinfo=UTC), "f" * 16)
-    payload, mac = rules.encode_cursor(cursor, key).split(".")
+    payload, mac = rules.encode_cursor(cursor, key, "ACC-1").split(".")
     edited = base64.urlsafe_b64encode(
         orjson.dumps({"u": 253402300799999999, "i": "01ABC", "h": 253402300799999999, "f": "f" * 16})
     )
     with pytest.raises(ValueError):
-        rules.decode_cursor(f"{edited.rstrip(b'=').decode()}.{mac}", key)
+        rules.decode_cursor(f"{edited.rstrip(b'=').decode()}.{mac}", key, "ACC-1")
     assert payload != edited.rstrip(b"=").decode()
 
 
@@ -228,3 +230,11 @@ def test_list_bodies_are_strict_and_an_absent_body_is_no_filter() -> None:
         with pytest.raises(ValidationFailed) as raised:
             schemas.read_list_body(raw)
         assert list(raised.value.errors) == [key]
+
+
+def test_changed_bounds_compare_at_milliseconds() -> None:
+    at = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    bounds = rules.changed_bounds(at, datetime(2026, 1, 1, tzinfo=UTC), at)
+    assert bounds.since == datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+    assert bounds.before == datetime(2026, 1, 2, 3, 4, 5, 679000, tzinfo=UTC)
+    assert rules.changed_bounds(None, None, datetime.max.replace(tzinfo=UTC)) == rules.ChangedBounds(None, None)
