@@ -19,7 +19,14 @@ from marketsync.catalog.repository import LeafRow
 from marketsync.catalog.taxonomy import AttributeSpec, Taxonomy
 from marketsync.db import DriverReader
 from marketsync.errors import NotFound, ValidationFailed
-from marketsync.inventory.service import ChangeSource, SkuChange, apply_inventory_changes, record_first_values
+from marketsync.inventory.service import (
+    ChangeSource,
+    SkuChange,
+    apply_inventory_changes,
+    data_flow_warnings,
+    propagate_to_listings,
+    record_first_values,
+)
 from marketsync.jobs import service as jobs
 from marketsync.jobs.run import JobRun, RetryLater
 from marketsync.jobs.types import JobStatus, ListingPublishPayload
@@ -365,8 +372,8 @@ async def create_product(
         return CreateOutcome(
             plan.product.id if plan.product else None, sku, action, existing_listing_id, None, plan.warnings
         )
-    product_id, job_id = await _write(rt, session, account_id, plan)
-    return CreateOutcome(product_id, sku, action, existing_listing_id, job_id, plan.warnings)
+    product_id, job_id, propagation_warnings = await _write(rt, session, account_id, plan)
+    return CreateOutcome(product_id, sku, action, existing_listing_id, job_id, plan.warnings + propagation_warnings)
 
 
 async def validate_create(reads: repository.CreateReads, account_id: str, raw: Any) -> CreatePlan:
@@ -534,9 +541,11 @@ async def _warnings(
     ]
 
 
-async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: CreatePlan) -> tuple[str, str]:
-    """Upsert product and listing and enqueue the publish job, all in the caller's transaction."""
+async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: CreatePlan) -> tuple[str, str, list[str]]:
+    """Upsert product and listing and enqueue the publish job, all in the caller's transaction. Returns the product's
+    id, the job's, and the warnings of the stock's propagation to the product's other listings."""
     now = rt.clock.now()
+    warnings: list[str] = []
     request, connection = plan.request, plan.connection
     sku = request.sku or ""
     title = plan.attributes.get("Title") if plan.attributes else None
@@ -562,10 +571,18 @@ async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: Crea
     else:
         if isinstance(title, str) and title != product.title:
             product.title = title
-        if request.quantity is not None and request.quantity != product.quantity:
-            await apply_inventory_changes(
-                rt, session, account_id, [SkuChange(product.id, None, request.quantity)], source
-            )
+        if request.quantity is not None:
+            # Create's Quantity on an existing SKU is a push of its stock (docs/decisions/0308): the same Data Flow
+            # warning, and every other listing of the product gets it; this connection's gets it in the publish.
+            warnings.extend(await data_flow_warnings(session, account_id, sends_price=False, sends_quantity=True))
+            if request.quantity != product.quantity:
+                moved = await apply_inventory_changes(
+                    rt, session, account_id, [SkuChange(product.id, None, request.quantity)], source
+                )
+                propagation = await propagate_to_listings(
+                    rt, session, account_id, {change.product_id for change in moved}, skip_connection=connection.id
+                )
+                warnings.extend(propagation.warnings)
 
     job_id = new_id()  # the journey is the job: ListingPublished's JourneyId matches the JobId create returns
     listing = plan.listing
@@ -599,7 +616,7 @@ async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: Crea
     await session.flush()
     payload = ListingPublishPayload(MarketplaceId=connection.id, ListingIds=[listing.id], JourneyId=job_id)
     jobs.enqueue(session, now, account_id, payload, job_id=job_id, progress_total=1)
-    return product.id, job_id
+    return product.id, job_id, warnings
 
 
 # --------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,10 +51,12 @@ __all__ = [
     "BatchOutcome",
     "ChangeSource",
     "ImportReport",
+    "Propagation",
     "PushItem",
     "PushResult",
     "SkuChange",
     "apply_inventory_changes",
+    "data_flow_warnings",
     "data_owner",
     "data_owners",
     "get_import",
@@ -64,6 +66,7 @@ __all__ = [
     "list_products",
     "product_document",
     "products_page",
+    "propagate_to_listings",
     "push_price_quantity",
     "recent_imports",
     "record_first_values",
@@ -282,9 +285,9 @@ async def push_price_quantity(
             result = match
         results.append(PushResultLine(entry.item.sku, result, entry.position))
 
-    owners = await repository.data_flows(session, account_id)
-    warnings = rules.drift_warnings(
-        owners,
+    warnings = await data_flow_warnings(
+        session,
+        account_id,
         sends_price=any(entry.item.price is not None for entry in resolved),
         sends_quantity=any(entry.item.quantity is not None for entry in resolved),
     )
@@ -297,42 +300,80 @@ async def push_price_quantity(
         and entry.item.price == 0
         and entry.match.id not in outcome.failed
     }
-    to_push = applied_ids if propagate else set()
-    job_ids: list[str] = []
-    if not (to_push or zero_priced):
-        return PushResult(results=results, job_ids=job_ids, warnings=warnings, changed_count=len(outcome.applied))
+    propagation = await propagate_to_listings(
+        rt, session, account_id, applied_ids if propagate else set(), zero_priced=zero_priced
+    )
+    return PushResult(
+        results=results,
+        job_ids=propagation.job_ids,
+        warnings=warnings + propagation.warnings,
+        changed_count=len(outcome.applied),
+    )
+
+
+async def data_flow_warnings(
+    session: AsyncSession, account_id: str, *, sends_price: bool, sends_quantity: bool
+) -> list[str]:
+    """The drift message of each kind sent that a marketplace owns (spec sections 1 and 4, Data Flow)."""
+    owners = await repository.data_flows(session, account_id)
+    return rules.drift_warnings(owners, sends_price=sends_price, sends_quantity=sends_quantity)
+
+
+@dataclass(frozen=True)
+class Propagation:
+    job_ids: list[str]  # the PriceStockPush jobs, in connection id order
+    warnings: list[str]
+
+
+async def propagate_to_listings(
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    moved: Collection[str],
+    *,
+    zero_priced: Mapping[str, str] | None = None,
+    skip_connection: str | None = None,
+) -> Propagation:
+    """The outbound write of products whose values moved (ids), in the caller's transaction: one PriceStockPush per
+    active connection listing any of them, every listing of each (spec §4, PropagateToListings true). Whoever moves
+    price or stock and sends it on goes through here: the push, the file import, product create (0308).
+
+    `zero_priced` (product id -> SKU, pushed at price 0) only adds the warning of the marketplaces that refuse a zero
+    price (0027). `skip_connection`: a connection the caller sends the values to itself (create's publish feed)."""
+    zero_priced = zero_priced or {}
+    if not (moved or zero_priced):
+        return Propagation([], [])
     # Listings are read only when something is to be sent, or a zero price to be warned about.
-    listed = await repository.listed_on_active_connections(session, account_id, sorted(to_push | set(zero_priced)))
+    listed = await repository.listed_on_active_connections(session, account_id, sorted({*moved, *zero_priced}))
+    warnings = rules.zero_price_warnings(
+        [
+            (on.platform, on.country, product_id)
+            for on in listed.values()
+            for product_id in on.product_ids
+            if product_id in zero_priced
+        ],
+        zero_priced,
+    )
+    per_connection = {
+        marketplace_id: products
+        for marketplace_id, on in sorted(listed.items())
+        if marketplace_id != skip_connection and (products := [p for p in on.product_ids if p in moved])
+    }
+    if not per_connection:
+        return Propagation([], warnings)
+    job_ids = await jobs.enqueue_price_stock_pushes(session, rt.clock.now(), account_id, per_connection)
+    # A connection only a person can repair (spec: RequiresReauthorization): the job will fail (0027).
     warnings.extend(
-        rules.zero_price_warnings(
-            [
-                (on.platform, on.country, product_id)
-                for on in listed.values()
-                for product_id in on.product_ids
-                if product_id in zero_priced
-            ],
-            zero_priced,
+        rules.reauthorization_warning(name)
+        for name in sorted(
+            {
+                (listed[marketplace_id].platform, listed[marketplace_id].country)
+                for marketplace_id in per_connection
+                if listed[marketplace_id].requires_reauthorization
+            }
         )
     )
-    if to_push:
-        per_connection = {
-            marketplace_id: moved
-            for marketplace_id, on in sorted(listed.items())
-            if (moved := [product_id for product_id in on.product_ids if product_id in to_push])
-        }
-        job_ids = await jobs.enqueue_price_stock_pushes(session, rt.clock.now(), account_id, per_connection)
-        # A connection only a person can repair (spec: RequiresReauthorization): the job will fail (0027).
-        warnings.extend(
-            rules.reauthorization_warning(name)
-            for name in sorted(
-                {
-                    (listed[marketplace_id].platform, listed[marketplace_id].country)
-                    for marketplace_id in per_connection
-                    if listed[marketplace_id].requires_reauthorization
-                }
-            )
-        )
-    return PushResult(results=results, job_ids=job_ids, warnings=warnings, changed_count=len(outcome.applied))
+    return Propagation(job_ids, warnings)
 
 
 # --- catalogue reads ------------------------------------------------------------------------------
