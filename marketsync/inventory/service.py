@@ -540,6 +540,8 @@ class ImportReport:
     rows: int = 0
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(rules.PUSH_OUTCOMES, 0))
     invalid: int = 0
+    # Rows a later row of the file replaced (the same product): not applied, listed among the errors.
+    superseded: int = 0
     events: int = 0
     job_ids: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -552,6 +554,7 @@ class ImportReport:
             "Rows": self.rows,
             **self.counts,
             "Invalid": self.invalid,
+            "Superseded": self.superseded,
             "Events": self.events,
             "JobIds": self.job_ids,
             "Warnings": self.warnings,
@@ -564,6 +567,7 @@ class ImportReport:
             rows=view["Rows"],
             counts={outcome: view[outcome] for outcome in rules.PUSH_OUTCOMES},
             invalid=view["Invalid"],
+            superseded=view.get("Superseded", 0),  # a report saved before rows were superseded
             events=view["Events"],
             job_ids=list(view["JobIds"]),
             warnings=list(view["Warnings"]),
@@ -628,6 +632,9 @@ async def import_inventory(
         if not await repository.account_exists(session, account_id):
             raise NotFound("No account with this id.")
     source = ChangeSource(writer="MerchantPush", channel="FileImport")
+    start = handle.tell()
+    superseded_by = await _superseded_rows(rt, account_id, handle)
+    handle.seek(start)
     report = report or ImportReport()
     warnings: set[str] = set(report.warnings)
     batch: list[tuple[int, PushItem]] = []
@@ -646,6 +653,12 @@ async def import_inventory(
                     line = batch[line_result.position][0]
                     message = _IMPORT_MESSAGES[line_result.result]
                     report.errors.append(ImportRowError(line, line_result.sku, message))
+            # Repeats the look ahead did not see (a product created meanwhile): the push kept the last of each.
+            kept = {line_result.position for line_result in result.results}
+            for position, (line, item) in enumerate(batch):
+                if position not in kept:
+                    report.superseded += 1
+                    report.errors.append(ImportRowError(line, item.sku, _superseded_message(None)))
         report.errors.sort(key=lambda error: error.line)
         report.warnings = sorted(warnings)
         if after_batch is not None:
@@ -672,6 +685,9 @@ async def import_inventory(
         if isinstance(parsed, ImportRowError):
             report.invalid += 1
             report.errors.append(parsed)
+        elif line in superseded_by:
+            report.superseded += 1
+            report.errors.append(ImportRowError(line, parsed.sku, _superseded_message(superseded_by[line])))
         else:
             batch.append((line, parsed))
         if unflushed == MAX_PUSH_ITEMS:
@@ -679,6 +695,42 @@ async def import_inventory(
     if unflushed or report.rows == 0:
         await flush()
     return report
+
+
+async def _superseded_rows(rt: Runtime, account_id: str, handle: TextIO) -> dict[int, int]:
+    """Line of each row a later row of the file replaces -> line of that last row (spec §4 rule 2 over the whole
+    file: a SKU repeated collapses to its last occurrence, by the product it names). Read ahead, before the first
+    batch, so that the earlier rows are never applied: in different batches both would be (0026, Amendment)."""
+    rows_of_key: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for line, parsed in read_import_rows(handle):
+        if isinstance(parsed, PushItem):
+            rows_of_key[rules.sku_key(parsed.sku)].append((line, parsed.sku))
+    repeated = {key: rows for key, rows in rows_of_key.items() if len(rows) > 1}
+    if not repeated:
+        return {}
+    candidates: dict[str, list[StoredProduct]] = defaultdict(list)
+    keys = sorted(repeated)
+    async with rt.db.read() as session:
+        for start in range(0, len(keys), MAX_PUSH_ITEMS):
+            for product in await repository.products_of_sku_keys(
+                session, account_id, keys[start : start + MAX_PUSH_ITEMS]
+            ):
+                candidates[rules.sku_key(product.sku)].append(product)
+    superseded_by: dict[int, int] = {}
+    for key, rows in repeated.items():
+        last_of_group: dict[tuple[str, str], int] = {}
+        for line, sku in reversed(rows):
+            group = rules.repeat_group(sku, rules.resolve_sku(sku, candidates.get(key, ())))
+            if group in last_of_group:
+                superseded_by[line] = last_of_group[group]
+            else:
+                last_of_group[group] = line
+    return superseded_by
+
+
+def _superseded_message(by_line: int | None) -> str:
+    later = f"line {by_line}" if by_line is not None else "a later row"
+    return f"Superseded by {later}, for the same product: only the last row of a product is applied."
 
 
 # --- imports uploaded in the app (docs/decisions/0123-app-imports.md) -----------------------------------------
