@@ -581,14 +581,25 @@ BatchHook = Callable[[AsyncSession, ImportReport, int], Awaitable[None]]
 
 def read_import_rows(handle: TextIO) -> Iterator[tuple[int, PushItem | ImportRowError]]:
     """(line number, parsed row) for each data row; a bad header raises ValidationFailed."""
+    for line, row in _raw_import_rows(handle):
+        yield line, rules.parse_import_row(line, row)
+
+
+def _raw_import_rows(handle: TextIO) -> Iterator[tuple[int, dict[str, str | None]]]:
+    """(line number, cells by column) for each data row, blank lines skipped; a bad header raises ValidationFailed."""
     reader = csv.DictReader(handle)
     if problem := rules.import_header_problem(reader.fieldnames):
         raise ValidationFailed(problem, errors={"File": [problem]})
     for row in reader:
-        line = reader.line_num
         if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
             continue  # blank line
-        yield line, rules.parse_import_row(line, {k: v for k, v in row.items() if isinstance(v, str | None)})
+        yield reader.line_num, {k: v for k, v in row.items() if isinstance(v, str | None)}
+
+
+def _sku_cell(row: dict[str, str | None]) -> str:
+    """The row's SKU as `rules.parse_import_row` reads it (the last Sku column)."""
+    cells = [(value or "").strip() for key, value in row.items() if (key or "").strip().lower() == "sku"]
+    return cells[-1] if cells else ""
 
 
 async def import_inventory_file(
@@ -701,19 +712,40 @@ async def _superseded_rows(rt: Runtime, account_id: str, handle: TextIO) -> dict
     """Line of each row a later row of the file replaces -> line of that last row (spec §4 rule 2 over the whole
     file: a SKU repeated collapses to its last occurrence, by the product it names). Read ahead, before the first
     batch, so that the earlier rows are never applied: in different batches both would be (0026, Amendment)."""
+    # The SKU cells alone first (parsing every row's values would double the import's parsing), then the rows of
+    # the repeated SKUs in full: an invalid row replaces nothing.
+    start = handle.tell()
+    reader = csv.reader(handle)
+    header = [(name or "").strip().lower() for name in next(reader, [])]
+    if "sku" not in header:
+        return {}  # the import's own read refuses the header
+    column = len(header) - 1 - header[::-1].index("sku")  # the last Sku column, as the row parser reads it
+    seen: set[str] = set()
+    repeated_keys: set[str] = set()
+    for cells in reader:
+        key = rules.sku_key(cells[column].strip()) if column < len(cells) else ""
+        if key in seen:
+            repeated_keys.add(key)
+        seen.add(key)
+    repeated_keys.discard("")  # rows without a SKU are invalid (and blank lines): they replace nothing
+    if not repeated_keys:
+        return {}
+    handle.seek(start)
     rows_of_key: dict[str, list[tuple[int, str]]] = defaultdict(list)
-    for line, parsed in read_import_rows(handle):
-        if isinstance(parsed, PushItem):
-            rows_of_key[rules.sku_key(parsed.sku)].append((line, parsed.sku))
+    for line, row in _raw_import_rows(handle):
+        if rules.sku_key(_sku_cell(row)) in repeated_keys:
+            parsed = rules.parse_import_row(line, row)
+            if isinstance(parsed, PushItem):
+                rows_of_key[rules.sku_key(parsed.sku)].append((line, parsed.sku))
     repeated = {key: rows for key, rows in rows_of_key.items() if len(rows) > 1}
     if not repeated:
         return {}
     candidates: dict[str, list[StoredProduct]] = defaultdict(list)
     keys = sorted(repeated)
     async with rt.db.read() as session:
-        for start in range(0, len(keys), MAX_PUSH_ITEMS):
+        for first in range(0, len(keys), MAX_PUSH_ITEMS):
             for product in await repository.products_of_sku_keys(
-                session, account_id, keys[start : start + MAX_PUSH_ITEMS]
+                session, account_id, keys[first : first + MAX_PUSH_ITEMS]
             ):
                 candidates[rules.sku_key(product.sku)].append(product)
     superseded_by: dict[int, int] = {}

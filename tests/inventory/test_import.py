@@ -245,3 +245,15 @@ async def test_the_cli_text_and_the_app_report_show_superseded_rows(
     assert "2: Updated 0, Unchanged 1, NotFound 0, Ambiguous 0, Failed 0, Invalid 0, Superseded 1" in done.text
     assert "<td>2</td><td>CLI-1</td><td>Superseded by line 3" in done.text
     await person.client.aclose()
+
+
+async def test_an_invalid_later_row_replaces_nothing(rt: Runtime, api: httpx.AsyncClient, tmp_path: Path) -> None:
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("B", "2.00", 2)])
+    csv_file = write_csv(tmp_path / "late-invalid.csv", ["Sku,Price,Quantity", "B,,3", "b,abc,5"])
+
+    report = await service.import_inventory_file(rt, tenant.account_id, csv_file)
+
+    assert (report.rows, report.counts["Updated"], report.invalid, report.superseded) == (2, 1, 1, 0)
+    assert [(e.line, e.sku) for e in report.errors] == [(3, "b")]
+    assert (await stored(rt, tenant.account_id))["B"][:2] == (Decimal("2.00"), 3)
