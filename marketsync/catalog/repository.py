@@ -510,9 +510,16 @@ async def get_listing(session: AsyncSession, product_id: str, marketplace_id: st
 
 
 async def listings_with_products(
-    session: AsyncSession, account_id: str, marketplace_id: str, listing_ids: Iterable[str]
+    session: AsyncSession,
+    account_id: str,
+    marketplace_id: str,
+    listing_ids: Iterable[str],
+    *,
+    lock_products: bool = False,
 ) -> list[tuple[Listing, Product]]:
-    result = await session.execute(
+    """`lock_products`: the products' rows locked (FOR UPDATE), so a price/stock push of them waits for this
+    transaction, or this one for the push, and reads what the other committed."""
+    query = (
         select(Listing, Product)
         .join(Product, Product.id == Listing.product_id)
         .where(
@@ -522,6 +529,9 @@ async def listings_with_products(
         )
         .order_by(Listing.id)
     )
+    if lock_products:
+        query = query.with_for_update(of=Product)
+    result = await session.execute(query)
     return [(row[0], row[1]) for row in result]
 
 

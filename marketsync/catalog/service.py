@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -18,7 +19,14 @@ from marketsync.catalog.repository import LeafRow
 from marketsync.catalog.taxonomy import AttributeSpec, Taxonomy
 from marketsync.db import DriverReader
 from marketsync.errors import NotFound, ValidationFailed
-from marketsync.inventory.service import ChangeSource, SkuChange, apply_inventory_changes, record_first_values
+from marketsync.inventory.service import (
+    ChangeSource,
+    SkuChange,
+    apply_inventory_changes,
+    data_flow_warnings,
+    propagate_to_listings,
+    record_first_values,
+)
 from marketsync.jobs import service as jobs
 from marketsync.jobs.run import JobRun, RetryLater
 from marketsync.jobs.types import JobStatus, ListingPublishPayload
@@ -364,8 +372,8 @@ async def create_product(
         return CreateOutcome(
             plan.product.id if plan.product else None, sku, action, existing_listing_id, None, plan.warnings
         )
-    product_id, job_id = await _write(rt, session, account_id, plan)
-    return CreateOutcome(product_id, sku, action, existing_listing_id, job_id, plan.warnings)
+    product_id, job_id, propagation_warnings = await _write(rt, session, account_id, plan)
+    return CreateOutcome(product_id, sku, action, existing_listing_id, job_id, plan.warnings + propagation_warnings)
 
 
 async def validate_create(reads: repository.CreateReads, account_id: str, raw: Any) -> CreatePlan:
@@ -533,9 +541,11 @@ async def _warnings(
     ]
 
 
-async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: CreatePlan) -> tuple[str, str]:
-    """Upsert product and listing and enqueue the publish job, all in the caller's transaction."""
+async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: CreatePlan) -> tuple[str, str, list[str]]:
+    """Upsert product and listing and enqueue the publish job, all in the caller's transaction. Returns the product's
+    id, the job's, and the warnings of the stock's propagation to the product's other listings."""
     now = rt.clock.now()
+    warnings: list[str] = []
     request, connection = plan.request, plan.connection
     sku = request.sku or ""
     title = plan.attributes.get("Title") if plan.attributes else None
@@ -561,10 +571,18 @@ async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: Crea
     else:
         if isinstance(title, str) and title != product.title:
             product.title = title
-        if request.quantity is not None and request.quantity != product.quantity:
-            await apply_inventory_changes(
-                rt, session, account_id, [SkuChange(product.id, None, request.quantity)], source
-            )
+        if request.quantity is not None:
+            # Create's Quantity on an existing SKU is a push of its stock (docs/decisions/0308): the same Data Flow
+            # warning, and every other listing of the product gets it; this connection's gets it in the publish.
+            warnings.extend(await data_flow_warnings(session, account_id, sends_price=False, sends_quantity=True))
+            if request.quantity != product.quantity:
+                moved = await apply_inventory_changes(
+                    rt, session, account_id, [SkuChange(product.id, None, request.quantity)], source
+                )
+                propagation = await propagate_to_listings(
+                    rt, session, account_id, {change.product_id for change in moved}, skip_connection=connection.id
+                )
+                warnings.extend(propagation.warnings)
 
     job_id = new_id()  # the journey is the job: ListingPublished's JourneyId matches the JobId create returns
     listing = plan.listing
@@ -598,11 +616,14 @@ async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: Crea
     await session.flush()
     payload = ListingPublishPayload(MarketplaceId=connection.id, ListingIds=[listing.id], JourneyId=job_id)
     jobs.enqueue(session, now, account_id, payload, job_id=job_id, progress_total=1)
-    return product.id, job_id
+    return product.id, job_id, warnings
 
 
 # --------------------------------------------------------------------------------------------------
 # Publishing (the ListingPublish job)
+
+# The price and stock each listing's feed carries, in the job's state: {listing row id: [price or None, quantity]}.
+PUBLISHED_VALUES = "PublishedValues"
 
 
 async def publish_journey(rt: Runtime, job: JobRun) -> None:
@@ -639,9 +660,27 @@ async def publish_journey(rt: Runtime, job: JobRun) -> None:
     ]
     if not drafts:
         return
-    if (job.progress_done, job.progress_total) != (0, len(drafts)):
+    progress = None if (job.progress_done, job.progress_total) == (0, len(drafts)) else (0, len(drafts))
+    kept = job.state.get(PUBLISHED_VALUES)
+    if kept is None:
+        # Kept before the feed is sent, like a PriceStockPush's lines: a recovered run must record the values the
+        # feed carried, not the catalogue's by then (docs/decisions/0307-publish-records-what-its-feed-carried.md).
+        kept = {d.reference: [None if d.price is None else str(d.price), d.quantity] for d in drafts}
+        await job.remember({PUBLISHED_VALUES: kept}, progress=progress)
+    elif progress is not None:
         # Create enqueues the job with this progress already: a write transaction saved per publish.
-        await job.progress(0, len(drafts))
+        await job.progress(*progress)
+    carried = {
+        reference: (None if price is None else Decimal(price), quantity)
+        for reference, (price, quantity) in kept.items()
+    }
+    # A retry that never got its feed submitted sends the values kept (the marketplace may have the first submission).
+    drafts = [
+        replace(draft, price=carried[draft.reference][0], quantity=carried[draft.reference][1])
+        if draft.reference in carried
+        else draft
+        for draft in drafts
+    ]
     connector = connector_for(rt, connection)
     try:
         result = await feeds.submit_and_await(
@@ -650,9 +689,9 @@ async def publish_journey(rt: Runtime, job: JobRun) -> None:
     except AuthorizationRevoked:
         # The connection's health flipped (once, in feeds.call); the batch fails.
         result = FeedResult(job.job_id, "Rejected", 0, [], "The marketplace authorisation was revoked.")
-        await _record_outcome(rt, job, connection, args, result, feed_rejected=False)
+        await _record_outcome(rt, job, connection, args, result, carried, feed_rejected=False)
         return
-    await _record_outcome(rt, job, connection, args, result, feed_rejected=result.status == "Rejected")
+    await _record_outcome(rt, job, connection, args, result, carried, feed_rejected=result.status == "Rejected")
 
 
 async def _record_outcome(
@@ -661,21 +700,31 @@ async def _record_outcome(
     connection: MarketplaceConnection,
     args: ListingPublishPayload,
     result: FeedResult,
+    carried: Mapping[str, tuple[Decimal | None, int | None]],
     *,
     feed_rejected: bool,
 ) -> None:
+    """Record the feed's outcome on the listings. A listing published holds the values its feed carried; where the
+    catalogue moved since the feed was built (a push in between: it found no listing id to push to, or sent its
+    values before this feed landed), a PriceStockPush brings the marketplace to the catalogue's values (0307)."""
     now = rt.clock.now()
     errors = {e.reference: e.message for e in result.errors}
     async with rt.db.transaction() as session:
-        rows = await repository.listings_with_products(session, job.account_id, connection.id, args.ListingIds)
+        # Products locked: a push of them commits before this reads them, or reads these listing ids after it.
+        rows = await repository.listings_with_products(
+            session, job.account_id, connection.id, args.ListingIds, lock_products=True
+        )
         published = failed = 0
+        behind: list[str] = []  # products whose catalogue values moved after the feed was built
         for listing, product in rows:
             ids = None if result.status == "Rejected" else result.published.get(listing.id)
             if ids is not None:
                 # The marketplace's ids are facts: record them even if a newer publish is queued.
                 listing.listing_id, listing.external_sku, listing.listing_url = ids
-                listing.marketplace_price = product.price
-                listing.marketplace_quantity = product.quantity
+                price, quantity = carried.get(listing.id, (product.price, product.quantity))
+                listing.marketplace_price, listing.marketplace_quantity = price, quantity
+                if (price, quantity) != (product.price, product.quantity):
+                    behind.append(product.id)
                 published += 1
             else:
                 failed += 1
@@ -689,6 +738,8 @@ async def _record_outcome(
             )
             listing.journey_id = None
             listing.updated_at = now
+        if behind:
+            await jobs.enqueue_price_stock_pushes(session, now, job.account_id, {connection.id: behind})
         events.listing_published(rt, session, connection, args.JourneyId, published, failed)
         if feed_rejected:
             events.feed_outcome(rt, session, connection, "Product listing", "Rejected", result.status, failed)

@@ -71,7 +71,7 @@ def import_inventory(
         return
     counts = ", ".join(f"{name} {report.counts[name]}" for name in report.counts)
     typer.echo(
-        f"{report.rows} rows: {counts}, Invalid {report.invalid}; "
+        f"{report.rows} rows: {counts}, Invalid {report.invalid}, Superseded {report.superseded}; "
         f"{report.events} InventoryChanged events; {len(report.job_ids)} marketplace push jobs."
     )
     for warning in report.warnings:

@@ -103,6 +103,16 @@ async def lock_products_by_sku_keys(
     return [StoredProduct(id, sku, stored_price(price), quantity, rowid) for id, sku, price, quantity, rowid in rows]
 
 
+async def products_of_sku_keys(session: AsyncSession, account_id: str, keys: Collection[str]) -> list[StoredProduct]:
+    """Every product whose SKU matches one of the keys case-insensitively, read without locks."""
+    result = await session.execute(
+        select(Product.id, Product.sku, Product.price, Product.quantity).where(
+            Product.account_id == account_id, Product.sku_lower.in_(list(keys))
+        )
+    )
+    return [StoredProduct(id, sku, price, quantity) for id, sku, price, quantity in result]
+
+
 async def lock_products_by_id(session: AsyncSession, account_id: str, ids: Collection[str]) -> list[StoredProduct]:
     if not ids:
         return []

@@ -154,6 +154,16 @@ class ResolvedItem(NamedTuple):
     match: Resolution
 
 
+def repeat_group(sku: str, match: Resolution) -> tuple[str, str]:
+    """Items of one group are repeats of one SKU (see `resolve_push`): the product named, else the SKU's key when
+    no product carries it, else (Ambiguous) the spelling itself."""
+    if isinstance(match, StoredProduct):
+        return ("product", match.id)
+    if match == "NotFound":
+        return ("missing", sku_key(sku))
+    return ("ambiguous", sku)
+
+
 def resolve_push(items: Sequence[PushItem], candidates: Mapping[str, Sequence[StoredProduct]]) -> list[ResolvedItem]:
     """Spec §4 rule 2 with case-insensitive matching: match every item, then collapse repeats to the last.
 
@@ -167,14 +177,8 @@ def resolve_push(items: Sequence[PushItem], candidates: Mapping[str, Sequence[St
     slots: dict[tuple[str, str], int] = {}
     resolved: list[ResolvedItem] = []
     for position, item in enumerate(items):
-        key = sku_key(item.sku)
-        match = resolve_sku(item.sku, candidates.get(key, ()))
-        if isinstance(match, StoredProduct):
-            group = ("product", match.id)
-        elif match == "NotFound":
-            group = ("missing", key)
-        else:
-            group = ("ambiguous", item.sku)
+        match = resolve_sku(item.sku, candidates.get(sku_key(item.sku), ()))
+        group = repeat_group(item.sku, match)
         entry = ResolvedItem(position, item, match)
         slot = slots.get(group)
         if slot is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,10 +51,12 @@ __all__ = [
     "BatchOutcome",
     "ChangeSource",
     "ImportReport",
+    "Propagation",
     "PushItem",
     "PushResult",
     "SkuChange",
     "apply_inventory_changes",
+    "data_flow_warnings",
     "data_owner",
     "data_owners",
     "get_import",
@@ -64,6 +66,7 @@ __all__ = [
     "list_products",
     "product_document",
     "products_page",
+    "propagate_to_listings",
     "push_price_quantity",
     "recent_imports",
     "record_first_values",
@@ -282,9 +285,9 @@ async def push_price_quantity(
             result = match
         results.append(PushResultLine(entry.item.sku, result, entry.position))
 
-    owners = await repository.data_flows(session, account_id)
-    warnings = rules.drift_warnings(
-        owners,
+    warnings = await data_flow_warnings(
+        session,
+        account_id,
         sends_price=any(entry.item.price is not None for entry in resolved),
         sends_quantity=any(entry.item.quantity is not None for entry in resolved),
     )
@@ -297,42 +300,80 @@ async def push_price_quantity(
         and entry.item.price == 0
         and entry.match.id not in outcome.failed
     }
-    to_push = applied_ids if propagate else set()
-    job_ids: list[str] = []
-    if not (to_push or zero_priced):
-        return PushResult(results=results, job_ids=job_ids, warnings=warnings, changed_count=len(outcome.applied))
+    propagation = await propagate_to_listings(
+        rt, session, account_id, applied_ids if propagate else set(), zero_priced=zero_priced
+    )
+    return PushResult(
+        results=results,
+        job_ids=propagation.job_ids,
+        warnings=warnings + propagation.warnings,
+        changed_count=len(outcome.applied),
+    )
+
+
+async def data_flow_warnings(
+    session: AsyncSession, account_id: str, *, sends_price: bool, sends_quantity: bool
+) -> list[str]:
+    """The drift message of each kind sent that a marketplace owns (spec sections 1 and 4, Data Flow)."""
+    owners = await repository.data_flows(session, account_id)
+    return rules.drift_warnings(owners, sends_price=sends_price, sends_quantity=sends_quantity)
+
+
+@dataclass(frozen=True)
+class Propagation:
+    job_ids: list[str]  # the PriceStockPush jobs, in connection id order
+    warnings: list[str]
+
+
+async def propagate_to_listings(
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    moved: Collection[str],
+    *,
+    zero_priced: Mapping[str, str] | None = None,
+    skip_connection: str | None = None,
+) -> Propagation:
+    """The outbound write of products whose values moved (ids), in the caller's transaction: one PriceStockPush per
+    active connection listing any of them, every listing of each (spec §4, PropagateToListings true). Whoever moves
+    price or stock and sends it on goes through here: the push, the file import, product create (0308).
+
+    `zero_priced` (product id -> SKU, pushed at price 0) only adds the warning of the marketplaces that refuse a zero
+    price (0027). `skip_connection`: a connection the caller sends the values to itself (create's publish feed)."""
+    zero_priced = zero_priced or {}
+    if not (moved or zero_priced):
+        return Propagation([], [])
     # Listings are read only when something is to be sent, or a zero price to be warned about.
-    listed = await repository.listed_on_active_connections(session, account_id, sorted(to_push | set(zero_priced)))
+    listed = await repository.listed_on_active_connections(session, account_id, sorted({*moved, *zero_priced}))
+    warnings = rules.zero_price_warnings(
+        [
+            (on.platform, on.country, product_id)
+            for on in listed.values()
+            for product_id in on.product_ids
+            if product_id in zero_priced
+        ],
+        zero_priced,
+    )
+    per_connection = {
+        marketplace_id: products
+        for marketplace_id, on in sorted(listed.items())
+        if marketplace_id != skip_connection and (products := [p for p in on.product_ids if p in moved])
+    }
+    if not per_connection:
+        return Propagation([], warnings)
+    job_ids = await jobs.enqueue_price_stock_pushes(session, rt.clock.now(), account_id, per_connection)
+    # A connection only a person can repair (spec: RequiresReauthorization): the job will fail (0027).
     warnings.extend(
-        rules.zero_price_warnings(
-            [
-                (on.platform, on.country, product_id)
-                for on in listed.values()
-                for product_id in on.product_ids
-                if product_id in zero_priced
-            ],
-            zero_priced,
+        rules.reauthorization_warning(name)
+        for name in sorted(
+            {
+                (listed[marketplace_id].platform, listed[marketplace_id].country)
+                for marketplace_id in per_connection
+                if listed[marketplace_id].requires_reauthorization
+            }
         )
     )
-    if to_push:
-        per_connection = {
-            marketplace_id: moved
-            for marketplace_id, on in sorted(listed.items())
-            if (moved := [product_id for product_id in on.product_ids if product_id in to_push])
-        }
-        job_ids = await jobs.enqueue_price_stock_pushes(session, rt.clock.now(), account_id, per_connection)
-        # A connection only a person can repair (spec: RequiresReauthorization): the job will fail (0027).
-        warnings.extend(
-            rules.reauthorization_warning(name)
-            for name in sorted(
-                {
-                    (listed[marketplace_id].platform, listed[marketplace_id].country)
-                    for marketplace_id in per_connection
-                    if listed[marketplace_id].requires_reauthorization
-                }
-            )
-        )
-    return PushResult(results=results, job_ids=job_ids, warnings=warnings, changed_count=len(outcome.applied))
+    return Propagation(job_ids, warnings)
 
 
 # --- catalogue reads ------------------------------------------------------------------------------
@@ -499,6 +540,8 @@ class ImportReport:
     rows: int = 0
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(rules.PUSH_OUTCOMES, 0))
     invalid: int = 0
+    # Rows a later row of the file replaced (the same product): not applied, listed among the errors.
+    superseded: int = 0
     events: int = 0
     job_ids: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -511,6 +554,7 @@ class ImportReport:
             "Rows": self.rows,
             **self.counts,
             "Invalid": self.invalid,
+            "Superseded": self.superseded,
             "Events": self.events,
             "JobIds": self.job_ids,
             "Warnings": self.warnings,
@@ -523,6 +567,7 @@ class ImportReport:
             rows=view["Rows"],
             counts={outcome: view[outcome] for outcome in rules.PUSH_OUTCOMES},
             invalid=view["Invalid"],
+            superseded=view.get("Superseded", 0),  # a report saved before rows were superseded
             events=view["Events"],
             job_ids=list(view["JobIds"]),
             warnings=list(view["Warnings"]),
@@ -536,14 +581,25 @@ BatchHook = Callable[[AsyncSession, ImportReport, int], Awaitable[None]]
 
 def read_import_rows(handle: TextIO) -> Iterator[tuple[int, PushItem | ImportRowError]]:
     """(line number, parsed row) for each data row; a bad header raises ValidationFailed."""
+    for line, row in _raw_import_rows(handle):
+        yield line, rules.parse_import_row(line, row)
+
+
+def _raw_import_rows(handle: TextIO) -> Iterator[tuple[int, dict[str, str | None]]]:
+    """(line number, cells by column) for each data row, blank lines skipped; a bad header raises ValidationFailed."""
     reader = csv.DictReader(handle)
     if problem := rules.import_header_problem(reader.fieldnames):
         raise ValidationFailed(problem, errors={"File": [problem]})
     for row in reader:
-        line = reader.line_num
         if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
             continue  # blank line
-        yield line, rules.parse_import_row(line, {k: v for k, v in row.items() if isinstance(v, str | None)})
+        yield reader.line_num, {k: v for k, v in row.items() if isinstance(v, str | None)}
+
+
+def _sku_cell(row: dict[str, str | None]) -> str:
+    """The row's SKU as `rules.parse_import_row` reads it (the last Sku column)."""
+    cells = [(value or "").strip() for key, value in row.items() if (key or "").strip().lower() == "sku"]
+    return cells[-1] if cells else ""
 
 
 async def import_inventory_file(
@@ -587,6 +643,9 @@ async def import_inventory(
         if not await repository.account_exists(session, account_id):
             raise NotFound("No account with this id.")
     source = ChangeSource(writer="MerchantPush", channel="FileImport")
+    start = handle.tell()
+    superseded_by = await _superseded_rows(rt, account_id, handle)
+    handle.seek(start)
     report = report or ImportReport()
     warnings: set[str] = set(report.warnings)
     batch: list[tuple[int, PushItem]] = []
@@ -605,6 +664,12 @@ async def import_inventory(
                     line = batch[line_result.position][0]
                     message = _IMPORT_MESSAGES[line_result.result]
                     report.errors.append(ImportRowError(line, line_result.sku, message))
+            # Repeats the look ahead did not see (a product created meanwhile): the push kept the last of each.
+            kept = {line_result.position for line_result in result.results}
+            for position, (line, item) in enumerate(batch):
+                if position not in kept:
+                    report.superseded += 1
+                    report.errors.append(ImportRowError(line, item.sku, _superseded_message(None)))
         report.errors.sort(key=lambda error: error.line)
         report.warnings = sorted(warnings)
         if after_batch is not None:
@@ -631,6 +696,9 @@ async def import_inventory(
         if isinstance(parsed, ImportRowError):
             report.invalid += 1
             report.errors.append(parsed)
+        elif line in superseded_by:
+            report.superseded += 1
+            report.errors.append(ImportRowError(line, parsed.sku, _superseded_message(superseded_by[line])))
         else:
             batch.append((line, parsed))
         if unflushed == MAX_PUSH_ITEMS:
@@ -638,6 +706,63 @@ async def import_inventory(
     if unflushed or report.rows == 0:
         await flush()
     return report
+
+
+async def _superseded_rows(rt: Runtime, account_id: str, handle: TextIO) -> dict[int, int]:
+    """Line of each row a later row of the file replaces -> line of that last row (spec §4 rule 2 over the whole
+    file: a SKU repeated collapses to its last occurrence, by the product it names). Read ahead, before the first
+    batch, so that the earlier rows are never applied: in different batches both would be (0026, Amendment)."""
+    # The SKU cells alone first (parsing every row's values would double the import's parsing), then the rows of
+    # the repeated SKUs in full: an invalid row replaces nothing.
+    start = handle.tell()
+    reader = csv.reader(handle)
+    header = [(name or "").strip().lower() for name in next(reader, [])]
+    if "sku" not in header:
+        return {}  # the import's own read refuses the header
+    column = len(header) - 1 - header[::-1].index("sku")  # the last Sku column, as the row parser reads it
+    seen: set[str] = set()
+    repeated_keys: set[str] = set()
+    for cells in reader:
+        key = rules.sku_key(cells[column].strip()) if column < len(cells) else ""
+        if key in seen:
+            repeated_keys.add(key)
+        seen.add(key)
+    repeated_keys.discard("")  # rows without a SKU are invalid (and blank lines): they replace nothing
+    if not repeated_keys:
+        return {}
+    handle.seek(start)
+    rows_of_key: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for line, row in _raw_import_rows(handle):
+        if rules.sku_key(_sku_cell(row)) in repeated_keys:
+            parsed = rules.parse_import_row(line, row)
+            if isinstance(parsed, PushItem):
+                rows_of_key[rules.sku_key(parsed.sku)].append((line, parsed.sku))
+    repeated = {key: rows for key, rows in rows_of_key.items() if len(rows) > 1}
+    if not repeated:
+        return {}
+    candidates: dict[str, list[StoredProduct]] = defaultdict(list)
+    keys = sorted(repeated)
+    async with rt.db.read() as session:
+        for first in range(0, len(keys), MAX_PUSH_ITEMS):
+            for product in await repository.products_of_sku_keys(
+                session, account_id, keys[first : first + MAX_PUSH_ITEMS]
+            ):
+                candidates[rules.sku_key(product.sku)].append(product)
+    superseded_by: dict[int, int] = {}
+    for key, rows in repeated.items():
+        last_of_group: dict[tuple[str, str], int] = {}
+        for line, sku in reversed(rows):
+            group = rules.repeat_group(sku, rules.resolve_sku(sku, candidates.get(key, ())))
+            if group in last_of_group:
+                superseded_by[line] = last_of_group[group]
+            else:
+                last_of_group[group] = line
+    return superseded_by
+
+
+def _superseded_message(by_line: int | None) -> str:
+    later = f"line {by_line}" if by_line is not None else "a later row"
+    return f"Superseded by {later}, for the same product: only the last row of a product is applied."
 
 
 # --- imports uploaded in the app (docs/decisions/0123-app-imports.md) -----------------------------------------

@@ -12,6 +12,7 @@ from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import Listing
 from marketsync.runtime import Runtime
 from tests.catalog.support import create, create_payload, events_of, load_taxonomies, run_jobs
+from tests.inventory.support import PUSH
 from tests.support.factories import Tenant, make_tenant
 
 
@@ -164,3 +165,94 @@ async def test_a_publish_meeting_revoked_authorisation_fails_and_flips_health(
     assert unhealthy["Reason"] == "UnAuthorized"
     marketplaces = (await api.get("/api/marketplaces", headers=tenant.headers)).json()["Marketplaces"]
     assert [m["RequiresReauthorization"] for m in marketplaces] == [True]
+
+
+async def _held_by_marketplace(rt: Runtime, connection_id: str, sku: str) -> tuple[object, object]:
+    async with rt.db.read() as session:
+        remote = await sandbox_state.listing_by_sku(session, connection_id, sku)
+        assert remote is not None
+        return remote.price, remote.quantity
+
+
+@pytest.mark.parametrize("revise", [False, True], ids=["new-listing", "revision"])
+async def test_a_push_between_feed_and_record_is_brought_to_the_marketplace(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, revise: bool
+) -> None:
+    """A push of the SKU lands after the publish feed was built and before its outcome is recorded (forced by a
+    hook, no timing): the listing records the values the feed carried, and a PriceStockPush brings the marketplace
+    to the pushed ones (docs/decisions/0307)."""
+    from marketsync.catalog import service
+    from marketsync.jobs.types import JobType
+    from marketsync.models import Job
+
+    tenant = await _tenant(rt, api)
+    connection_id = tenant.marketplace("P2").id
+    payload = await create_payload(api, tenant, "P2", "Smartphones", "PHONE-1", Quantity=2)
+    assert (await create(api, tenant, payload)).status_code == 200
+    if revise:
+        await run_jobs(rt)  # live first: the next create revises it
+        assert (await create(api, tenant, payload)).status_code == 200
+    real_submit = service.feeds.submit_and_await
+    pushed: list[httpx.Response] = []
+
+    async def submit_then_push(*args: object, **kwargs: object) -> object:
+        result = await real_submit(*args, **kwargs)  # type: ignore[arg-type]
+        if not pushed:  # the publish's feed is applied: a push arrives now
+            items = [{"Sku": "PHONE-1", "Quantity": 9}]
+            pushed.append(await api.post(PUSH, json={"Items": items}, headers=tenant.headers))
+        return result
+
+    monkeypatch.setattr(service.feeds, "submit_and_await", submit_then_push)
+    await run_jobs(rt)
+
+    assert [response.json()["Results"][0]["Result"] for response in pushed] == ["Updated"]
+    assert (await _held_by_marketplace(rt, connection_id, "PHONE-1"))[1] == 9  # converged
+    [listing] = await _listings(rt, tenant.account_id)
+    assert listing.marketplace_quantity == 9  # recorded by the PriceStockPush that sent it
+    async with rt.db.read() as session:
+        pushes = list(
+            (
+                await session.execute(
+                    select(Job.status).where(Job.account_id == tenant.account_id, Job.type == JobType.PRICE_STOCK_PUSH)
+                )
+            ).scalars()
+        )
+    assert pushes and all(status == "Completed" for status in pushes)
+
+
+async def test_a_publish_records_the_values_its_feed_carried(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the feed and the record the catalogue moved: the listing holds the feed's values, not the catalogue's,
+    and the convergence push is queued in the same transaction (nothing run yet)."""
+    from marketsync.catalog import service
+    from marketsync.jobs import repository as jobs_repository
+    from marketsync.jobs.run import JobRun
+    from marketsync.models import Job
+
+    tenant = await _tenant(rt, api)
+    payload = await create_payload(api, tenant, "P2", "Smartphones", "PHONE-1", Quantity=2)
+    created = (await create(api, tenant, payload)).json()
+    real_submit = service.feeds.submit_and_await
+
+    async def submit_then_push(*args: object, **kwargs: object) -> object:
+        result = await real_submit(*args, **kwargs)  # type: ignore[arg-type]
+        items = [{"Sku": "PHONE-1", "Quantity": 7}]
+        assert (await api.post(PUSH, json={"Items": items}, headers=tenant.headers)).status_code == 200
+        return result
+
+    monkeypatch.setattr(service.feeds, "submit_and_await", submit_then_push)
+    async with rt.db.transaction() as session:
+        claimed = await jobs_repository.claim_next(session, "one", rt.clock.now(), 30.0, ["ListingPublish"])
+        assert claimed is not None
+    run = JobRun.of(rt, claimed[0], "one")
+    await service.publish_journey(rt, run)
+
+    assert run.state[service.PUBLISHED_VALUES] == {(await _listings(rt, tenant.account_id))[0].id: [None, 2]}
+    [listing] = await _listings(rt, tenant.account_id)
+    assert (listing.status, listing.marketplace_quantity) == ("Live", 2)
+    assert (await _held_by_marketplace(rt, tenant.marketplace("P2").id, "PHONE-1"))[1] == 2
+    async with rt.db.read() as session:
+        types = (await session.execute(select(Job.type).where(Job.account_id == tenant.account_id))).scalars()
+        assert sorted(types) == ["ListingPublish", "PriceStockPush"]
+    assert created["JobId"] == claimed[0].id

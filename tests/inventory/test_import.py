@@ -160,3 +160,100 @@ async def test_cli_dataflow_set_and_import(rt: Runtime, api: httpx.AsyncClient, 
     assert len(result["Warnings"]) == 1 and "Stock" in result["Warnings"][0]
     assert "importing" in err, "the progress bar goes to stderr"
     assert (await stored(rt, tenant.account_id))["CLI-1"][:2] == (Decimal("2.50"), 8)
+
+
+async def test_a_row_a_later_row_replaces_is_superseded_and_never_applied(
+    rt: Runtime, api: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("A", "1.00", 1), ("B", "2.00", 2), ("dup", "1", 1), ("DUP", "1", 1)])
+    csv_file = write_csv(
+        tmp_path / "repeats.csv",
+        [
+            "Sku,Price,Quantity",
+            "A,1.10,1",  # line 2: replaced by line 4 (the same product, another casing)
+            "B,,3",  # line 3
+            "a,,4",  # line 4
+            "GHOST,1,1",  # line 5: no product; replaced by line 6 (the same SKU)
+            "ghost,1,2",  # line 6
+            "dup,,9",  # line 7: two products differing in case: not a repeat
+            "DUP,,9",  # line 8
+        ],
+    )
+
+    report = await service.import_inventory_file(rt, tenant.account_id, csv_file)
+
+    assert (report.rows, report.superseded, report.invalid) == (7, 2, 0)
+    assert report.counts == {"Updated": 4, "Unchanged": 0, "NotFound": 1, "Ambiguous": 0, "Failed": 0}
+    assert [(e.line, e.sku, e.message.split(",")[0]) for e in report.errors] == [
+        (2, "A", "Superseded by line 4"),
+        (5, "GHOST", "Superseded by line 6"),
+        (6, "ghost", "No product carries this SKU."),
+    ]
+    view = report.view()
+    assert view["Superseded"] == 2 and view["Errors"][0] == {"Line": 2, "Sku": "A", "Error": report.errors[0].message}
+    assert service.ImportReport.of_view(view) == report
+    assert (await stored(rt, tenant.account_id))["A"][:2] == (Decimal("1.00"), 4)  # line 2's price never applied
+    [event] = payloads(await inventory_events(rt, tenant.account_id))
+    assert {"sku": "A", "price": None, "quantity": 4} in event["changed"]
+
+
+async def test_a_row_replaced_from_a_later_batch_is_superseded(
+    rt: Runtime, api: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """The repeat lands in another batch of 500: the first row is still never applied nor counted Updated."""
+    tenant = await make_tenant(rt, api)
+    skus = [f"BULK-{i:05d}" for i in range(600)]
+    await add_products(rt, tenant.account_id, [(sku, "1", 0) for sku in skus])
+    rows = ["Sku,Quantity", f"{skus[0]},5"] + [f"{sku},1" for sku in skus[1:]] + [f"{skus[0].lower()},7"]
+    csv_file = write_csv(tmp_path / "late-repeat.csv", rows)
+
+    report = await service.import_inventory_file(rt, tenant.account_id, csv_file)
+
+    assert (report.rows, report.counts["Updated"], report.superseded) == (601, 600, 1)
+    assert [(e.line, e.sku) for e in report.errors] == [(2, skus[0])]
+    assert report.errors[0].message.startswith("Superseded by line 602")
+    events = payloads(await inventory_events(rt, tenant.account_id))
+    assert [e["totalChanged"] for e in events] == [499, 101]
+    assert [c for e in events for c in e["changed"] if c["sku"] == skus[0]] == [
+        {"sku": skus[0], "price": None, "quantity": 7}
+    ]
+    assert (await stored(rt, tenant.account_id))[skus[0]][1] == 7
+
+
+async def test_the_cli_text_and_the_app_report_show_superseded_rows(
+    rt: Runtime, api: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    from marketsync.worker import Worker
+    from tests.console.support import make_person, signed_in
+    from tests.inventory.test_app_pages import _upload
+
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("CLI-1", "1", 1)])
+    content = "Sku,Price,Quantity\nCLI-1,2.50,8\nCLI-1,,9\n"
+    code, out, err = await run_cli(
+        rt, "admin", "import-inventory", "--account", tenant.account_id, str(write_csv(tmp_path / "t.csv", [content]))
+    )
+    assert code == 0, err
+    assert "2 rows: Updated 1, Unchanged 0, NotFound 0, Ambiguous 0, Failed 0, Invalid 0, Superseded 1;" in out
+    assert "line 2 (CLI-1): Superseded by line 3" in err
+
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    uploaded = await _upload(person, content.encode())
+    await Worker(rt).drain()
+    done = await person.page(uploaded.headers["location"])
+    assert "2: Updated 0, Unchanged 1, NotFound 0, Ambiguous 0, Failed 0, Invalid 0, Superseded 1" in done.text
+    assert "<td>2</td><td>CLI-1</td><td>Superseded by line 3" in done.text
+    await person.client.aclose()
+
+
+async def test_an_invalid_later_row_replaces_nothing(rt: Runtime, api: httpx.AsyncClient, tmp_path: Path) -> None:
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("B", "2.00", 2)])
+    csv_file = write_csv(tmp_path / "late-invalid.csv", ["Sku,Price,Quantity", "B,,3", "b,abc,5"])
+
+    report = await service.import_inventory_file(rt, tenant.account_id, csv_file)
+
+    assert (report.rows, report.counts["Updated"], report.invalid, report.superseded) == (2, 1, 1, 0)
+    assert [(e.line, e.sku) for e in report.errors] == [(3, "b")]
+    assert (await stored(rt, tenant.account_id))["B"][:2] == (Decimal("2.00"), 3)

@@ -13,6 +13,7 @@ from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
+from tests.inventory.support import jobs_of
 from tests.marketplaces import support
 from tests.support.factories import make_tenant
 
@@ -212,3 +213,30 @@ async def test_the_marketplace_counts_a_listing_pull_once_and_pages_through_ever
             break
     assert sorted(seen) == [*(f"PAGE-{i:03d}" for i in range(7)), "PAGE-999"]
     assert totals == [7, 7, 7]
+
+
+async def test_two_marketplaces_owning_stock_flip_flop_the_catalogue_on_each_mirror(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Pins the known limitation of docs/decisions/0309: Data Flow names the marketplace as owner, not one
+    connection, so every connected marketplace owns Stock. Two that hold different stock take the catalogue in turn,
+    each mirror firing an InventoryChanged; the mirror pushes nothing, so each marketplace keeps its own value."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P2", "DE")))
+    p1, p2 = tenant.marketplace("P1"), tenant.marketplace("P2")
+    product = await support.listed_product(rt, p1, "FLIP-1", price="10.00", quantity=5)
+    await _sandbox_set(rt, p2, "FLIP-1", price="10.00", quantity=7)  # the same SKU, other stock at P2
+    await _set_owner(rt, tenant.account_id, "Price", "Merchant")  # Stock stays the marketplace's (the default)
+
+    seen = []
+    for connection in (p1, p2, p1, p2):
+        await _mirror_now(rt, connection)
+        seen.append((await support.product(rt, product.id)).quantity)
+
+    assert seen == [5, 7, 5, 7]  # whichever mirror ran last
+    changed = await support.events(rt, tenant.account_id, "InventoryChanged")
+    assert [e["payload"]["source"]["userPlatformId"] for e in changed] == [p2.id, p1.id, p2.id]
+    assert [e["payload"]["changed"][0]["quantity"] for e in changed] == [7, 5, 7]
+    async with rt.db.read() as session:
+        held = [await sandbox_state.listing_by_sku(session, c.id, "FLIP-1") for c in (p1, p2)]
+    assert [remote.quantity for remote in held if remote is not None] == [5, 7]
+    assert [job.type for job in await jobs_of(rt, tenant.account_id)] == ["ListingMirror"] * 4
