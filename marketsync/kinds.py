@@ -9,6 +9,9 @@ from enum import StrEnum
 
 
 class ConnectionState(StrEnum):
+    # Started in the app, not yet authorised at the marketplace's consent step: never pulled, pushed or listed by
+    # the API (everything reads only Active connections), and removed if the merchant denies access.
+    AWAITING_CONSENT = "AwaitingConsent"
     ACTIVE = "Active"
     PAUSED = "Paused"
 
