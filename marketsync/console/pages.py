@@ -14,7 +14,7 @@ from marketsync.auth import service as auth
 from marketsync.auth.dependencies import runtime_of
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import service as catalog
-from marketsync.console import catalogue, orders, webhooks
+from marketsync.console import catalogue, jobs, orders, webhooks
 from marketsync.console.guards import (
     SESSION_COOKIE,
     Forbidden,
@@ -27,7 +27,6 @@ from marketsync.console.guards import (
 from marketsync.console.render import HERE, errors_of, is_partial, page, page_router, see_other
 from marketsync.errors import ApiError, ValidationFailed, problem_response
 from marketsync.inventory import service as inventory
-from marketsync.jobs import service as jobs
 from marketsync.kinds import KINDS
 from marketsync.marketplaces import service as marketplaces
 from marketsync.people import service as people
@@ -290,22 +289,12 @@ async def republish_listing(request: Request, listing_id: str, person: SignedIn)
     return see_other(f"/app/listings/{listing_id}?republished={job_id}")
 
 
-# -- jobs -------------------------------------------------------------------------------------------------------
-
-
-@router.get("/jobs", response_class=HTMLResponse)
-async def jobs_page(request: Request, person: SignedIn) -> Response:
-    async with runtime_of(request).db.read() as session:
-        recent = await jobs.recent_jobs(session, person.account_id)
-    return page(request, "jobs.html", person, title="Jobs", jobs=recent)
-
-
 # -- the app's edges --------------------------------------------------------------------------------------------
 
 
 def install(app: FastAPI) -> None:
     """Mount the app's pages, assets and error pages on the service."""
-    for pages in (router, catalogue.router, orders.router, webhooks.router):
+    for pages in (router, catalogue.router, orders.router, webhooks.router, jobs.router):
         # The routes themselves (they carry the /app prefix), as for the API's routers (docs/decisions/0013).
         app.router.routes.extend(pages.routes)
     app.mount("/app/static", StaticFiles(directory=HERE / "static"), name="app-static")

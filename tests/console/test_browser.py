@@ -176,7 +176,7 @@ async def test_a_jobs_failure_reason_orders_with_a_reveal_and_an_import_with_its
     await add_products(rt, tenant.account_id, [("MUG", "9.50", 4), ("CUP", "3.00", 1)])
     await ingest(rt, tenant.marketplace("P1"), pulled_order(order_id="MO-BROWSER"))
     async with rt.db.transaction() as session:
-        jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, BrowserExplodes())
+        failed_job = jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, BrowserExplodes())
     await Worker(rt).drain()
     person = await make_person(rt, tenant.account_id, "Staff")
     async with browser_page(str(api.base_url)) as page:
@@ -185,6 +185,13 @@ async def test_a_jobs_failure_reason_orders_with_a_reveal_and_an_import_with_its
         await page.get_by_role("link", name="Jobs").click()
         await expect(page.locator("table")).to_contain_text("the marketplace refused the feed: currency mismatch")
         await _shot(rt, page, "jobs")
+        # The job's own page, found by its JobId as an API response gives it.
+        await page.get_by_label("Find a job by its JobId").fill(failed_job.id)
+        await page.get_by_role("button", name="Find").click()
+        await page.wait_for_url(f"**/app/jobs/{failed_job.id}")
+        await expect(page.locator("#job-status")).to_have_text("Failed")
+        await expect(page.locator("#job-failure-reason")).to_contain_text("currency mismatch")
+        await _shot(rt, page, "job")
 
         await page.get_by_role("link", name="Orders").click()
         await page.get_by_role("link", name="MO-BROWSER").click()
