@@ -144,7 +144,7 @@ async def _marketplaces_page(request: Request, person: Person, status: int = 200
         connections = await marketplaces.list_all(session, person.account_id)
     return page(
         request, "marketplaces.html", person, status, title="Marketplaces", connections=connections,
-        platforms=list(KINDS), **context,
+        sites={platform: kind.sites for platform, kind in KINDS.items()}, **context,
     )  # fmt: skip
 
 

@@ -86,6 +86,9 @@ def _checked_site(platform: str, country: str) -> tuple[str, str]:
         problems["Platform"] = [f"Unknown platform; one of {', '.join(KINDS)}."]
     if not _COUNTRY.match(country):
         problems["Country"] = ["A two-letter country code, e.g. UK, DE, US, FR."]
+    elif platform in KINDS and country not in KINDS[platform].sites:
+        served = ", ".join(KINDS[platform].sites)
+        problems["Country"] = [f"{platform} has no {country} site; it serves {served}."]
     if problems:
         raise ValidationFailed(errors=problems)
     return platform, country

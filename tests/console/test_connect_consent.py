@@ -1,6 +1,7 @@
 """Connecting a marketplace in the app goes through the marketplace's consent step (docs/decisions/0310): until
 the merchant allows access the connection awaits consent and looks neither connected nor healthy; Deny removes a
-connection never authorised and leaves one being reconnected as it was."""
+connection never authorised and leaves one being reconnected as it was. A country the marketplace does not serve is
+refused (docs/decisions/0312)."""
 
 from __future__ import annotations
 
@@ -135,4 +136,19 @@ async def test_allow_and_deny_racing_never_remove_an_authorised_connection(rt: R
         else:  # Allow came first: Active, and the Deny left it so
             assert deny is False and left is not None and left.state == "Active"
             await owner.post(f"/app/marketplaces/{marketplace_id}/disconnect")
+    await owner.client.aclose()
+
+
+async def test_the_app_refuses_a_country_the_marketplace_does_not_serve_and_names_its_sites(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant, owner = await _owner(rt, api)
+    form = await owner.page("/app/marketplaces")
+    assert 'id="country-sites"' in form.text and "P4 FR, IT, ES" in form.text
+    refused = await owner.post("/app/marketplaces", {"platform": "P4", "country": "UK"})
+    assert refused.status_code == 400
+    assert 'id="error-Country"' in refused.text and "P4 has no UK site; it serves FR, IT, ES." in refused.text
+    assert 'value="UK"' in refused.text  # the form keeps what was typed
+    async with rt.db.read() as session:
+        assert list(await marketplaces.list_all(session, tenant.account_id)) == []
     await owner.client.aclose()
