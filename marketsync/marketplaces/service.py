@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.errors import Conflict, NotFound, ValidationFailed
@@ -72,11 +73,18 @@ async def begin_connect(
     consent goes back to that same connection (a merchant who left the consent page is not told it is connected)."""
     platform, country = _checked_site(platform, country)
     existing = await repository.find(session, account_id, platform, country)
-    if existing is not None:
-        if existing.state == AWAITING_CONSENT:
-            return existing
-        raise Conflict(f"{platform} {country} is already connected.")
-    return await _new_connection(rt, session, account_id, platform, country, AWAITING_CONSENT)
+    if existing is None:
+        try:
+            # In a savepoint: a double-submitted form racing this one (PostgreSQL) may insert the site first.
+            async with session.begin_nested():
+                return await _new_connection(rt, session, account_id, platform, country, AWAITING_CONSENT)
+        except IntegrityError:
+            existing = await repository.find(session, account_id, platform, country)
+            if existing is None:
+                raise
+    if existing.state == AWAITING_CONSENT:
+        return existing
+    raise Conflict(f"{platform} {country} is already connected.")
 
 
 def _checked_site(platform: str, country: str) -> tuple[str, str]:

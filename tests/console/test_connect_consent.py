@@ -152,3 +152,18 @@ async def test_the_app_refuses_a_country_the_marketplace_does_not_serve_and_name
     async with rt.db.read() as session:
         assert list(await marketplaces.list_all(session, tenant.account_id)) == []
     await owner.client.aclose()
+
+
+async def test_a_double_submitted_connect_starts_one_connection(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant, owner = await _owner(rt, api)
+
+    async def submit() -> str:
+        async with rt.db.transaction() as session:
+            return (await marketplaces.begin_connect(rt, session, tenant.account_id, "P2", "FR")).id
+
+    ids = await asyncio.gather(*(submit() for _ in range(6)))
+    first = ids[0]
+    assert set(ids) == {first}  # every submit lands on the same consent step
+    async with rt.db.read() as session:
+        assert [c.id for c in await marketplaces.list_all(session, tenant.account_id)] == [first]
+    await owner.client.aclose()
