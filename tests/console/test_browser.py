@@ -81,14 +81,6 @@ async def test_a_merchant_creates_a_credential_connects_p1_and_reauthorises_it(
         await page.get_by_role("button", name="Allow").click()
         await expect(page.locator("#connections")).to_contain_text("P1 UK")
         await expect(page.locator("#connections")).not_to_contain_text("Awaiting consent")
-        # Deny at the marketplace: a connection never authorised is not kept.
-        await page.get_by_label("Marketplace").select_option("P2")
-        await page.get_by_label("Country").fill("DE")
-        await page.get_by_role("button", name="Connect and authorise").click()
-        await page.wait_for_url("**/consent")
-        await page.get_by_role("button", name="Deny").click()
-        await expect(page.locator("#notice")).to_contain_text("was not connected")
-        await expect(page.locator("#connections")).not_to_contain_text("P2 DE")
         async with rt.db.read() as session:
             [connection] = await marketplaces.list_all(session, account_id)
 
@@ -101,6 +93,14 @@ async def test_a_merchant_creates_a_credential_connects_p1_and_reauthorises_it(
         await page.wait_for_url("**/consent")
         await page.get_by_role("button", name="Allow").click()
         await expect(page.locator("#connections")).not_to_contain_text("Needs reauthorisation")
+        # Deny at the marketplace: a connection never authorised is not kept.
+        await page.get_by_label("Marketplace").select_option("P2")
+        await page.get_by_label("Country").fill("DE")
+        await page.get_by_role("button", name="Connect and authorise").click()
+        await page.wait_for_url("**/consent")
+        await page.get_by_role("button", name="Deny").click()
+        await expect(page.locator("#notice")).to_contain_text("was not connected")
+        await expect(page.locator("#connections")).not_to_contain_text("P2 DE")
     async with rt.db.read() as session:
         restored = await marketplaces.get(session, account_id, connection.id)
     assert restored.requires_reauthorization is False and restored.is_healthy is True
