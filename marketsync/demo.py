@@ -11,6 +11,7 @@ from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import demo as catalog_demo
 from marketsync.inventory import demo as inventory_demo
+from marketsync.kinds import KINDS, home_site
 from marketsync.marketplaces import demo as marketplaces_demo
 from marketsync.marketplaces import repository as marketplace_repository
 from marketsync.marketplaces import service as marketplace_service
@@ -21,7 +22,7 @@ from marketsync.runtime import Runtime
 from marketsync.webhooks import demo as webhooks_demo
 
 DEMO_ACCOUNT = "demo"
-DEMO_MARKETPLACES = (("P1", "UK"), ("P2", "DE"), ("P3", "US"), ("P4", "FR"))
+DEMO_MARKETPLACES = tuple((platform, home_site(platform)) for platform in KINDS)  # P1 UK, P2 DE, P3 US, P4 FR
 # Order matters: taxonomies before the catalogue, the catalogue before listings and orders.
 # Each domain's part of the demo, in order: taxonomies before the catalogue, listings before orders.
 DEMO_APP_USER = "owner@demo.example"

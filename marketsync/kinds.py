@@ -9,6 +9,9 @@ from enum import StrEnum
 
 
 class ConnectionState(StrEnum):
+    # Started in the app, not yet authorised at the marketplace's consent step: never pulled, pushed or listed by
+    # the API (everything reads only Active connections), and removed if the merchant denies access.
+    AWAITING_CONSENT = "AwaitingConsent"
     ACTIVE = "Active"
     PAUSED = "Paused"
 
@@ -22,6 +25,10 @@ class ListingStatus(StrEnum):
 @dataclass(frozen=True)
 class MarketplaceKind:
     platform: str
+    # The countries whose site of this marketplace the service connects to, in the compact form Country carries
+    # (UK, not GB). The first is the kind's home site (the demo's, and where a taxonomy goes when no site of the
+    # kind is known yet). The one list of them: connect refuses any other (docs/decisions/0312-kind-sites.md).
+    sites: tuple[str, ...]
     orders_pulled: bool
     order_write_back: bool
     category_required_on_create: bool
@@ -37,6 +44,7 @@ KINDS: dict[str, MarketplaceKind] = {
     for kind in (
         MarketplaceKind(
             "P1",
+            sites=("UK", "DE", "FR", "IT", "ES", "US"),
             orders_pulled=True,
             order_write_back=True,
             category_required_on_create=False,
@@ -44,6 +52,7 @@ KINDS: dict[str, MarketplaceKind] = {
         ),
         MarketplaceKind(
             "P2",
+            sites=("DE", "FR", "IT", "ES", "UK"),
             orders_pulled=True,
             order_write_back=False,
             category_required_on_create=True,
@@ -51,6 +60,7 @@ KINDS: dict[str, MarketplaceKind] = {
         ),
         MarketplaceKind(
             "P3",
+            sites=("US", "UK"),
             orders_pulled=False,
             order_write_back=False,
             category_required_on_create=True,
@@ -58,6 +68,7 @@ KINDS: dict[str, MarketplaceKind] = {
         ),
         MarketplaceKind(
             "P4",
+            sites=("FR", "IT", "ES"),
             orders_pulled=False,
             order_write_back=False,
             category_required_on_create=True,
@@ -69,6 +80,11 @@ KINDS: dict[str, MarketplaceKind] = {
 
 def kind_of(platform: str) -> MarketplaceKind:
     return KINDS[platform]
+
+
+def home_site(platform: str) -> str:
+    """The kind's first site: the demo connects it, and a taxonomy import goes there when no site is known."""
+    return KINDS[platform].sites[0]
 
 
 def marketplace_name(platform: str, country: str) -> str:

@@ -82,6 +82,11 @@ def test_account_credential_and_marketplace_commands(invoke: Any) -> None:
         "--json", expect=1,
     )  # fmt: skip
     assert "Platform" in unknown_platform["errors"]
+    unserved = invoke(
+        "admin", "marketplace", "connect", "--account", account["AccountId"], "--platform", "P3", "--country", "DE",
+        "--json", expect=1,
+    )  # fmt: skip
+    assert unserved["errors"] == {"Country": ["P3 has no DE site; it serves US, UK."]}
 
     deleted = invoke(
         "admin", "credential", "delete", "--account", account["AccountId"], "--credential", credential["CredentialId"],

@@ -16,7 +16,7 @@ from marketsync.auth import service as auth
 from marketsync.auth.dependencies import runtime_of
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import service as catalog
-from marketsync.console import catalogue, orders, webhooks
+from marketsync.console import catalogue, jobs, orders, webhooks
 from marketsync.console.guards import (
     SESSION_COOKIE,
     Forbidden,
@@ -49,7 +49,6 @@ from marketsync.errors import (
     validation_errors,
 )
 from marketsync.inventory import service as inventory
-from marketsync.jobs import service as jobs
 from marketsync.kinds import KINDS
 from marketsync.marketplaces import service as marketplaces
 from marketsync.people import service as people
@@ -168,17 +167,24 @@ async def _marketplaces_page(request: Request, person: Person, status: int = 200
         connections = await marketplaces.list_all(session, person.account_id)
     return page(
         request, "marketplaces.html", person, status, title="Marketplaces", connections=connections,
-        platforms=list(KINDS), **context,
+        sites={platform: kind.sites for platform, kind in KINDS.items()}, **context,
     )  # fmt: skip
 
 
+# What the consent step did, named by a code in the redirect (never free text from the URL).
+MARKETPLACE_NOTICES = {
+    "denied": "Access was denied at the marketplace: the marketplace was not connected.",
+    "kept": "Access was not given again: the connection is as it was.",
+}
+
+
 @router.get("/marketplaces", response_class=HTMLResponse)
-async def marketplaces_page(request: Request, person: SignedIn) -> Response:
+async def marketplaces_page(request: Request, person: SignedIn, done: str = "") -> Response:
     if is_partial(request):  # the live part: health and LastPull, refreshed every few seconds
         async with runtime_of(request).db.read() as session:
             connections = await marketplaces.list_all(session, person.account_id)
         return page(request, "_connections.html", person, connections=connections)
-    return await _marketplaces_page(request, person)
+    return await _marketplaces_page(request, person, notice=MARKETPLACE_NOTICES.get(done, ""))
 
 
 @router.post("/marketplaces", response_class=HTMLResponse)
@@ -188,12 +194,13 @@ async def connect_marketplace(request: Request, person: SignedIn) -> Response:
     platform, country = str(form.get("platform") or ""), str(form.get("country") or "")
     try:
         async with rt.db.transaction() as session:
-            connection = await marketplaces.connect(rt, session, person.account_id, platform, country)
+            connection = await marketplaces.begin_connect(rt, session, person.account_id, platform, country)
     except ApiError as exc:
         return await _marketplaces_page(
             request, person, exc.status, errors=errors_of(exc), platform=platform, country=country
         )
-    # Connecting ends with the marketplace's consent, as a real marketplace's authorisation does.
+    # Connecting ends with the marketplace's consent, as a real marketplace's authorisation does; until then the
+    # connection awaits consent (docs/decisions/0310-connection-consent.md).
     return see_other(f"/app/marketplaces/{connection.id}/consent")
 
 
@@ -207,9 +214,12 @@ async def consent_page(request: Request, marketplace_id: str, person: SignedIn) 
 @router.post("/marketplaces/{marketplace_id}/consent")
 async def give_consent(request: Request, marketplace_id: str, person: SignedIn) -> Response:
     form = await checked_form(request, person)
+    rt = runtime_of(request)
     if form.get("decision") == "allow":
-        await marketplaces.reauthorize(runtime_of(request), person.account_id, marketplace_id)
-    return see_other("/app/marketplaces")
+        await marketplaces.grant_consent(rt, person.account_id, marketplace_id)
+        return see_other("/app/marketplaces")
+    removed = await marketplaces.refuse_consent(rt, person.account_id, marketplace_id)
+    return see_other(f"/app/marketplaces?done={'denied' if removed else 'kept'}")
 
 
 # Declared after the consent routes: a path parameter would otherwise take `consent` as an action.
@@ -217,19 +227,24 @@ async def give_consent(request: Request, marketplace_id: str, person: SignedIn) 
 async def change_marketplace(request: Request, marketplace_id: str, action: str, person: SignedIn) -> Response:
     await checked_form(request, person)
     rt = runtime_of(request)
-    if action == "reauthorize":
+    if action == "reauthorize":  # also "continue" for a connection still awaiting consent
         async with rt.db.read() as session:
             await marketplaces.get(session, person.account_id, marketplace_id)  # 404 for another account's id
         return see_other(f"/app/marketplaces/{marketplace_id}/consent")
-    async with rt.db.transaction() as session:
-        if action == "pause":
-            await marketplaces.pause(rt, session, person.account_id, marketplace_id)
-        elif action == "resume":
-            await marketplaces.resume(rt, session, person.account_id, marketplace_id)
-        elif action == "disconnect":
-            await marketplaces.disconnect(rt, session, person.account_id, marketplace_id)
-        else:
-            return page(request, "error.html", person, 404, title="Not found", message="No such page.")
+    try:
+        async with rt.db.transaction() as session:
+            if action == "pause":
+                await marketplaces.pause(rt, session, person.account_id, marketplace_id)
+            elif action == "resume":
+                await marketplaces.resume(rt, session, person.account_id, marketplace_id)
+            elif action == "disconnect":
+                await marketplaces.disconnect(rt, session, person.account_id, marketplace_id)
+            else:
+                return page(request, "error.html", person, 404, title="Not found", message="No such page.")
+    except ApiError as exc:
+        if exc.status == 404:
+            raise
+        return await _marketplaces_page(request, person, exc.status, errors=errors_of(exc))
     return see_other("/app/marketplaces")
 
 
@@ -297,22 +312,12 @@ async def republish_listing(request: Request, listing_id: str, person: SignedIn)
     return see_other(f"/app/listings/{listing_id}?republished={job_id}")
 
 
-# -- jobs -------------------------------------------------------------------------------------------------------
-
-
-@router.get("/jobs", response_class=HTMLResponse)
-async def jobs_page(request: Request, person: SignedIn) -> Response:
-    async with runtime_of(request).db.read() as session:
-        recent = await jobs.recent_jobs(session, person.account_id)
-    return page(request, "jobs.html", person, title="Jobs", jobs=recent)
-
-
 # -- the app's edges --------------------------------------------------------------------------------------------
 
 
 def install(app: FastAPI) -> None:
     """Mount the app's pages, assets and error pages on the service."""
-    for pages in (router, catalogue.router, orders.router, webhooks.router):
+    for pages in (router, catalogue.router, orders.router, webhooks.router, jobs.router):
         # The routes themselves (they carry the /app prefix), as for the API's routers (docs/decisions/0013).
         app.router.routes.extend(pages.routes)
     app.mount("/app/static", StaticFiles(directory=HERE / "static"), name="app-static")

@@ -1,6 +1,6 @@
 """Webhooks in the app: subscriptions (the secret shown once), their health, the 30-day attempt log, and a person's
-repairs: resend one delivery, recover every failed delivery since a time, send a sample, re-enable
-(docs/decisions/0122-webhook-repairs.md)."""
+repairs: resend one delivery, recover every failed delivery since a time, send a sample, replace a disabled
+subscription (docs/decisions/0122-webhook-repairs.md)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,6 @@ async def create_subscription(request: Request, person: SignedIn) -> Response:
 NOTICES = {
     "resent": "The delivery is sent again now; its attempt appears below in a moment.",
     "deleted": "Subscription deleted; its queued deliveries are gone with it.",
-    "reenabled": "Subscription active again. Recover its failed deliveries if you want them resent.",
     "recovered": "{count} failed deliveries are sent again now.",
     "sampled": "A sample is on its way; its attempt appears below in a moment.",
 }
@@ -102,6 +101,20 @@ async def resend(request: Request, delivery_id: str, person: SignedIn) -> Respon
     return see_other(f"/app/webhooks?done=resent&delivery={delivery_id}")
 
 
+@router.post("/webhooks/{subscription_id}/replace", response_class=HTMLResponse)
+async def replace_subscription(request: Request, subscription_id: str, person: SignedIn) -> Response:
+    """A disabled subscription cannot be re-enabled (spec section 3): a new one with the same URL and events takes
+    its place, and its new secret is shown in this one response, as at create."""
+    await checked_form(request, person)
+    try:
+        created = await webhooks.replace(runtime_of(request), person.account_id, subscription_id)
+    except ApiError as exc:
+        if exc.status == 404:
+            raise
+        return await _webhooks_page(request, person, exc.status, errors=errors_of(exc))
+    return await _webhooks_page(request, person, 201, created=created, replaced=True)
+
+
 @router.post("/webhooks/{subscription_id}/{action}", response_class=HTMLResponse)
 async def change_subscription(request: Request, subscription_id: str, action: str, person: SignedIn) -> Response:
     form = await checked_form(request, person)
@@ -111,8 +124,6 @@ async def change_subscription(request: Request, subscription_id: str, action: st
         async with rt.db.transaction() as session:
             if action == "delete":
                 await webhooks.delete_subscription(session, person.account_id, subscription_id)
-            elif action == "reenable":
-                await webhooks.reenable(session, person.account_id, subscription_id)
             elif action == "recover":
                 since = _since(str(form.get("since") or ""))
                 count = await webhooks.recover(rt, session, person.account_id, subscription_id, since)
@@ -125,7 +136,7 @@ async def change_subscription(request: Request, subscription_id: str, action: st
         if exc.status == 404:
             raise
         return await _webhooks_page(request, person, exc.status, errors=errors_of(exc))
-    done = {"delete": "deleted", "reenable": "reenabled", "recover": "recovered", "sample": "sampled"}[action]
+    done = {"delete": "deleted", "recover": "recovered", "sample": "sampled"}[action]
     return see_other(f"/app/webhooks?done={done}&count={count}")
 
 

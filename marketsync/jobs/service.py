@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -22,6 +23,7 @@ from marketsync.runtime import Runtime
 from marketsync.wakeups import wake_workers_on_commit
 
 __all__ = [
+    "JobDetails",
     "JobInfo",
     "cancel_queued_for",
     "enqueue",
@@ -29,6 +31,7 @@ __all__ = [
     "enqueue_price_stock_pushes",
     "get_job",
     "has_open_job",
+    "job_details",
     "job_info",
     "job_status",
     "queue_stats",
@@ -187,6 +190,28 @@ class JobInfo:
     @property
     def is_complete(self) -> bool:
         return self.status in TERMINAL
+
+
+@dataclass(frozen=True)
+class JobDetails:
+    """A job as its page in the app shows it: the API's fields, the failure reason (the app's only) and what it
+    worked on (its stored payload)."""
+
+    info: JobInfo
+    created_at: datetime
+    recovery_count: int
+    marketplace_id: str | None
+    payload: dict[str, Any]
+
+
+async def job_details(session: AsyncSession, account_id: str, job_id: str) -> JobDetails:
+    """One job of the account; another account's id, or an unknown one, is NotFound (as in the API)."""
+    job = await get_job(session, account_id, job_id)
+    info = JobInfo(
+        job.id, job.type, JobStatus(job.status), job.progress_done, job.progress_total, job.started_at,
+        job.finished_at, job.failure_reason,
+    )  # fmt: skip
+    return JobDetails(info, job.created_at, job.recovery_count, job.marketplace_id, dict(job.payload or {}))
 
 
 async def job_info(session: AsyncSession, account_id: str, job_id: str) -> JobInfo:

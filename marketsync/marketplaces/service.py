@@ -1,7 +1,9 @@
-"""Use cases on marketplace connections: connect, pause, resume, disconnect, list.
+"""Use cases on marketplace connections: connect, consent, pause, resume, disconnect, list.
 
-Connecting and authorising happen in the merchant's app (spec section 1); until the console exists the
-operator CLI stands in for it.
+Connecting and authorising happen in the merchant's app (spec section 1): `begin_connect` starts a connection that
+awaits the marketplace's consent, `grant_consent` and `refuse_consent` are the merchant's answer there
+(docs/decisions/0310-connection-consent.md). The operator CLI's `connect` (and the demo) stands for a connection
+already authorised.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.errors import Conflict, NotFound, ValidationFailed
@@ -26,17 +29,20 @@ from marketsync.runtime import Runtime
 
 __all__ = [
     "ACTIVE",
+    "AWAITING_CONSENT",
     "PAUSED",
+    "begin_connect",
     "check_health",
     "connect",
     "disconnect",
     "enqueue_for_active_connections",
     "get",
+    "grant_consent",
     "health_summary",
     "list_all",
     "note_authorization_revoked",
     "pause",
-    "reauthorize",
+    "refuse_consent",
     "require_orders_pulled",
     "resume",
     "set_state",
@@ -46,27 +52,65 @@ __all__ = [
 
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
 ACTIVE, PAUSED = ConnectionState.ACTIVE, ConnectionState.PAUSED
+AWAITING_CONSENT = ConnectionState.AWAITING_CONSENT
+NOT_AUTHORISED_YET = "{site} is not authorised yet: allow access on the marketplace's consent page first."
 
 
 async def connect(
     rt: Runtime, session: AsyncSession, account_id: str, platform: str, country: str
 ) -> MarketplaceConnection:
+    """A connection already authorised (the operator CLI, the demo): Active at once."""
+    platform, country = _checked_site(platform, country)
+    if await repository.find(session, account_id, platform, country) is not None:
+        raise Conflict(f"{platform} {country} is already connected.")
+    return await _new_connection(rt, session, account_id, platform, country, ACTIVE)
+
+
+async def begin_connect(
+    rt: Runtime, session: AsyncSession, account_id: str, platform: str, country: str
+) -> MarketplaceConnection:
+    """The app's connect: a connection awaiting the marketplace's consent. Starting again on a site still awaiting
+    consent goes back to that same connection (a merchant who left the consent page is not told it is connected)."""
+    platform, country = _checked_site(platform, country)
+    existing = await repository.find(session, account_id, platform, country)
+    if existing is None:
+        try:
+            # In a savepoint: a double-submitted form racing this one (PostgreSQL) may insert the site first.
+            async with session.begin_nested():
+                return await _new_connection(rt, session, account_id, platform, country, AWAITING_CONSENT)
+        except IntegrityError:
+            existing = await repository.find(session, account_id, platform, country)
+            if existing is None:
+                raise
+    if existing.state == AWAITING_CONSENT:
+        return existing
+    raise Conflict(f"{platform} {country} is already connected.")
+
+
+def _checked_site(platform: str, country: str) -> tuple[str, str]:
     platform, country = platform.strip().upper(), country.strip().upper()
     problems: dict[str, list[str]] = {}
     if platform not in KINDS:
         problems["Platform"] = [f"Unknown platform; one of {', '.join(KINDS)}."]
     if not _COUNTRY.match(country):
         problems["Country"] = ["A two-letter country code, e.g. UK, DE, US, FR."]
+    elif platform in KINDS and country not in KINDS[platform].sites:
+        served = ", ".join(KINDS[platform].sites)
+        problems["Country"] = [f"{platform} has no {country} site; it serves {served}."]
     if problems:
         raise ValidationFailed(errors=problems)
-    if await repository.find(session, account_id, platform, country) is not None:
-        raise Conflict(f"{platform} {country} is already connected.")
+    return platform, country
+
+
+async def _new_connection(
+    rt: Runtime, session: AsyncSession, account_id: str, platform: str, country: str, state: ConnectionState
+) -> MarketplaceConnection:
     connection = MarketplaceConnection(
         id=new_id(),
         account_id=account_id,
         platform=platform,
         country=country,
-        state=ConnectionState.ACTIVE,
+        state=state,
         health_status=None,
         health_status_message="",
         is_healthy=True,
@@ -104,13 +148,23 @@ async def set_state(session: AsyncSession, account_id: str, marketplace_id: str,
 async def pause(rt: Runtime, session: AsyncSession, account_id: str, marketplace_id: str) -> MarketplaceConnection:
     """Paused: neither pulled nor pushed, omitted from GET /api/marketplaces. Queued work is cancelled
     when it comes up (the handlers check the state), so nothing is sent while paused."""
+    await _authorised(session, account_id, marketplace_id)
     return await set_state(session, account_id, marketplace_id, PAUSED)
+
+
+async def _authorised(session: AsyncSession, account_id: str, marketplace_id: str) -> MarketplaceConnection:
+    """A connection past its consent step: pausing or resuming one that never was authorised makes no sense (and
+    resuming would make it Active without consent)."""
+    connection = await get(session, account_id, marketplace_id)
+    if connection.state == AWAITING_CONSENT:
+        raise Conflict(NOT_AUTHORISED_YET.format(site=f"{connection.platform} {connection.country}"))
+    return connection
 
 
 async def resume(rt: Runtime, session: AsyncSession, account_id: str, marketplace_id: str) -> list[str]:
     """Back to Active. Pushes cancelled while paused are made good by one full price/stock resync
     of the connection's listings (and an order pull where orders are pulled). Returns the job ids."""
-    connection = await get(session, account_id, marketplace_id)
+    connection = await _authorised(session, account_id, marketplace_id)
     if connection.state == ACTIVE:
         return []
     connection.state = ACTIVE
@@ -224,18 +278,41 @@ async def enqueue_for_active_connections(
     return created
 
 
-async def reauthorize(rt: Runtime, account_id: str, marketplace_id: str) -> HealthEvent | None:
+async def grant_consent(rt: Runtime, account_id: str, marketplace_id: str) -> HealthEvent | None:
     """The merchant allowed access on the marketplace's consent page: the marketplace takes the authorisation
-    again (the sandbox's own grant), and the connection's health is checked at once."""
+    (again: the sandbox's own grant), a connection awaiting consent becomes Active, and the health is checked at
+    once."""
     async with rt.db.transaction() as session:
-        connection = await get(session, account_id, marketplace_id)
+        connection = await _locked(session, account_id, marketplace_id)
         seller = await sandbox_state.ensure_seller(
             session, connection.id, connection.platform, connection.country, rt.clock.now()
         )
         seller.auth_revoked = False
+        if connection.state == AWAITING_CONSENT:
+            connection.state = ACTIVE
     if connection.state != ACTIVE:
         return None
     return await check_health(rt, connection)
+
+
+async def refuse_consent(rt: Runtime, account_id: str, marketplace_id: str) -> bool:
+    """The merchant denied access on the consent page. A connection never authorised is removed (no orphan left
+    awaiting consent); one being reconnected keeps the state it had. True when the connection was removed."""
+    async with rt.db.transaction() as session:
+        connection = await _locked(session, account_id, marketplace_id)
+        if connection.state != AWAITING_CONSENT:
+            return False
+        await session.delete(connection)
+        return True
+
+
+async def _locked(session: AsyncSession, account_id: str, marketplace_id: str) -> MarketplaceConnection:
+    """The account's connection, its row locked: an Allow and a Deny racing (two tabs) are decided one after the
+    other, so a Deny never removes a connection an Allow has just made Active."""
+    connection = await repository.get_by_id(session, marketplace_id, for_update=True)
+    if connection is None or connection.account_id != account_id:
+        raise NotFound("No marketplace connection with this id.")
+    return connection
 
 
 async def list_all(session: AsyncSession, account_id: str) -> Sequence[MarketplaceConnection]:

@@ -22,7 +22,8 @@ class MarketplaceConnection(Base):
     account_id: Mapped[str] = mapped_column(ID, ForeignKey("accounts.id", ondelete="CASCADE"))
     platform: Mapped[str] = mapped_column(String(8))
     country: Mapped[str] = mapped_column(String(8))
-    # Active | Paused. A disconnected connection is deleted (its listings with it).
+    # AwaitingConsent | Active | Paused (kinds.ConnectionState). A disconnected connection is deleted (its listings
+    # with it).
     state: Mapped[str] = mapped_column(String(16), default=ConnectionState.ACTIVE)
     health_status: Mapped[str | None] = mapped_column(String(32))
     health_status_message: Mapped[str] = mapped_column(Text, default="")

@@ -421,7 +421,7 @@ async def disable_subscription(session: AsyncSession, subscription_id: str, now:
     )
 
 
-# --- a person's repairs in the app: resend, recover, sample, re-enable -----------------------------------------
+# --- a person's repairs in the app: resend, recover, sample, replace -------------------------------------------
 
 
 async def subscription_of(session: AsyncSession, account_id: str, subscription_id: str) -> WebhookSubscription | None:
@@ -470,15 +470,6 @@ async def requeue(
         query.values(status=PENDING, next_attempt_at=now, finished_at=None, lease_owner=None, lease_expires_at=None)
     )
     return _rowcount(result)
-
-
-async def reenable_subscription(session: AsyncSession, account_id: str, subscription_id: str) -> bool:
-    result = await session.execute(
-        update(WebhookSubscription)
-        .where(WebhookSubscription.id == subscription_id, WebhookSubscription.account_id == account_id)
-        .values(is_active=True, consecutive_failures=0, disabled_at=None, disabled_reason=None)
-    )
-    return _rowcount(result) > 0
 
 
 # --- attempt log and retention ------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ __all__ = [
     "get_subscription",
     "list_subscriptions",
     "recover",
-    "reenable",
+    "replace",
     "resend",
     "reveal_secret",
     "rotate_keys",
@@ -153,7 +153,11 @@ async def attempt_log(
 
 # --- a person's repairs (the app's webhook page; docs/decisions/0122-webhook-repairs.md) -----------------------
 
-DISABLED = "The subscription is disabled; re-enable it first, then resend or recover."
+DISABLED = (
+    "The subscription is disabled and cannot be re-enabled; replace it (a new subscription with a new secret) "
+    "to receive deliveries again."
+)
+ACTIVE_NOT_REPLACED = "Only a disabled subscription is replaced; this one is active."
 
 
 async def get_subscription(session: AsyncSession, account_id: str, subscription_id: str) -> WebhookSubscription:
@@ -233,10 +237,23 @@ async def send_sample(
     return delivery_id
 
 
-async def reenable(session: AsyncSession, account_id: str, subscription_id: str) -> None:
-    """Active again with ConsecutiveFailures 0; what was cancelled by disabling stays cancelled until recovered."""
-    if not await repository.reenable_subscription(session, account_id, subscription_id):
-        raise NotFound("No such webhook subscription.")
+async def replace(rt: Runtime, account_id: str, subscription_id: str) -> NewSubscription:
+    """A disabled subscription is never re-enabled (spec section 3): it is deleted and a new one created with the
+    same URL and event types, under a new id and a new secret, in one transaction. The URL is checked again as at
+    create (a host may have moved to a private address), so a refused URL deletes nothing."""
+    async with rt.db.read() as session:
+        old = await get_subscription(session, account_id, subscription_id)
+        was_active, url, event_types = old.is_active, old.url, list(old.event_types)
+    if was_active:
+        raise Conflict(ACTIVE_NOT_REPLACED)
+    await validate_subscription(rt, url, event_types)  # resolves the host: outside any transaction
+    async with rt.db.transaction() as session:
+        # Read again under the write: a second click (or a delete) in between finds nothing to replace.
+        current = await get_subscription(session, account_id, subscription_id)
+        if current.is_active:
+            raise Conflict(ACTIVE_NOT_REPLACED)
+        await delete_subscription(session, account_id, subscription_id)
+        return await create_subscription(rt, session, account_id, url, event_types)
 
 
 async def stats(session: AsyncSession) -> dict[str, int]:

@@ -73,8 +73,14 @@ async def test_a_merchant_creates_a_credential_connects_p1_and_reauthorises_it(
         await page.get_by_role("button", name="Connect and authorise").click()
         await page.wait_for_url("**/consent")
         await _shot(rt, page, "consent")
+        # Left unanswered, the connection awaits consent and says so; Continue goes back to the consent step.
+        await page.get_by_role("link", name="Marketplaces").click()
+        await expect(page.locator("#connections")).to_contain_text("Awaiting consent")
+        await page.get_by_role("button", name="Continue to consent for P1 UK").click()
+        await page.wait_for_url("**/consent")
         await page.get_by_role("button", name="Allow").click()
         await expect(page.locator("#connections")).to_contain_text("P1 UK")
+        await expect(page.locator("#connections")).not_to_contain_text("Awaiting consent")
         async with rt.db.read() as session:
             [connection] = await marketplaces.list_all(session, account_id)
 
@@ -87,6 +93,14 @@ async def test_a_merchant_creates_a_credential_connects_p1_and_reauthorises_it(
         await page.wait_for_url("**/consent")
         await page.get_by_role("button", name="Allow").click()
         await expect(page.locator("#connections")).not_to_contain_text("Needs reauthorisation")
+        # Deny at the marketplace: a connection never authorised is not kept.
+        await page.get_by_label("Marketplace").select_option("P2")
+        await page.get_by_label("Country").fill("DE")
+        await page.get_by_role("button", name="Connect and authorise").click()
+        await page.wait_for_url("**/consent")
+        await page.get_by_role("button", name="Deny").click()
+        await expect(page.locator("#notice")).to_contain_text("was not connected")
+        await expect(page.locator("#connections")).not_to_contain_text("P2 DE")
     async with rt.db.read() as session:
         restored = await marketplaces.get(session, account_id, connection.id)
     assert restored.requires_reauthorization is False and restored.is_healthy is True
@@ -162,7 +176,7 @@ async def test_a_jobs_failure_reason_orders_with_a_reveal_and_an_import_with_its
     await add_products(rt, tenant.account_id, [("MUG", "9.50", 4), ("CUP", "3.00", 1)])
     await ingest(rt, tenant.marketplace("P1"), pulled_order(order_id="MO-BROWSER"))
     async with rt.db.transaction() as session:
-        jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, BrowserExplodes())
+        failed_job = jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, BrowserExplodes())
     await Worker(rt).drain()
     person = await make_person(rt, tenant.account_id, "Staff")
     async with browser_page(str(api.base_url)) as page:
@@ -171,6 +185,13 @@ async def test_a_jobs_failure_reason_orders_with_a_reveal_and_an_import_with_its
         await page.get_by_role("link", name="Jobs").click()
         await expect(page.locator("table")).to_contain_text("the marketplace refused the feed: currency mismatch")
         await _shot(rt, page, "jobs")
+        # The job's own page, found by its JobId as an API response gives it.
+        await page.get_by_label("Find a job by its JobId").fill(failed_job.id)
+        await page.get_by_role("button", name="Find").click()
+        await page.wait_for_url(f"**/app/jobs/{failed_job.id}")
+        await expect(page.locator("#job-status")).to_have_text("Failed")
+        await expect(page.locator("#job-failure-reason")).to_contain_text("currency mismatch")
+        await _shot(rt, page, "job")
 
         await page.get_by_role("link", name="Orders").click()
         await page.get_by_role("link", name="MO-BROWSER").click()

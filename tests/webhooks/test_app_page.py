@@ -1,8 +1,9 @@
 """The app's webhook page over real HTTP and a real HTTPS receiver: create (secret once), the attempt log, resend
-one delivery, recover failed deliveries since a time, send a sample to one subscription, re-enable."""
+one delivery, recover failed deliveries since a time, send a sample to one subscription, replace a disabled one."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from datetime import timedelta
 
@@ -11,10 +12,11 @@ import httpx
 from marketsync.kit import jsonio
 from marketsync.runtime import Runtime
 from marketsync.webhooks import rules
-from tests.console.support import make_person, signed_in
+from marketsync.webhooks.ssrf import StaticResolver
+from tests.console.support import Browser, make_person, signed_in
 from tests.inventory.support import add_products
-from tests.support.factories import make_tenant
-from tests.webhooks.receiver import Receiver
+from tests.support.factories import Tenant, make_tenant
+from tests.webhooks.receiver import HOSTNAME, Receiver
 from tests.webhooks.support import fire, pump, subscribe, subscription_row
 
 PAGE = "/app/webhooks"
@@ -73,37 +75,82 @@ async def test_the_log_shows_each_attempt_and_resend_sends_the_same_delivery_aga
     await person.client.aclose()
 
 
-async def test_recover_resends_every_failed_delivery_since_a_time_after_re_enabling(
-    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
-) -> None:
+async def _disabled(rt: Runtime, api: httpx.AsyncClient, receiver: Receiver) -> tuple[Tenant, str, Browser]:
+    """A subscription disabled by six consecutive failed deliveries, and its account's person in the app."""
     tenant = await make_tenant(rt, api)
-    subscription = await subscribe(api, tenant, receiver.url())
-    subscription_id = subscription["SubscriptionId"]
+    subscription = await subscribe(api, tenant, receiver.url(), ["InventoryChanged", "OrdersDownloaded"])
     person = await signed_in(api, await make_person(rt, tenant.account_id))
-    started = rt.clock.now() - timedelta(minutes=1)
     receiver.behaviour = lambda _request: 400  # a 4xx is final: each delivery fails at its first attempt
     for _ in range(6):
         await fire(rt, tenant.account_id)
     await pump(rt, lambda: len(receiver.received) >= 6)
-    row = await subscription_row(rt, subscription_id)
+    row = await subscription_row(rt, subscription["SubscriptionId"])
     assert row is not None and not row.is_active  # six consecutive failed deliveries disable it
-    page = await person.page("/app/webhooks")
-    assert "Disabled" in page.text and "Re-enable" in page.text
+    return tenant, subscription["SubscriptionId"], person
 
-    since = started.strftime("%Y-%m-%dT%H:%M")
-    refused = await person.post(f"/app/webhooks/{subscription_id}/recover", {"since": since}, csrf_from=PAGE)
-    assert refused.status_code == 409 and "re-enable it first" in refused.text
+
+async def test_a_disabled_subscription_is_replaced_by_a_new_one_with_a_new_secret_not_re_enabled(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    tenant, disabled_id, person = await _disabled(rt, api, receiver)
+    page = await person.page("/app/webhooks")
+    assert "Disabled" in page.text and ">Replace</button>" in page.text and "Re-enable" not in page.text
+    assert (await person.post(f"/app/webhooks/{disabled_id}/reenable", csrf_from=PAGE)).status_code == 404
+    refused = await person.post(f"/app/webhooks/{disabled_id}/recover", {"since": "2026-01-01T00:00"}, csrf_from=PAGE)
+    assert refused.status_code == 409 and "replace it" in refused.text
+
+    replaced = await person.post(f"/app/webhooks/{disabled_id}/replace", csrf_from=PAGE)
+    assert replaced.status_code == 201 and "Subscription replaced" in replaced.text
+    secret = re.search(r'id="signing-secret">([^<]+)<', replaced.text).group(1)  # type: ignore[union-attr]
+    assert await subscription_row(rt, disabled_id) is None  # deleted, not re-enabled
+    listed = (await api.post("/api/webhooks/List", json={}, headers=tenant.headers)).json()["Subscriptions"]
+    assert len(listed) == 1
+    new = listed[0]
+    assert new["SubscriptionId"] != disabled_id and new["IsActive"] and new["ConsecutiveFailures"] == 0
+    assert new["Url"] == receiver.url() and new["EventTypes"] == ["InventoryChanged", "OrdersDownloaded"]
+    assert secret not in (await person.page("/app/webhooks")).text  # the new secret is shown this once only
 
     receiver.behaviour = lambda _request: 200
-    await person.post(f"/app/webhooks/{subscription_id}/reenable", csrf_from=PAGE)
-    row = await subscription_row(rt, subscription_id)
-    assert row is not None and row.is_active and row.consecutive_failures == 0
+    await fire(rt, tenant.account_id)
+    await pump(rt, lambda: len(receiver.received) >= 7)
+    delivery = receiver.received[6]
+    assert rules.verify(secret, delivery.headers, delivery.body, now=rt.clock.now())  # signed with the new secret
+    again = await person.post(f"/app/webhooks/{new['SubscriptionId']}/replace", csrf_from=PAGE)
+    assert again.status_code == 409 and "Only a disabled subscription is replaced" in again.text
+    await person.client.aclose()
+
+
+async def test_a_replace_whose_url_is_refused_now_keeps_the_disabled_subscription(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver, fake_dns: StaticResolver
+) -> None:
+    _tenant, disabled_id, person = await _disabled(rt, api, receiver)
+    fake_dns.table[HOSTNAME] = [ipaddress.ip_address("10.1.2.3")]  # the host moved to a private address
+    refused = await person.post(f"/app/webhooks/{disabled_id}/replace", csrf_from=PAGE)
+    assert refused.status_code == 400 and 'id="error-Url"' in refused.text and "signing-secret" not in refused.text
+    row = await subscription_row(rt, disabled_id)
+    assert row is not None and not row.is_active
+    await person.client.aclose()
+
+
+async def test_recover_resends_every_failed_delivery_since_a_time(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    tenant = await make_tenant(rt, api)
+    subscription_id = (await subscribe(api, tenant, receiver.url()))["SubscriptionId"]
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    started = rt.clock.now() - timedelta(minutes=1)
+    receiver.script = [400, 400, 400]  # final failures, short of the six that disable the subscription
+    for _ in range(3):
+        await fire(rt, tenant.account_id)
+    await pump(rt, lambda: len(receiver.received) >= 3)
+
+    since = started.strftime("%Y-%m-%dT%H:%M")
     recovered = await person.post(f"/app/webhooks/{subscription_id}/recover", {"since": since}, csrf_from=PAGE)
     assert recovered.status_code == 303
-    assert "6 failed deliveries" in (await person.page(recovered.headers["location"])).text
-    await pump(rt, lambda: len(receiver.received) >= 12)
-    first_ids = {r.delivery_id for r in receiver.received[:6]}
-    assert {r.delivery_id for r in receiver.received[6:]} == first_ids  # the same deliveries, resent
+    assert "3 failed deliveries" in (await person.page(recovered.headers["location"])).text
+    await pump(rt, lambda: len(receiver.received) >= 6)
+    first_ids = {r.delivery_id for r in receiver.received[:3]}
+    assert {r.delivery_id for r in receiver.received[3:]} == first_ids  # the same deliveries, resent
 
     bad = await person.post(f"/app/webhooks/{subscription_id}/recover", {"since": "yesterday"}, csrf_from=PAGE)
     assert bad.status_code == 400 and 'id="error-Since"' in bad.text
@@ -145,7 +192,7 @@ async def test_another_accounts_subscription_and_delivery_are_not_found(
     await fire(rt, theirs.account_id)
     await pump(rt, lambda: len(receiver.received) >= 1)
     me = await signed_in(api, await make_person(rt, (await make_tenant(rt, api)).account_id))
-    for action in ("reenable", "recover", "sample", "delete"):
+    for action in ("replace", "recover", "sample", "delete"):
         response = await me.post(
             f"/app/webhooks/{subscription['SubscriptionId']}/{action}",
             {"since": "2026-01-01T00:00", "event_type": "InventoryChanged"},

@@ -1,0 +1,105 @@
+"""A job's page in the app (docs/decisions/0311): its state, progress, result and the failure reason the API never
+shows, refreshing itself while the job runs; the jobs list finds a job by its JobId; an unknown or another
+account's JobId is the app's 404 page."""
+
+from __future__ import annotations
+
+import httpx
+from sqlalchemy import update
+
+from marketsync.jobs import registry
+from marketsync.jobs import service as jobs_service
+from marketsync.jobs.run import JobRun
+from marketsync.jobs.types import JobPayload, PriceStockPushPayload
+from marketsync.models import Job
+from marketsync.runtime import Runtime
+from marketsync.worker import Worker
+from tests.console.support import make_person, signed_in
+from tests.support.factories import make_account, make_tenant
+
+REASON = "the marketplace refused the feed: currency mismatch"
+
+
+class JobPageExplodes(JobPayload):
+    job_type = "Test.JobPageExplodes"
+
+
+async def _enqueue(rt: Runtime, account_id: str, payload: JobPayload, progress_total: int | None = None) -> str:
+    async with rt.db.transaction() as session:
+        return jobs_service.enqueue(session, rt.clock.now(), account_id, payload, progress_total=progress_total).id
+
+
+async def test_a_failed_jobs_page_shows_its_state_result_and_the_reason_the_api_omits(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    @registry.task(JobPageExplodes.job_type)
+    async def explodes(_rt: Runtime, _job: JobRun) -> None:
+        raise RuntimeError(REASON)
+
+    tenant = await make_tenant(rt, api)
+    job_id = await _enqueue(rt, tenant.account_id, JobPageExplodes())
+    await Worker(rt).drain()
+    staff = await signed_in(api, await make_person(rt, tenant.account_id, "Staff"))
+    listed = await staff.page("/app/jobs")
+    assert f'href="/app/jobs/{job_id}"' in listed.text and 'id="find"' in listed.text
+
+    shown = await staff.page(f"/app/jobs/{job_id}")
+    assert shown.status_code == 200
+    assert '<dd id="job-status">Failed</dd>' in shown.text and "Test.JobPageExplodes" in shown.text
+    assert 'id="job-result"' in shown.text and ">Failed</span>" in shown.text
+    assert f'<dd id="job-failure-reason" class="bad">RuntimeError: {REASON}</dd>' in shown.text
+    assert "hx-get" not in shown.text  # complete: no more refreshing
+    from_api = await api.get(f"/api/jobs/{job_id}", headers=tenant.headers)
+    assert from_api.json()["Status"] == "Failed" and REASON not in from_api.text  # the app's only
+    await staff.client.aclose()
+
+
+async def test_a_running_jobs_page_shows_its_progress_and_refreshes_until_it_ends(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    marketplace = tenant.marketplace("P1")
+    job_id = await _enqueue(
+        rt, tenant.account_id, PriceStockPushPayload(MarketplaceId=marketplace.id, AllListings=True), 10
+    )
+    async with rt.db.transaction() as session:
+        await session.execute(update(Job).where(Job.id == job_id).values(status="InProcess", progress_done=4))
+    owner = await signed_in(api, await make_person(rt, tenant.account_id))
+    shown = await owner.page(f"/app/jobs/{job_id}")
+    assert '<dd id="job-status">InProcess</dd>' in shown.text and "4 of 10" in shown.text
+    assert "Not finished yet" in shown.text and f'hx-get="/app/jobs/{job_id}"' in shown.text
+    assert "P1 UK" in shown.text and "full resync" in shown.text
+    partial = await owner.client.get(f"/app/jobs/{job_id}", headers={"HX-Request": "true"})
+    assert partial.text.lstrip().startswith("<section") and "<html" not in partial.text  # the live part alone
+
+    async with rt.db.transaction() as session:
+        await session.execute(update(Job).where(Job.id == job_id).values(status="Completed", progress_done=10))
+    done = await owner.client.get(f"/app/jobs/{job_id}", headers={"HX-Request": "true"})
+    assert "10 of 10" in done.text and ">Succeeded</span>" in done.text and "hx-get" not in done.text
+    assert "failure-reason" not in done.text
+    await owner.client.aclose()
+
+
+async def test_the_find_box_opens_a_job_and_an_unknown_or_other_accounts_job_is_the_apps_404(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    mine = await make_account(rt)
+    my_job = await _enqueue(rt, mine, JobPageExplodes())
+    their_job = await _enqueue(rt, await make_account(rt), JobPageExplodes())
+    me = await signed_in(api, await make_person(rt, mine))
+
+    found = await me.client.get("/app/jobs", params={"find": f"  {my_job} "})
+    assert found.status_code == 303 and found.headers["location"] == f"/app/jobs/{my_job}"
+    assert (await me.page(found.headers["location"])).status_code == 200
+    empty = await me.client.get("/app/jobs", params={"find": "  "})
+    assert empty.status_code == 400 and 'id="error-JobId"' in empty.text
+
+    unknown = await me.page("/app/jobs/01ABCDEFGHJKMNPQRSTVWXYZ00")
+    theirs = await me.page(f"/app/jobs/{their_job}")
+    assert unknown.status_code == theirs.status_code == 404
+    assert theirs.text == unknown.text and their_job not in theirs.text  # nothing tells the two apart
+    assert 'role="alert"' in theirs.text and theirs.headers["content-type"].startswith("text/html")
+    odd = await me.client.get("/app/jobs", params={"find": "a/b?c#d"})
+    assert odd.headers["location"] == "/app/jobs/a%2Fb%3Fc%23d"  # one path segment, never another page
+    assert (await me.page(odd.headers["location"])).status_code == 404
+    await me.client.aclose()
