@@ -6,7 +6,6 @@ kind's home site when none is known yet (docs/decisions/0221-taxonomies-per-site
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from marketsync.catalog import service, taxonomy
 from marketsync.errors import ValidationFailed
 from marketsync.kit.cli import JsonOption, emit, run_command, taxonomy_app
 from marketsync.marketplaces.sandbox import taxonomies as shipped
+from marketsync.marketplaces.service import checked_site
 from marketsync.runtime import Runtime
 
 PlatformOption = typer.Option(..., "--platform", help="Marketplace kind: P1, P2, P3 or P4.")
@@ -30,7 +30,6 @@ CountryOption = typer.Option(
     "--country",
     help="The site's country, e.g. UK. Default: every site of the kind that is connected or loaded (else its home).",
 )
-_COUNTRY = re.compile(r"^[A-Z]{2}$")
 
 
 def build_taxonomy(platform: str, file: Path | None, revision: int, size: int | None) -> taxonomy.Taxonomy:
@@ -63,7 +62,7 @@ def import_taxonomy(
 
     async def body(rt: Runtime) -> dict[str, Any]:
         loaded = build_taxonomy(platform, file, revision, size)
-        countries = [_country(country)] if country is not None else []
+        countries = [checked_site(loaded.platform, country)[1]] if country is not None else []
         if not countries:
             async with rt.db.read() as session:
                 countries = await service.taxonomy_countries(session, loaded.platform)
@@ -101,13 +100,6 @@ def import_taxonomy(
             f"{site['Removed']} removed"
         )
     emit(result, as_json, "\n".join(lines))
-
-
-def _country(value: str) -> str:
-    country = value.strip().upper()
-    if not _COUNTRY.match(country):
-        raise ValidationFailed(errors={"Country": ["A two-letter country code, e.g. UK, DE, US, FR."]})
-    return country
 
 
 @taxonomy_app.command("export")

@@ -60,7 +60,7 @@ async def connect(
     rt: Runtime, session: AsyncSession, account_id: str, platform: str, country: str
 ) -> MarketplaceConnection:
     """A connection already authorised (the operator CLI, the demo): Active at once."""
-    platform, country = _checked_site(platform, country)
+    platform, country = checked_site(platform, country)
     if await repository.find(session, account_id, platform, country) is not None:
         raise Conflict(f"{platform} {country} is already connected.")
     return await _new_connection(rt, session, account_id, platform, country, ACTIVE)
@@ -71,7 +71,7 @@ async def begin_connect(
 ) -> MarketplaceConnection:
     """The app's connect: a connection awaiting the marketplace's consent. Starting again on a site still awaiting
     consent goes back to that same connection (a merchant who left the consent page is not told it is connected)."""
-    platform, country = _checked_site(platform, country)
+    platform, country = checked_site(platform, country)
     existing = await repository.find(session, account_id, platform, country)
     if existing is None:
         try:
@@ -87,7 +87,8 @@ async def begin_connect(
     raise Conflict(f"{platform} {country} is already connected.")
 
 
-def _checked_site(platform: str, country: str) -> tuple[str, str]:
+def checked_site(platform: str, country: str) -> tuple[str, str]:
+    """(PLATFORM, COUNTRY) of a site the kind serves (kinds.py), or ValidationFailed naming each bad field."""
     platform, country = platform.strip().upper(), country.strip().upper()
     problems: dict[str, list[str]] = {}
     if platform not in KINDS:

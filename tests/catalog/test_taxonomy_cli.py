@@ -74,6 +74,10 @@ def test_each_site_is_loaded_on_its_own(cli_env: Path) -> None:
     assert [(s["Country"], s["Sequence"]) for s in every["Sites"]] == [("DE", 2), ("FR", 1)]
     result = CliRunner().invoke(app, ["admin", "taxonomy", "import", "--platform", "P1", "--country", "Germany"])
     assert result.exit_code == 1
+    # Only the sites the kind serves (kinds.py), as connect: no P4 UK taxonomy nobody could ever use.
+    unserved = CliRunner().invoke(app, ["admin", "taxonomy", "import", "--platform", "P4", "--country", "UK", "--json"])
+    assert unserved.exit_code == 1
+    assert json.loads(unserved.stdout)["errors"] == {"Country": ["P4 has no UK site; it serves FR, IT, ES."]}
 
 
 def test_import_refuses_a_file_of_another_kind(cli_env: Path) -> None:
