@@ -1,21 +1,53 @@
 """Upgrades run while the service serves, and processes upgrading one database at once take turns (marketsync/
 migrate.py, docs/decisions/0306-online-migrations.md): index builds let writes through on PostgreSQL, an interrupted
-build is redone, and two upgrades at once both succeed."""
+build is redone, a starting process waits for another's upgrade past the connect bound, and two upgrades at once both
+succeed."""
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import asyncpg
 import pytest
 from structlog.testing import capture_logs
 
-from marketsync import migrate
+from marketsync import migrate, startup
 from marketsync.db import Database
+from marketsync.runtime import Runtime
 
 LISTINGS_INDEX = "ix_listings_marketplace_listing"  # built by migration 0018, on a table that is big in production
 # A write to listings that needs no other rows: a DELETE takes the lock an INSERT or UPDATE takes.
 LISTINGS_WRITE = "DELETE FROM listings WHERE id = 'none'"
+
+
+@pytest.fixture
+def database_url(empty_url: str) -> str:
+    """`rt` here is built on a database never migrated."""
+    return empty_url
+
+
+@asynccontextmanager
+async def holding_the_upgrade_lock(db: Database, url: str) -> AsyncIterator[None]:
+    """Another process's upgrade, as far as the lock is concerned."""
+    if db.is_sqlite:
+        assert db.sqlite_file is not None
+        lock = os.open(f"{db.sqlite_file}-migrate", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            yield
+        finally:
+            os.close(lock)
+        return
+    other = await asyncpg.connect(url)
+    try:
+        assert await other.fetchval("SELECT pg_try_advisory_lock($1)", migrate.UPGRADE_LOCK_KEY)
+        yield
+    finally:
+        await other.close()
 
 
 async def index_state(url: str, name: str) -> tuple[bool, str] | None:
@@ -57,6 +89,27 @@ async def test_two_upgrades_at_once_both_succeed_and_leave_the_schema_at_head(em
     finally:
         for db in databases:
             await db.dispose()
+
+
+async def test_prepare_waits_past_the_connect_bound_for_another_upgrade(
+    rt: Runtime, empty_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(startup, "CONNECT_TIMEOUT_S", 0.3)
+    async with holding_the_upgrade_lock(rt.db, empty_url):
+        preparing = asyncio.create_task(startup.prepare(rt, migrate_schema=True))
+        await asyncio.sleep(1.0)
+        assert not preparing.done()  # neither failed at the bound nor upgraded under the other's lock
+    await asyncio.wait_for(preparing, 60)
+    assert await migrate.current_revision(rt.db) == migrate.head_revision()
+
+
+async def test_prepare_at_head_does_not_take_the_upgrade_lock(
+    rt: Runtime, empty_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await migrate.upgrade(rt.db)
+    monkeypatch.setattr(startup, "CONNECT_TIMEOUT_S", 5.0)
+    async with holding_the_upgrade_lock(rt.db, empty_url):
+        await asyncio.wait_for(startup.prepare(rt, migrate_schema=True), 10)  # would wait for the lock
 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
