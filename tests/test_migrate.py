@@ -69,7 +69,10 @@ async def wait_until_the_build_waits(url: str) -> None:
     connection = await asyncpg.connect(url)
     try:
         for _ in range(200):
-            phase = await connection.fetchval("SELECT phase FROM pg_stat_progress_create_index")
+            phase = await connection.fetchval(
+                "SELECT phase FROM pg_stat_progress_create_index "
+                "WHERE datname = current_database() AND relid = 'listings'::regclass"
+            )
             if phase is not None and phase.startswith("waiting for writers"):
                 return
             await asyncio.sleep(0.05)
