@@ -86,10 +86,12 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool, checkpointer: Wal
         # Let SQLAlchemy, not the driver, decide when a transaction begins.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
+        # busy_timeout first: switching a new file to WAL takes its lock, and a process opening the same fresh file
+        # at that instant (serve and a worker started together) would fail at once with "database is locked".
+        cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         if checkpointer is not None:
             for pragma in WRITE_CONNECTION_PRAGMAS:
                 cursor.execute(pragma)
@@ -129,6 +131,8 @@ class Database:
         self.checkpointer: WalCheckpointer | None = None
         self.handoff: WriterHandoff | None = None
         sqlite_file = parsed.database if self.is_sqlite and parsed.database not in (None, "", ":memory:") else None
+        # The SQLite database's file; None on PostgreSQL and for an in-memory database.
+        self.sqlite_file: str | None = sqlite_file
         if self.is_sqlite:
             if sqlite_file:
                 _create_private_file(Path(sqlite_file))
@@ -195,7 +199,11 @@ class Database:
         if self.is_sqlite:
             yield self.write_engine
             return
-        engine = create_async_engine(self.url, poolclass=NullPool, hide_parameters=True, **JSON_COLUMNS)
+        # Opening the connection stays bounded (an unreachable server is not waited on); its statements are not.
+        opening = {} if self.command_timeout_s is None else {"timeout": self.command_timeout_s}
+        engine = create_async_engine(
+            self.url, poolclass=NullPool, hide_parameters=True, connect_args=opening, **JSON_COLUMNS
+        )
         try:
             yield engine
         finally:

@@ -45,7 +45,10 @@ def describe_database(url: str) -> str:
 
 
 async def prepare(rt: Runtime, *, migrate_schema: bool | None = None) -> None:
-    """Migrate (unless switched off), then check the keys against the database. Raises StartupError."""
+    """Migrate (unless switched off), then check the keys against the database. Raises StartupError.
+
+    Reaching the database is bounded (CONNECT_TIMEOUT_S), the upgrade is not: its migrations, or the wait for another
+    process's upgrade of the same database (docs/decisions/0306-online-migrations.md), may take longer."""
     settings = rt.settings
     upgrade = settings.migrate_on_start if migrate_schema is None else migrate_schema
     try:
@@ -54,15 +57,16 @@ async def prepare(rt: Runtime, *, migrate_schema: bool | None = None) -> None:
         raise StartupError(str(exc)) from None
     try:
         async with asyncio.timeout(CONNECT_TIMEOUT_S):
-            if upgrade:
-                await migrate.upgrade(rt.db)
-            else:
-                current, head = await migrate.current_revision(rt.db), migrate.head_revision()
-                if current != head:
-                    raise StartupError(
-                        f"the database is at revision {current or 'none'} and this version needs {head}: run "
-                        "`marketsync db upgrade` first (MARKETSYNC_MIGRATE_ON_START is off)"
-                    )
+            current = await migrate.current_revision(rt.db)
+        head = migrate.head_revision()
+        if current != head:
+            if not upgrade:
+                raise StartupError(
+                    f"the database is at revision {current or 'none'} and this version needs {head}: run "
+                    "`marketsync db upgrade` first (MARKETSYNC_MIGRATE_ON_START is off)"
+                )
+            await migrate.upgrade(rt.db)
+        async with asyncio.timeout(CONNECT_TIMEOUT_S):
             await _check_keys(rt)
     except StartupError:
         raise

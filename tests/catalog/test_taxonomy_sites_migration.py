@@ -231,7 +231,7 @@ async def test_kind_wide_taxonomies_become_per_site_and_listings_keep_their_sche
             )
             assert listing_views == {ids["P1UK"]: ids["viewP1"], ids["P1DE"]: views[("P1", "DE")][0]}
 
-        async with db.write_engine.begin() as conn:
+        async with db.write_engine.connect() as conn:
             await conn.run_sync(downgrade, "0013")
         async with db.engine.connect() as conn:
             rows = await conn.execute(sa.text("SELECT platform, count(*) FROM taxonomy_categories GROUP BY platform"))

@@ -104,10 +104,11 @@ async def test_the_migration_counts_the_products_already_there_and_goes_back(emp
             kept = (await conn.execute(sa.text("SELECT account_id, products FROM product_counts"))).all()
         assert sorted(tuple(row) for row in kept) == [(ACCOUNTS[0], 2), (ACCOUNTS[1], 1)]
 
-        async with db.write_engine.begin() as conn:
+        async with db.write_engine.connect() as conn:
             await conn.run_sync(downgrade, "0020")
             await conn.execute(products.insert(), product_rows(ACCOUNTS[1], ["Y-2"]))  # no trigger is left
             tables = await conn.run_sync(lambda sync: sa.inspect(sync).get_table_names())
+            await conn.commit()
         assert "product_counts" not in tables
     finally:
         await db.dispose()

@@ -53,7 +53,7 @@ async def test_the_migration_keeps_every_product_and_goes_back(empty_url: str) -
             async with db.write_engine.begin() as conn:
                 await conn.execute(Product.__table__.insert(), product_rows(ACCOUNTS[0], ["SKU-1"]))
 
-        async with db.write_engine.begin() as conn:
+        async with db.write_engine.connect() as conn:
             await conn.run_sync(downgrade, "0021")
             indexes = await conn.run_sync(
                 lambda sync: {index["name"] for index in sa.inspect(sync).get_indexes("products")}

@@ -70,7 +70,7 @@ async def test_going_back_to_0022_folds_the_additions_into_the_payloads(empty_ur
     db = Database(empty_url)
     try:
         await migrate.upgrade(db)
-        async with db.write_engine.begin() as conn:
+        async with db.write_engine.connect() as conn:
             await insert_accounts(conn, [ACCOUNT])
             for job_id, products in (("J1", ["P-0", "P-1"]), ("J2", ["P-9"])):
                 await conn.execute(
@@ -94,6 +94,7 @@ async def test_going_back_to_0022_folds_the_additions_into_the_payloads(empty_ur
             additions = [("A1", ["P-2", "P-1"]), ("A2", ["P-3"])]
             rows = [{"job_id": job, "id": key.ljust(26, "0"), "product_ids": ids} for key, ids in additions]
             await conn.execute(sa.insert(JobProductAddition), rows)
+            await conn.commit()
 
             await conn.run_sync(downgrade, "0022")
             tables = await conn.run_sync(lambda sync: set(sa.inspect(sync).get_table_names()))

@@ -93,9 +93,12 @@ def postgres_or_skip() -> PostgresSessionDatabase:
 
 
 def downgrade(connection: Any, revision: str) -> None:
-    """Run the migrations down to `revision` on a sync connection (`await conn.run_sync(downgrade, "0020")`)."""
+    """Run the migrations down to `revision` on a sync connection in no transaction, as migrate.upgrade runs them up
+    (each migration commits on its own, and some step out of their transaction: migrate.create_index_online):
+    `async with db.write_engine.connect() as conn: await conn.run_sync(downgrade, "0020")`."""
     from alembic import command
 
     config = migrate.alembic_config()
     config.attributes["connection"] = connection
     command.downgrade(config, revision)
+    connection.commit()

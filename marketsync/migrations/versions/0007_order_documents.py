@@ -3,6 +3,9 @@
 Plain ADD COLUMN (no batch table copy on SQLite): the columns are nullable, and an order without a
 current document is rendered from its rows until the `orders.documents` schedule has stored one.
 
+The index is built online (CREATE INDEX CONCURRENTLY on PostgreSQL, docs/decisions/0306-online-migrations.md):
+orders is a big table, and its writes carry on meanwhile.
+
 Revision ID: 0007
 Revises: 0006
 """
@@ -11,6 +14,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+
+from marketsync.migrate import create_index_online
 
 revision = "0007"
 down_revision = "0006"
@@ -23,7 +28,7 @@ def upgrade() -> None:
     op.add_column("orders", sa.Column("customer_document", sa.LargeBinary(), nullable=True))
     # 0: no document yet (every existing order); a constant default is instant on both backends.
     op.add_column("orders", sa.Column("document_version", sa.SmallInteger(), server_default="0", nullable=False))
-    op.create_index("ix_orders_document_version", "orders", ["document_version"], unique=False)
+    create_index_online("ix_orders_document_version", "orders", ["document_version"])
 
 
 def downgrade() -> None:

@@ -8,6 +8,9 @@ with 4 listings each. With both columns in one index the same question reads tha
 serves what account_id alone did (an account's listings, the cascade when an account is deleted). No listing write
 of a feed touches these columns, so PostgreSQL's updates of recorded values stay HOT.
 
+Both directions build their index online (CREATE INDEX CONCURRENTLY on PostgreSQL, docs/decisions/0306-online-
+migrations.md) before dropping the other, so listings' writes carry on meanwhile.
+
 Revision ID: 0020
 Revises: 0019
 """
@@ -15,6 +18,8 @@ Revises: 0019
 from __future__ import annotations
 
 from alembic import op
+
+from marketsync.migrate import create_index_online
 
 revision = "0020"
 down_revision = "0019"
@@ -26,10 +31,10 @@ NEW = "ix_listings_account_product"
 
 
 def upgrade() -> None:
-    op.create_index(NEW, "listings", ["account_id", "product_id"])
+    create_index_online(NEW, "listings", ["account_id", "product_id"])
     op.drop_index(OLD, table_name="listings")
 
 
 def downgrade() -> None:
-    op.create_index(OLD, "listings", ["account_id"])
+    create_index_online(OLD, "listings", ["account_id"])
     op.drop_index(NEW, table_name="listings")

@@ -12,6 +12,9 @@ SQLite allows only with foreign keys off, outside the migration's transaction (w
 would delete every listing through the cascade). It costs SQLite's push nothing: SQLite updates only the indexes
 whose columns change.
 
+The indexes are built online (CREATE INDEX CONCURRENTLY on PostgreSQL, docs/decisions/0306-online-migrations.md):
+products' writes carry on meanwhile.
+
 Revision ID: 0022
 Revises: 0021
 """
@@ -19,6 +22,8 @@ Revises: 0021
 from __future__ import annotations
 
 from alembic import op
+
+from marketsync.migrate import create_index_online
 
 revision = "0022"
 down_revision = "0021"
@@ -31,7 +36,7 @@ OLD_CONSTRAINT = "uq_products_account_sku"
 
 
 def upgrade() -> None:
-    op.create_index(NEW, "products", ["account_id", "sku_lower", "sku"], unique=True)
+    create_index_online(NEW, "products", ["account_id", "sku_lower", "sku"], unique=True)
     op.drop_index(OLD_INDEX, table_name="products")
     if op.get_bind().dialect.name == "postgresql":
         op.drop_constraint(OLD_CONSTRAINT, "products", type_="unique")
@@ -40,5 +45,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         op.create_unique_constraint(OLD_CONSTRAINT, "products", ["account_id", "sku"])
-    op.create_index(OLD_INDEX, "products", ["account_id", "sku_lower"])
+    create_index_online(OLD_INDEX, "products", ["account_id", "sku_lower"])
     op.drop_index(NEW, table_name="products")
