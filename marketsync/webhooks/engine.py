@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections import Counter, defaultdict, deque
 from datetime import datetime
 
@@ -37,6 +38,9 @@ DISABLED = MetricCounter("marketsync_webhook_disablings_total", "Subscriptions d
 FANOUT_BATCH = 500
 DELIVERY_CONCURRENCY = 16
 RECORD_WAIT_S = 0.05
+# With slots to spare and attempts in flight, a run looks for newly due deliveries this often, not only once results
+# come in: a receiver stalling its attempts for a deadline must not hold back other subscriptions' deliveries.
+CLAIM_POLL_S = 0.1
 
 
 async def fan_out(rt: Runtime) -> int:
@@ -97,7 +101,9 @@ async def deliver_due(rt: Runtime, worker_id: str, concurrency: int = DELIVERY_C
     Deliveries are claimed ahead (up to twice the concurrency in hand), so a finished attempt's slot takes the
     next claimed delivery at once, even while a transaction is being written. One write transaction per turn
     records the attempts finished since the last turn and tops the claimed deliveries up; a turn starts once half
-    of the slots have finished, RECORD_WAIT_S after the first did, or when nothing is left in flight.
+    of the slots have finished, RECORD_WAIT_S after the first did, when nothing is left in flight, or, while there
+    is room for a batch of claims, every CLAIM_POLL_S (it writes only when a claim would lease something). No more
+    than repository.PER_SUBSCRIPTION_CLAIMS deliveries of one subscription are claimed at a time (decision 0317).
     """
     in_flight: set[asyncio.Task[Sent]] = set()
     ready: deque[tuple[ClaimedDelivery, SigningKey]] = deque()
@@ -131,9 +137,11 @@ async def deliver_due(rt: Runtime, worker_id: str, concurrency: int = DELIVERY_C
             if not in_flight and not finished:
                 return recorded
             deadline: float | None = None
+            if 2 * concurrency - len(in_flight) - len(ready) >= batch:
+                deadline = loop.time() + CLAIM_POLL_S
             while in_flight and len(finished) < batch:
-                if finished and deadline is None:
-                    deadline = loop.time() + RECORD_WAIT_S
+                if finished:  # the record window, from the first result on (or the claim poll, if sooner)
+                    deadline = min(math.inf if deadline is None else deadline, loop.time() + RECORD_WAIT_S)
                 timeout = None if deadline is None else deadline - loop.time()
                 if timeout is not None and timeout <= 0:
                     break
@@ -166,7 +174,7 @@ async def _turn(
 ) -> list[tuple[ClaimedDelivery, SigningKey]]:
     """Record `finished` and claim up to `wanted` deliveries, in one transaction; none when there is nothing to do
     (an idle worker only reads: it must not serialise on SQLite's writer)."""
-    if not finished and (wanted == 0 or not await repository.has_due_deliveries(rt.db, rt.clock.now())):
+    if not finished and (wanted == 0 or not await repository.has_claimable_deliveries(rt.db, rt.clock.now())):
         return []
     abandoned: list[repository.AbandonedAttempt] = []
     claimed: list[ClaimedDelivery] = []
