@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import BindParameter
 
 from marketsync.db import Database, DriverReader, PreparedRead, insert_for
-from marketsync.db_fast import SessionDriver, session_driver
+from marketsync.db_fast import DriverSql, SessionDriver, session_driver
 from marketsync.models import Event
 from marketsync.models.base import UTCDateTime
 from marketsync.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
@@ -295,6 +295,41 @@ async def release_unstarted(session: AsyncSession, worker_id: str, delivery_ids:
     else:
         marks = ",".join("?" * len(delivery_ids))
         await driver.execute(_RELEASE_SQLITE.format(marks=marks), (*delivery_ids, worker_id))
+
+
+_DROP_SQLITE = (
+    "UPDATE webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL, attempts = attempts - 1 "
+    "WHERE id IN ({marks}) AND (lease_owner IS NULL OR lease_owner = ?)"
+)
+_DROP_POSTGRES = (
+    "UPDATE webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL, attempts = attempts - 1 "
+    "WHERE id = ANY($1::varchar[]) AND (lease_owner IS NULL OR lease_owner = $2)"
+)
+
+
+async def hand_back_dropped(session: AsyncSession, worker_id: str, delivery_ids: list[str]) -> None:
+    """Deliveries claimed but not sent because their subscription was deleted or disabled meanwhile: the attempt
+    number they were given is taken back. A deleted one's row is gone; a disabled one's is Cancelled with its lease
+    cleared (and stays so unless recovered); one leased to another worker since is left alone."""
+    driver = await session_driver(session)
+    if driver.postgres:
+        await driver.execute(_DROP_POSTGRES, (delivery_ids, worker_id))
+    else:
+        await driver.execute(_DROP_SQLITE.format(marks=",".join("?" * len(delivery_ids))), (*delivery_ids, worker_id))
+
+
+async def subscriptions_active(db: Database, subscription_ids: Collection[str]) -> dict[str, bool]:
+    """IsActive of each subscription that still exists (a deleted one is absent), on a reader."""
+
+    async def look(reader: DriverReader) -> dict[str, bool]:
+        sql = DriverSql(reader.postgres)
+        rows = await reader.fetch(
+            f"SELECT id, is_active FROM webhook_subscriptions WHERE {sql.bind_in('id', subscription_ids)}",  # noqa: S608
+            sql.params,
+        )
+        return {row[0]: bool(row[1]) for row in rows}
+
+    return await db.driver_read(look)
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ async def test_a_stalled_receiver_holds_four_slots_and_another_subscription_is_d
         fired = asyncio.get_running_loop().time()
         for _ in range(3):
             await fire(rt, tenant.account_id, "OrdersDownloaded", {"NewOrderCount": 1})
-        async with asyncio.timeout(2):
+        async with asyncio.timeout(5):  # within the slow attempts' deadline: they are still held
             while len([r for r in receiver.received if r.path == "/fast"]) < 3:
                 await asyncio.sleep(0.01)
         fast_within_s = asyncio.get_running_loop().time() - fired
@@ -85,7 +85,8 @@ async def test_a_stalled_receiver_holds_four_slots_and_another_subscription_is_d
         await running
 
     assert held_meanwhile == slow_sent_meanwhile == PER_SUBSCRIPTION_CLAIMS  # still stalled: no slot beyond four
-    assert fast_within_s < 1.0
+    # Without waiting for the stalled attempts (held until released); the bound leaves room for a loaded machine.
+    assert fast_within_s < 3.0
     assert stalling.most_held == PER_SUBSCRIPTION_CLAIMS
     slow_log = await attempts(rt, slow["SubscriptionId"])
     fast_log = await attempts(rt, fast["SubscriptionId"])
