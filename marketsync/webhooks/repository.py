@@ -176,43 +176,45 @@ _CLAIM_FROM = (
     "JOIN events e ON e.id = d.event_id "
 )
 # At most PER_SUBSCRIPTION_CLAIMS deliveries of one subscription are leased at a time, across workers: a slow
-# receiver holds that many slots, never all of them (docs/decisions/0317). The window numbers each subscription's due
-# deliveries in claim order; one may be claimed while its place plus the subscription's live leases stay within the
-# cap. On PostgreSQL the window is in a subquery (FOR UPDATE does not go with window functions); two workers claiming
-# at once number the same first rows, and SKIP LOCKED / the re-checked lease keep them from both taking one.
+# receiver holds that many slots, never all of them (docs/decisions/0317). One window over the subscription's Pending
+# deliveries whose time has come numbers those under a live lease first (a leased one's next_attempt_at is the due
+# time it was claimed at, never later than now), then the due ones in claim order: a due delivery may be claimed
+# while its number is within the cap. One pass over the due rows, no per-row count. On PostgreSQL the window is in a
+# subquery (FOR UPDATE does not go with window functions); two workers claiming at once number the same rows, and
+# SKIP LOCKED and the re-checked lease keep them from both taking one.
 PER_SUBSCRIPTION_CLAIMS = 4
 
 
-def _claimable_ids(now: str, cap: str) -> str:
-    """The ids a claim may lease; `now` and `cap` are the driver's placeholders (only they are interpolated)."""
+def _claimable_ids(now: str, cap: str, false: str) -> str:
+    """The ids a claim may lease; `now`, `cap` and `false` are the driver's placeholders and literal (only they are
+    interpolated)."""
+    leased = f"COALESCE(w.lease_expires_at >= {now}, {false})"
     return (
-        "SELECT q.id FROM (SELECT w.id, w.subscription_id, "  # noqa: S608
-        "ROW_NUMBER() OVER (PARTITION BY w.subscription_id ORDER BY w.next_attempt_at, w.id) AS place "
-        f"FROM webhook_deliveries w WHERE w.status = 'Pending' AND w.next_attempt_at <= {now} "
-        f"AND (w.lease_expires_at IS NULL OR w.lease_expires_at < {now})) q "
-        "WHERE q.place + (SELECT COUNT(*) FROM webhook_deliveries h WHERE h.subscription_id = q.subscription_id "
-        f"AND h.status = 'Pending' AND h.lease_expires_at >= {now}) <= {cap}"
+        "SELECT q.id FROM (SELECT w.id, w.lease_expires_at, "  # noqa: S608
+        f"ROW_NUMBER() OVER (PARTITION BY w.subscription_id ORDER BY {leased} DESC, w.next_attempt_at, w.id) AS place "
+        f"FROM webhook_deliveries w WHERE w.status = 'Pending' AND w.next_attempt_at <= {now}) q "
+        f"WHERE q.place <= {cap} AND (q.lease_expires_at IS NULL OR q.lease_expires_at < {now})"
     )
 
 
 _CLAIM_SQLITE = (
     f"SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
-    f"WHERE d.id IN ({_claimable_ids('?1', '?2')}) AND s.is_active = 1 ORDER BY d.next_attempt_at, d.id LIMIT ?3"
+    f"WHERE d.id IN ({_claimable_ids('?1', '?2', '0')}) AND s.is_active = 1 ORDER BY d.next_attempt_at, d.id LIMIT ?3"
 )
 _CLAIM_POSTGRES = (
     f"SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
-    f"WHERE d.id IN ({_claimable_ids('$1', '$2')}) "
+    f"WHERE d.id IN ({_claimable_ids('$1', '$2', 'FALSE')}) "
     # The row's own due test again: re-checked on a row another worker leased since this statement's snapshot.
     "AND d.status = 'Pending' AND (d.lease_expires_at IS NULL OR d.lease_expires_at < $1) "
     "AND s.is_active ORDER BY d.next_attempt_at, d.id LIMIT $3 FOR UPDATE OF d SKIP LOCKED"
 )
 _ANY_CLAIMABLE_SQLITE = (
     "SELECT 1 FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id "  # noqa: S608
-    f"WHERE d.id IN ({_claimable_ids('?1', '?2')}) AND s.is_active = 1 LIMIT 1"
+    f"WHERE d.id IN ({_claimable_ids('?1', '?2', '0')}) AND s.is_active = 1 LIMIT 1"
 )
 _ANY_CLAIMABLE_POSTGRES = (
     "SELECT 1 FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id "  # noqa: S608
-    f"WHERE d.id IN ({_claimable_ids('$1', '$2')}) AND s.is_active LIMIT 1"
+    f"WHERE d.id IN ({_claimable_ids('$1', '$2', 'FALSE')}) AND s.is_active LIMIT 1"
 )
 
 
