@@ -23,6 +23,9 @@ HTTP_KEY = "webhooks.http"
 USER_AGENT = "marketsync-webhooks/1"
 MAX_POOLED_HOSTS = 256
 CONNECTIONS_PER_HOST = 16  # a worker's attempts in flight (engine.DELIVERY_CONCURRENCY)
+# An idle connection is dropped after 4 s, before common receivers' 5 s idle timeout: a request written onto a
+# connection the receiver is closing gets no answer, and is not sent again within the attempt (decision 0305).
+KEEP_ALIVE_EXPIRY_S = 4.0
 
 # httpx logs every request URL at INFO; receivers' URLs may carry their own tokens in the query string.
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -63,26 +66,27 @@ class DeliveryHttp:
         self._closed = False
 
     def _new_client(self) -> httpx.AsyncClient:
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=KEEP_ALIVE_EXPIRY_S)
         return httpx.AsyncClient(
-            verify=self.ssl_context,
+            # retries=0: the transport never opens a connection again on its own. The only retry of a delivery is
+            # the engine's scheduled attempt, logged as one.
+            transport=httpx.AsyncHTTPTransport(verify=self.ssl_context, limits=limits, retries=0),
             trust_env=False,  # never an environment proxy: the connection must go to the checked address
             follow_redirects=False,
             timeout=httpx.Timeout(self.settings.webhook_timeout_s),
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=30),
         )
 
     @asynccontextmanager
-    async def client(self, host: str, *, fresh: bool = False) -> AsyncIterator[tuple[httpx.AsyncClient, bool]]:
-        """A client for one exchange with `host`, and whether it holds a kept-alive connection: an idle one (its last
-        exchange was answered), or a new one (always when `fresh`). A client whose exchange failed is closed."""
+    async def client(self, host: str) -> AsyncIterator[httpx.AsyncClient]:
+        """A client for one exchange with `host`: an idle one (its last exchange was answered) or a new one. A client
+        whose exchange failed is closed."""
         key = host.lower()
         idle = self._idle.get(key)
         if idle is None and len(self._idle) < MAX_POOLED_HOSTS and not self._closed:
             idle = self._idle[key] = []
-        kept = bool(idle) and not fresh
-        client = idle.pop() if idle and kept else self._new_client()
+        client = idle.pop() if idle else self._new_client()
         try:
-            yield client, kept
+            yield client
         except BaseException:
             await client.aclose()
             raise
@@ -92,18 +96,12 @@ class DeliveryHttp:
             await client.aclose()
 
     async def post(self, target: ssrf.Target, headers: dict[str, str], body: bytes) -> tuple[int, str]:
-        """POST to the checked address: the status and the start of the answer (SNIPPET_BYTES at most).
+        """POST once to the checked address: the status and the start of the answer (SNIPPET_BYTES at most).
 
-        A receiver closes an idle connection when its own keep-alive timeout runs out, and a request sent on it in
-        that moment gets no answer, not a byte (decision 0305). Only then, and only on a kept-alive connection, the
-        request goes once more, at once, on a new connection: the same attempt, not a failed one."""
-        try:
-            async with self.client(target.host) as (client, kept):
-                return await _exchange(client, target, headers, body, kept=kept)
-        except _ClosedWhileIdle:
-            pass
-        async with self.client(target.host, fresh=True) as (client, _):
-            return await _exchange(client, target, headers, body, kept=False)
+        Sent once, whatever happens: a request that got no answer may still have been read and acted on, so it is
+        never sent again here, not even when a kept-alive connection closed under it (decision 0305)."""
+        async with self.client(target.host) as client:
+            return await _exchange(client, target, headers, body)
 
     async def aclose(self) -> None:
         self._closed = True
@@ -122,23 +120,10 @@ def http_of(rt: Runtime) -> DeliveryHttp:
     return created
 
 
-# How a connection the receiver closed under the request fails before any byte of an answer.
-_CLOSED_BEFORE_ANSWER = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
-
-
-class _ClosedWhileIdle(Exception):
-    """A kept-alive connection closed as the request went out: no answer came (DeliveryHttp.post)."""
-
-
 async def _exchange(
-    client: httpx.AsyncClient, target: ssrf.Target, headers: dict[str, str], body: bytes, *, kept: bool
+    client: httpx.AsyncClient, target: ssrf.Target, headers: dict[str, str], body: bytes
 ) -> tuple[int, str]:
-    try:
-        response = await client.send(_pinned_request(client, target, headers, body), stream=True)
-    except _CLOSED_BEFORE_ANSWER as exc:
-        if kept:
-            raise _ClosedWhileIdle from exc
-        raise
+    response = await client.send(_pinned_request(client, target, headers, body), stream=True)
     try:
         snippet = bytearray()
         async for chunk in response.aiter_raw():

@@ -24,9 +24,13 @@ from marketsync.webhooks.schemas import (
 
 router = APIRouter(tags=["Webhooks"])
 
+# A replay is the stored response of the create: the subscription as it was then. It may have been deleted or
+# disabled since, so the warning claims nothing about it now.
 REPLAY_WARNING = (
-    "This is a replay of an earlier request with the same Idempotency-Key: the subscription exists and its "
-    "Secret was shown only in the original response. If it was lost, delete the subscription and create a new one."
+    "This is a replay of an earlier request with the same Idempotency-Key: it shows the subscription as that "
+    "request created it, which may have been deleted or disabled since (POST /api/webhooks/List shows the current "
+    "state). Its Secret was shown only in the original response; if it was lost, delete the subscription and "
+    "create a new one."
 )
 
 
@@ -41,7 +45,7 @@ async def create_subscription(request: Request, caller: WebhooksWriter, rt: Runt
 
     async def validate() -> None:
         # After the Idempotency-Key lookup: a replay returns the stored response even if the host's DNS
-        # has changed since (the subscription exists; every delivery checks the address again).
+        # has changed since (every delivery checks the address again).
         await service.validate_subscription(rt, body.Url, body.EventTypes)
 
     async def work(session: AsyncSession) -> idempotency.Outcome:

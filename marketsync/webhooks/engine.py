@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections import Counter, defaultdict, deque
+from dataclasses import dataclass
 from datetime import datetime
 
 import structlog
@@ -23,6 +25,7 @@ from marketsync.runtime import Runtime
 from marketsync.webhooks import delivery, repository, rules, service
 from marketsync.webhooks.delivery import AttemptResult
 from marketsync.webhooks.repository import ClaimedDelivery
+from marketsync.webhooks.states import SubscriptionStates
 
 log = structlog.get_logger("marketsync.webhooks")
 ATTEMPTS = MetricCounter("marketsync_webhook_attempts_total", "Delivery attempts by outcome", ["outcome"])
@@ -33,10 +36,18 @@ ATTEMPT_SECONDS = Histogram(
 )
 EVENTS_DISPATCHED = MetricCounter("marketsync_events_dispatched_total", "Events fanned out to subscriptions", ["type"])
 DISABLED = MetricCounter("marketsync_webhook_disablings_total", "Subscriptions disabled after 6 failed deliveries")
+DROPPED = MetricCounter(
+    "marketsync_webhook_deliveries_dropped_total",
+    "Claimed deliveries not sent: their subscription was deleted or disabled meanwhile",
+    ["reason"],
+)
 
 FANOUT_BATCH = 500
 DELIVERY_CONCURRENCY = 16
 RECORD_WAIT_S = 0.05
+# With slots to spare and attempts in flight, a run looks for newly due deliveries this often, not only once results
+# come in: a receiver stalling its attempts for a deadline must not hold back other subscriptions' deliveries.
+CLAIM_POLL_S = 0.1
 
 
 async def fan_out(rt: Runtime) -> int:
@@ -97,7 +108,9 @@ async def deliver_due(rt: Runtime, worker_id: str, concurrency: int = DELIVERY_C
     Deliveries are claimed ahead (up to twice the concurrency in hand), so a finished attempt's slot takes the
     next claimed delivery at once, even while a transaction is being written. One write transaction per turn
     records the attempts finished since the last turn and tops the claimed deliveries up; a turn starts once half
-    of the slots have finished, RECORD_WAIT_S after the first did, or when nothing is left in flight.
+    of the slots have finished, RECORD_WAIT_S after the first did, when nothing is left in flight, or, while there
+    is room for a batch of claims, every CLAIM_POLL_S (it writes only when a claim would lease something). No more
+    than repository.PER_SUBSCRIPTION_CLAIMS deliveries of one subscription are claimed at a time (decision 0317).
     """
     in_flight: set[asyncio.Task[Sent]] = set()
     ready: deque[tuple[ClaimedDelivery, SigningKey]] = deque()
@@ -106,10 +119,11 @@ async def deliver_due(rt: Runtime, worker_id: str, concurrency: int = DELIVERY_C
     recorded = 0
     batch = max(1, concurrency // 2)  # claim and record in batches, not one transaction per freed slot
     loop = asyncio.get_running_loop()
+    states = SubscriptionStates(rt.db)
 
     def start_ready() -> None:
         while ready and len(in_flight) < concurrency:
-            task = asyncio.create_task(send(rt, *ready.popleft()))
+            task = asyncio.create_task(send(rt, *ready.popleft(), states))
             in_flight.add(task)
             task.add_done_callback(on_done)
 
@@ -131,9 +145,11 @@ async def deliver_due(rt: Runtime, worker_id: str, concurrency: int = DELIVERY_C
             if not in_flight and not finished:
                 return recorded
             deadline: float | None = None
+            if 2 * concurrency - len(in_flight) - len(ready) >= batch:
+                deadline = loop.time() + CLAIM_POLL_S
             while in_flight and len(finished) < batch:
-                if finished and deadline is None:
-                    deadline = loop.time() + RECORD_WAIT_S
+                if finished:  # the record window, from the first result on (or the claim poll, if sooner)
+                    deadline = min(math.inf if deadline is None else deadline, loop.time() + RECORD_WAIT_S)
                 timeout = None if deadline is None else deadline - loop.time()
                 if timeout is not None and timeout <= 0:
                     break
@@ -157,7 +173,14 @@ async def deliver_due(rt: Runtime, worker_id: str, concurrency: int = DELIVERY_C
                     await repository.release_unstarted(session, worker_id, unstarted)
 
 
-Sent = tuple[ClaimedDelivery, AttemptResult]
+@dataclass(frozen=True)
+class Dropped:
+    """Not sent: the subscription was deleted or disabled after the claim (states.DELETED or states.DISABLED)."""
+
+    reason: str
+
+
+Sent = tuple[ClaimedDelivery, AttemptResult | Dropped]
 SigningKey = bytes | Exception  # the derived key, or why the secret could not be revealed
 
 
@@ -166,7 +189,7 @@ async def _turn(
 ) -> list[tuple[ClaimedDelivery, SigningKey]]:
     """Record `finished` and claim up to `wanted` deliveries, in one transaction; none when there is nothing to do
     (an idle worker only reads: it must not serialise on SQLite's writer)."""
-    if not finished and (wanted == 0 or not await repository.has_due_deliveries(rt.db, rt.clock.now())):
+    if not finished and (wanted == 0 or not await repository.has_claimable_deliveries(rt.db, rt.clock.now())):
         return []
     abandoned: list[repository.AbandonedAttempt] = []
     claimed: list[ClaimedDelivery] = []
@@ -218,8 +241,12 @@ def _signing_keys(rt: Runtime, claimed: list[ClaimedDelivery]) -> dict[str, Sign
     return keys
 
 
-async def send(rt: Runtime, claimed: ClaimedDelivery, key: SigningKey) -> Sent:
-    """Sign (fresh timestamp, same bytes) and make one attempt. Never raises: failures become results."""
+async def send(rt: Runtime, claimed: ClaimedDelivery, key: SigningKey, states: SubscriptionStates) -> Sent:
+    """Sign (fresh timestamp, same bytes) and make one attempt, unless the subscription was deleted or disabled since
+    the claim (decision 0316). Never raises: failures become results."""
+    reason = await states.why_not_sendable(claimed.subscription_id)
+    if reason is not None:
+        return claimed, Dropped(reason)
     if isinstance(key, Exception):
         return claimed, AttemptResult(rt.clock.now(), 0, None, "SecretUnavailable", type(key).__name__, None)
     timestamp = int(rt.clock.now().timestamp())
@@ -234,8 +261,21 @@ async def send(rt: Runtime, claimed: ClaimedDelivery, key: SigningKey) -> Sent:
 _DELIVERY_STATUS = {"Succeeded": repository.SUCCEEDED, "Retrying": repository.PENDING, "Failed": repository.FAILED}
 
 
-async def record(rt: Runtime, session: AsyncSession, worker_id: str, results: list[Sent], now: datetime) -> None:
-    """Log every attempt; advance deliveries this worker still holds; count successes and failed deliveries."""
+async def record(rt: Runtime, session: AsyncSession, worker_id: str, sent: list[Sent], now: datetime) -> None:
+    """Log every attempt; advance deliveries this worker still holds; count successes and failed deliveries.
+    A dropped delivery was not attempted: no log line, its attempt number taken back (decision 0316)."""
+    results: list[tuple[ClaimedDelivery, AttemptResult]] = []
+    dropped: list[tuple[ClaimedDelivery, Dropped]] = []
+    for claimed, result in sent:
+        if isinstance(result, Dropped):
+            dropped.append((claimed, result))
+        else:
+            results.append((claimed, result))
+    if dropped:
+        await repository.hand_back_dropped(session, worker_id, [claimed.id for claimed, _ in dropped])
+        for claimed, reason in dropped:
+            DROPPED.labels(reason.reason).inc()
+            log.info("webhook_delivery_dropped", delivery_id=claimed.id, reason=reason.reason)
     scale = rt.settings.webhook_retry_scale
     decided = [
         (claimed, result, rules.decide(result.status_code, claimed.attempt, scale)) for claimed, result in results

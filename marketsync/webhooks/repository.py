@@ -11,8 +11,8 @@ from sqlalchemy import ColumnElement, and_, bindparam, delete, exists, func, or_
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import BindParameter
 
-from marketsync.db import Database, PreparedRead, insert_for
-from marketsync.db_fast import SessionDriver, session_driver
+from marketsync.db import Database, DriverReader, PreparedRead, insert_for
+from marketsync.db_fast import DriverSql, SessionDriver, session_driver
 from marketsync.models import Event
 from marketsync.models.base import UTCDateTime
 from marketsync.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
@@ -175,17 +175,61 @@ _CLAIM_FROM = (
     "FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id "
     "JOIN events e ON e.id = d.event_id "
 )
+# At most PER_SUBSCRIPTION_CLAIMS deliveries of one subscription are leased at a time, across workers: a slow
+# receiver holds that many slots, never all of them (docs/decisions/0317). One window over the subscription's Pending
+# deliveries whose time has come numbers those under a live lease first (a leased one's next_attempt_at is the due
+# time it was claimed at, never later than now), then the due ones in claim order: a due delivery may be claimed
+# while its number is within the cap. One pass over the due rows, no per-row count. On PostgreSQL the window is in a
+# subquery (FOR UPDATE does not go with window functions); two workers claiming at once number the same rows, and
+# SKIP LOCKED and the re-checked lease keep them from both taking one.
+PER_SUBSCRIPTION_CLAIMS = 4
+
+
+def _claimable_ids(now: str, cap: str, false: str) -> str:
+    """The ids a claim may lease; `now`, `cap` and `false` are the driver's placeholders and literal (only they are
+    interpolated)."""
+    leased = f"COALESCE(w.lease_expires_at >= {now}, {false})"
+    return (
+        "SELECT q.id FROM (SELECT w.id, w.lease_expires_at, "  # noqa: S608
+        f"ROW_NUMBER() OVER (PARTITION BY w.subscription_id ORDER BY {leased} DESC, w.next_attempt_at, w.id) AS place "
+        f"FROM webhook_deliveries w WHERE w.status = 'Pending' AND w.next_attempt_at <= {now}) q "
+        f"WHERE q.place <= {cap} AND (q.lease_expires_at IS NULL OR q.lease_expires_at < {now})"
+    )
+
+
 _CLAIM_SQLITE = (
     f"SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
-    "WHERE d.status = 'Pending' AND d.next_attempt_at <= ? AND (d.lease_expires_at IS NULL OR d.lease_expires_at < ?) "
-    "AND s.is_active = 1 ORDER BY d.next_attempt_at, d.id LIMIT ?"
+    f"WHERE d.id IN ({_claimable_ids('?1', '?2', '0')}) AND s.is_active = 1 ORDER BY d.next_attempt_at, d.id LIMIT ?3"
 )
 _CLAIM_POSTGRES = (
     f"SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
-    "WHERE d.status = 'Pending' AND d.next_attempt_at <= $1 "
-    "AND (d.lease_expires_at IS NULL OR d.lease_expires_at < $1) "
-    "AND s.is_active ORDER BY d.next_attempt_at, d.id LIMIT $2 FOR UPDATE OF d SKIP LOCKED"
+    f"WHERE d.id IN ({_claimable_ids('$1', '$2', 'FALSE')}) "
+    # The row's own due test again: re-checked on a row another worker leased since this statement's snapshot.
+    "AND d.status = 'Pending' AND (d.lease_expires_at IS NULL OR d.lease_expires_at < $1) "
+    "AND s.is_active ORDER BY d.next_attempt_at, d.id LIMIT $3 FOR UPDATE OF d SKIP LOCKED"
 )
+_ANY_CLAIMABLE_SQLITE = (
+    "SELECT 1 FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id "  # noqa: S608
+    f"WHERE d.id IN ({_claimable_ids('?1', '?2', '0')}) AND s.is_active = 1 LIMIT 1"
+)
+_ANY_CLAIMABLE_POSTGRES = (
+    "SELECT 1 FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id "  # noqa: S608
+    f"WHERE d.id IN ({_claimable_ids('$1', '$2', 'FALSE')}) AND s.is_active LIMIT 1"
+)
+
+
+async def has_claimable_deliveries(db: Database, now: datetime) -> bool:
+    """Whether a claim would lease anything (due, and within its subscription's cap): a read-only look, so a worker
+    whose only due deliveries wait for a capped subscription does not take SQLite's writer to claim nothing."""
+
+    async def look(reader: DriverReader) -> bool:
+        at = _stored_time(now, reader.postgres)
+        sql = _ANY_CLAIMABLE_POSTGRES if reader.postgres else _ANY_CLAIMABLE_SQLITE
+        return bool(await reader.fetch(sql, (at, PER_SUBSCRIPTION_CLAIMS)))
+
+    return await db.driver_read(look)
+
+
 _LEASE_SQLITE = (
     "UPDATE webhook_deliveries SET lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1 WHERE id IN ({marks})"
 )
@@ -206,7 +250,8 @@ def _stored_time(value: datetime | None, postgres: bool) -> datetime | str | Non
 async def claim_due(
     session: AsyncSession, worker_id: str, now: datetime, lease_s: float, limit: int
 ) -> tuple[list[ClaimedDelivery], list[AbandonedAttempt]]:
-    """Lease up to `limit` due deliveries; an expired lease means its worker died mid-attempt (taken over).
+    """Lease up to `limit` due deliveries, at most PER_SUBSCRIPTION_CLAIMS of a subscription counting those it has
+    leased already; an expired lease means its worker died mid-attempt (taken over).
 
     Two statements: the due rows with everything an attempt needs (locked, SKIP LOCKED on PostgreSQL; SQLite's
     writer transaction already excludes other claimers), then the lease on exactly those rows.
@@ -214,9 +259,9 @@ async def claim_due(
     driver = await session_driver(session)
     at = _stored_time(now, driver.postgres)
     if driver.postgres:
-        rows = await driver.fetch(_CLAIM_POSTGRES, (at, limit))
+        rows = await driver.fetch(_CLAIM_POSTGRES, (at, PER_SUBSCRIPTION_CLAIMS, limit))
     else:
-        rows = await driver.fetch(_CLAIM_SQLITE, (at, at, limit))
+        rows = await driver.fetch(_CLAIM_SQLITE, (at, PER_SUBSCRIPTION_CLAIMS, limit))
     if not rows:
         return [], []
     ids = [r[0] for r in rows]
@@ -252,6 +297,41 @@ async def release_unstarted(session: AsyncSession, worker_id: str, delivery_ids:
     else:
         marks = ",".join("?" * len(delivery_ids))
         await driver.execute(_RELEASE_SQLITE.format(marks=marks), (*delivery_ids, worker_id))
+
+
+_DROP_SQLITE = (
+    "UPDATE webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL, attempts = attempts - 1 "
+    "WHERE id IN ({marks}) AND (lease_owner IS NULL OR lease_owner = ?)"
+)
+_DROP_POSTGRES = (
+    "UPDATE webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL, attempts = attempts - 1 "
+    "WHERE id = ANY($1::varchar[]) AND (lease_owner IS NULL OR lease_owner = $2)"
+)
+
+
+async def hand_back_dropped(session: AsyncSession, worker_id: str, delivery_ids: list[str]) -> None:
+    """Deliveries claimed but not sent because their subscription was deleted or disabled meanwhile: the attempt
+    number they were given is taken back. A deleted one's row is gone; a disabled one's is Cancelled with its lease
+    cleared (and stays so unless recovered); one leased to another worker since is left alone."""
+    driver = await session_driver(session)
+    if driver.postgres:
+        await driver.execute(_DROP_POSTGRES, (delivery_ids, worker_id))
+    else:
+        await driver.execute(_DROP_SQLITE.format(marks=",".join("?" * len(delivery_ids))), (*delivery_ids, worker_id))
+
+
+async def subscriptions_active(db: Database, subscription_ids: Collection[str]) -> dict[str, bool]:
+    """IsActive of each subscription that still exists (a deleted one is absent), on a reader."""
+
+    async def look(reader: DriverReader) -> dict[str, bool]:
+        sql = DriverSql(reader.postgres)
+        rows = await reader.fetch(
+            f"SELECT id, is_active FROM webhook_subscriptions WHERE {sql.bind_in('id', subscription_ids)}",  # noqa: S608
+            sql.params,
+        )
+        return {row[0]: bool(row[1]) for row in rows}
+
+    return await db.driver_read(look)
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,10 @@ async def test_a_stopped_worker_hands_back_the_deliveries_it_never_attempted(
 
     async with serve_https(Receiver(behaviour=hold), tls.cert_file) as receiver:
         tenant = await make_tenant(rt, api)
-        await subscribe(api, tenant, receiver.url())
-        for _ in range(engine.DELIVERY_CONCURRENCY + EXTRA):
+        # Enough subscriptions for every delivery to be claimable at once (at most 4 a subscription, 0317).
+        for index in range((engine.DELIVERY_CONCURRENCY + EXTRA) // repository.PER_SUBSCRIPTION_CLAIMS):
+            await subscribe(api, tenant, receiver.url(f"/{index}"))
+        for _ in range(repository.PER_SUBSCRIPTION_CLAIMS):
             await fire(rt, tenant.account_id)
         await engine.fan_out(rt)
         stopping = asyncio.create_task(engine.deliver_due(rt, "stopping-worker"))

@@ -1,6 +1,6 @@
-"""A receiver that closes a kept-alive connection as a delivery goes out (its keep-alive timeout ran out that moment:
-decision 0305). The delivery goes once more on a new connection in the same attempt; a request that fails on a new
-connection is not sent again at once."""
+"""A receiver that closes a connection as a delivery goes out (on a kept-alive one: its keep-alive timeout ran out
+that moment, decision 0305). The request is sent once: its retry is the next scheduled attempt, logged as one. An
+idle connection is not reused after 4 s, before a receiver's common 5 s idle timeout."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from marketsync.runtime import Runtime
+from marketsync.webhooks.delivery import KEEP_ALIVE_EXPIRY_S
 from tests.support.factories import Tenant, make_tenant
 from tests.webhooks.conftest import Tls
 from tests.webhooks.receiver import HOSTNAME
@@ -69,23 +70,29 @@ async def subscribed(
         yield receiver, tenant, subscription["SubscriptionId"]
 
 
-async def test_a_kept_connection_closed_under_a_delivery_is_replaced_within_the_attempt(
+async def test_a_kept_connection_closed_under_a_delivery_is_not_sent_again_until_the_next_attempt(
     rt: Runtime, api: httpx.AsyncClient, tls: Tls
 ) -> None:
     async with subscribed(rt, api, tls, answered_per_connection=1) as (receiver, tenant, subscription_id):
         for delivered in (1, 2):  # one after the other: the second finds the first's connection kept alive
             await fire(rt, tenant.account_id)
             await pump(rt, lambda n=delivered: len({d for _, d, _ in receiver.requests}) >= n)
+        await pump(rt, lambda: len(receiver.requests) >= 3)
         await pump(rt, lambda: True)
         logged = await attempts(rt, subscription_id)
         row = await subscription_row(rt, subscription_id)
 
-    # The second delivery reached the receiver twice: on the kept connection (read, then closed unanswered), then
-    # on a new one, answered. Both sends are attempt 1, with one delivery id: the receiver's de-duplication key.
+    # The second delivery was read on the kept connection, which then closed unanswered: attempt 1 failed, and the
+    # request went again only as attempt 2, scheduled and logged, on a new connection.
     [(_, first, _), (_, second, _), _] = receiver.requests
     assert first != second
-    assert receiver.requests == [(1, first, "1"), (1, second, "1"), (2, second, "1")]
-    assert [(a.attempt, a.outcome, a.status_code) for a in logged] == [(1, "Succeeded", 200), (1, "Succeeded", 200)]
+    assert receiver.requests == [(1, first, "1"), (1, second, "1"), (2, second, "2")]
+    assert [(a.attempt, a.outcome, a.status_code) for a in logged] == [
+        (1, "Succeeded", 200),
+        (1, "Retrying", None),
+        (2, "Succeeded", 200),
+    ]
+    assert logged[1].error_class in {"ProtocolError", "NetworkError"}
     assert row is not None and row.consecutive_failures == 0
 
 
@@ -103,3 +110,17 @@ async def test_a_new_connection_closed_under_a_delivery_is_a_failed_attempt_sent
     assert len(receiver.requests) == receiver.connections == len(logged) >= 1
     assert [a.attempt for a in logged] == list(range(1, len(logged) + 1))
     assert {(a.outcome, a.status_code, a.error_class) for a in logged} == {("Retrying", None, "ProtocolError")}
+
+
+async def test_an_idle_connection_is_not_reused_after_four_seconds(
+    rt: Runtime, api: httpx.AsyncClient, tls: Tls
+) -> None:
+    async with subscribed(rt, api, tls, answered_per_connection=10) as (receiver, tenant, _):
+        for delivered, idle_s in ((1, 0.0), (2, 0.5), (3, KEEP_ALIVE_EXPIRY_S + 0.3)):
+            await asyncio.sleep(idle_s)
+            await fire(rt, tenant.account_id)
+            await pump(rt, lambda n=delivered: len(receiver.requests) >= n)
+
+    # Kept after half a second; after 4 s idle (below a receiver's common 5 s timeout) a new connection.
+    assert KEEP_ALIVE_EXPIRY_S < 5
+    assert [connection for connection, _, _ in receiver.requests] == [1, 1, 2]

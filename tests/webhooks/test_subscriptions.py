@@ -81,6 +81,30 @@ async def test_idempotent_replay_returns_the_subscription_without_secret_and_a_w
     assert len(listed["Subscriptions"]) == 1
 
 
+async def test_a_replay_after_the_subscription_was_deleted_returns_the_original_response_without_claiming_it_exists(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    tenant = await make_tenant(rt, api)
+    headers = {**tenant.headers, "Idempotency-Key": "create-then-delete"}
+    request = {"Url": receiver.url(), "EventTypes": ["InventoryChanged"]}
+    first = (await api.post("/api/webhooks/Create", json=request, headers=headers)).json()
+    subscription_id = first["Subscription"]["SubscriptionId"]
+    deleted = await api.post("/api/webhooks/Delete", json={"SubscriptionId": subscription_id}, headers=tenant.headers)
+    assert deleted.status_code == 200, deleted.text
+
+    replay = await api.post("/api/webhooks/Create", json=request, headers=headers)
+    assert replay.status_code == 200, replay.text
+    assert replay.headers["idempotent-replayed"] == "true"
+    replayed = replay.json()
+    assert replayed["Subscription"] == {k: v for k, v in first["Subscription"].items() if k != "Secret"}
+    [warning] = replayed["Warnings"]
+    assert "exists" not in warning
+    assert "may have been deleted" in warning and "/api/webhooks/List" in warning
+    listed = (await api.post("/api/webhooks/List", json={}, headers=tenant.headers)).json()
+    assert listed["Subscriptions"] == []
+    assert await subscription_row(rt, subscription_id) is None
+
+
 async def test_a_replay_after_a_dns_change_returns_the_stored_response(
     rt: Runtime, api: httpx.AsyncClient, fake_dns: StaticResolver
 ) -> None:
