@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -16,6 +17,7 @@ from marketsync.kit.ids import new_id
 from marketsync.models import Event, Job, Listing, Product
 from marketsync.models.base import UTCDateTime
 from marketsync.runtime import Runtime
+from tests.console.support import Browser
 from tests.support.factories import Tenant
 
 PUSH = "/api/inventory/price-quantity"
@@ -166,3 +168,11 @@ async def drop_failure_trigger(rt: Runtime) -> None:
         else:
             await session.execute(text("DROP TRIGGER IF EXISTS inventory_test_fail ON products"))
             await session.execute(text("DROP FUNCTION IF EXISTS inventory_test_fail()"))
+
+
+async def upload_file(person: Browser, content: bytes, name: str = "stock.csv") -> httpx.Response:
+    """A price list uploaded in the app, as a person would (the imports page's form, its CSRF token)."""
+    token = re.search(r'name="csrf" value="([^"]+)"', (await person.page("/app/imports")).text).group(1)  # type: ignore[union-attr]
+    return await person.client.post(
+        "/app/imports", data={"csrf": token, "propagate": "1"}, files={"file": (name, content, "text/csv")}
+    )

@@ -15,7 +15,15 @@ from marketsync.inventory import service
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
 from tests.console.support import Browser, make_person, signed_in
-from tests.inventory.support import add_listing, add_products, inventory_events, jobs_of, payloads, stored
+from tests.inventory.support import (
+    add_listing,
+    add_products,
+    inventory_events,
+    jobs_of,
+    payloads,
+    stored,
+    upload_file,
+)
 from tests.support.factories import make_tenant
 
 
@@ -80,20 +88,13 @@ async def test_a_bad_hand_edit_names_its_fields_and_writes_nothing(rt: Runtime, 
     await person.client.aclose()
 
 
-async def _upload(person: Browser, content: bytes, name: str = "stock.csv") -> httpx.Response:
-    token = re.search(r'name="csrf" value="([^"]+)"', (await person.page("/app/imports")).text).group(1)  # type: ignore[union-attr]
-    return await person.client.post(
-        "/app/imports", data={"csrf": token, "propagate": "1"}, files={"file": (name, content, "text/csv")}
-    )
-
-
 async def test_an_uploaded_file_is_imported_by_a_worker_with_progress_and_a_per_row_report(
     rt: Runtime, api: httpx.AsyncClient
 ) -> None:
     tenant = await make_tenant(rt, api)
     await add_products(rt, tenant.account_id, [("A", "1.00", 1), ("B", "2.00", 2)])
     person = await signed_in(api, await make_person(rt, tenant.account_id))
-    uploaded = await _upload(person, b"\xef\xbb\xbfSku,Price,Quantity\nA,1.50,\nB,abc,3\nMISSING,1,1\n")
+    uploaded = await upload_file(person, b"\xef\xbb\xbfSku,Price,Quantity\nA,1.50,\nB,abc,3\nMISSING,1,1\n")
     assert uploaded.status_code == 303
     report_path = uploaded.headers["location"]
     queued = await person.page(report_path)
@@ -125,7 +126,7 @@ async def test_a_file_that_is_no_price_list_is_refused_with_nothing_saved(
 ) -> None:
     tenant = await make_tenant(rt, api)
     person = await signed_in(api, await make_person(rt, tenant.account_id))
-    refused = await _upload(person, content)
+    refused = await upload_file(person, content)
     assert refused.status_code == 400 and 'id="error-File"' in refused.text and message in refused.text
     assert await jobs_of(rt, tenant.account_id) == []
     await person.client.aclose()

@@ -226,7 +226,7 @@ async def test_the_cli_text_and_the_app_report_show_superseded_rows(
 ) -> None:
     from marketsync.worker import Worker
     from tests.console.support import make_person, signed_in
-    from tests.inventory.test_app_pages import _upload
+    from tests.inventory.support import upload_file
 
     tenant = await make_tenant(rt, api)
     await add_products(rt, tenant.account_id, [("CLI-1", "1", 1)])
@@ -239,7 +239,7 @@ async def test_the_cli_text_and_the_app_report_show_superseded_rows(
     assert "line 2 (CLI-1): Superseded by line 3" in err
 
     person = await signed_in(api, await make_person(rt, tenant.account_id))
-    uploaded = await _upload(person, content.encode())
+    uploaded = await upload_file(person, content.encode())
     await Worker(rt).drain()
     done = await person.page(uploaded.headers["location"])
     assert "2: Updated 0, Unchanged 1, NotFound 0, Ambiguous 0, Failed 0, Invalid 0, Superseded 1" in done.text

@@ -147,6 +147,9 @@ PROBES: dict[tuple[str, str, str], Probe] = {
     ("POST", "/app/webhooks/{subscription_id}/{action}", "path:subscription_id"): Probe(
         "POST", "/app/webhooks/{id}/delete", lambda e: e.subscription_id, page=True
     ),
+    ("POST", "/app/webhooks/{subscription_id}/replace", "path:subscription_id"): Probe(
+        "POST", "/app/webhooks/{id}/replace", lambda e: e.subscription_id, page=True
+    ),
 }  # fmt: skip
 
 
