@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-from playwright.async_api import Page, expect
+from playwright.async_api import Dialog, Page, expect
 from sqlalchemy import select
 
 from marketsync.jobs import registry
@@ -245,4 +245,19 @@ async def test_the_app_works_under_its_content_security_policy(rt: Runtime, api:
         await page.get_by_role("button", name="Copy").click()
         secret = await page.locator("#client-secret").inner_text()
         assert await page.evaluate("navigator.clipboard.readText()") == secret
+
+        # What cannot be undone asks first: dismissed, nothing happens; accepted, the credential is gone.
+        questions: list[str] = []
+
+        async def answer(dialog: Dialog, accept: bool) -> None:
+            questions.append(dialog.message)
+            await (dialog.accept() if accept else dialog.dismiss())
+
+        page.once("dialog", lambda dialog: answer(dialog, False))
+        await page.get_by_role("button", name="Delete ERP").click()
+        await expect(page.get_by_role("button", name="Delete ERP")).to_have_count(1)
+        page.once("dialog", lambda dialog: answer(dialog, True))
+        await page.get_by_role("button", name="Delete ERP").click()
+        await expect(page.get_by_role("button", name="Delete ERP")).to_have_count(0)
+        assert len(questions) == 2 and "cannot be undone" in questions[0]
         assert await page.evaluate("window.violations") == []
