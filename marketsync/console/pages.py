@@ -307,7 +307,9 @@ async def republish_listing(request: Request, listing_id: str, person: SignedIn)
                 rt, session, person.account_id, listing_id, images=images, policy=policy, attributes=attributes
             )
     except ValidationFailed as exc:
-        return await _listing_page(request, person, listing_id, 400, errors=errors_of(exc))
+        # The form shows what the person typed, beside what was wrong with it, not the stored values.
+        typed = {"Images": images, "BusinessPolicy": policy, "Attributes": attributes}
+        return await _listing_page(request, person, listing_id, 400, errors=errors_of(exc), typed=typed)
     # Post/redirect/get: reloading the page must not republish again.
     return see_other(f"/app/listings/{listing_id}?republished={job_id}")
 

@@ -69,6 +69,8 @@ async def test_bad_fields_are_named_beside_the_field_and_nothing_is_republished(
     )
     assert refused.status_code == 400
     assert 'id="error-Images[0]"' in refused.text and 'id="error-BusinessPolicy.Payment"' in refused.text
+    # What was typed stays in the form, to be corrected rather than typed again.
+    assert "http://insecure.example.com/a.jpg</textarea>" in refused.text and f'value="{"x" * 101}"' in refused.text
     async with rt.db.read() as session:
         listing = await session.get(Listing, listing_id)
     assert listing is not None and listing.status == "Rejected" and not listing.app_fields
