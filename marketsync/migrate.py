@@ -16,6 +16,7 @@ from alembic import command, op
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from marketsync.db import Database
@@ -94,7 +95,17 @@ async def _upgrade_lock(db: Database, connection: AsyncConnection) -> AsyncItera
         return bool(taken)
 
     await _poll(try_lock)
-    yield
+    try:
+        yield
+    finally:
+        # Closing the connection lets go of the lock too, but a pool in front of PostgreSQL would keep the server
+        # session (and the lock) alive for the next client: let go of it here, whatever happened.
+        try:
+            await connection.rollback()
+            await connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": UPGRADE_LOCK_KEY})
+            await connection.commit()
+        except (SQLAlchemyError, OSError) as exc:  # a connection that broke: closing it lets go of the lock
+            log.warning("migrate_unlock_failed", error_class=type(exc).__name__)
 
 
 @asynccontextmanager
@@ -129,6 +140,24 @@ async def _poll(try_lock: Callable[[], Awaitable[bool]]) -> None:
         await asyncio.sleep(LOCK_POLL_S)
         if await try_lock():
             return
+
+
+def add_column_once(table: str, column: Any) -> None:
+    """In a migration that builds an index online afterwards: add a column, or find it added by a run of the same
+    migration that the index build interrupted (create_index_online commits what came before it on PostgreSQL).
+    SQLite has no ADD COLUMN IF NOT EXISTS, and needs none: its migration is one transaction."""
+    op.add_column(table, column, if_not_exists=op.get_bind().dialect.name == "postgresql")
+
+
+def drop_index_online(name: str, table: str) -> None:
+    """In a migration: drop an index without taking the table's exclusive lock, which would queue every read and
+    write of the table behind the longest transaction open on it (PostgreSQL's DROP INDEX CONCURRENTLY, outside the
+    migration's transaction as create_index_online). Gone already (an interrupted run), nothing to do."""
+    if op.get_bind().dialect.name == "sqlite":
+        op.drop_index(name, table_name=table, if_exists=True)
+        return
+    with op.get_context().autocommit_block():
+        op.drop_index(name, table_name=table, postgresql_concurrently=True, if_exists=True)
 
 
 def create_index_online(name: str, table: str, columns: Sequence[str], *, unique: bool = False) -> None:

@@ -172,3 +172,75 @@ async def test_an_invalid_index_left_by_an_interrupted_build_is_built_again(empt
         await in_flight.close()
         await builder.close()
         await db.dispose()
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+async def test_the_upgrade_lets_go_of_its_lock_before_its_connection_closes(empty_url: str) -> None:
+    """A pool in front of PostgreSQL keeps the server session after our connection closes: the lock must not
+    outlive the upgrade with it."""
+    db = Database(empty_url)
+    other = await asyncpg.connect(empty_url)
+    try:
+        async with db.engine.connect() as connection:
+            async with migrate._upgrade_lock(db, connection):
+                assert not await other.fetchval("SELECT pg_try_advisory_lock($1)", migrate.UPGRADE_LOCK_KEY)
+            # Still open, as a pooled server session would be.
+            assert await other.fetchval("SELECT pg_try_advisory_lock($1)", migrate.UPGRADE_LOCK_KEY)
+    finally:
+        await other.close()
+        await db.dispose()
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+async def test_a_migration_whose_index_build_was_interrupted_runs_again(empty_url: str) -> None:
+    """0007 adds three columns, then builds its index online, which commits the columns first: a run killed during
+    the build leaves them without the revision, and the next run finds them."""
+    db = Database(empty_url)
+    connection = await asyncpg.connect(empty_url)
+    try:
+        await migrate.upgrade(db, "0006")
+        await connection.execute(
+            "ALTER TABLE orders ADD COLUMN document BYTEA, ADD COLUMN customer_document BYTEA, "
+            "ADD COLUMN document_version SMALLINT DEFAULT 0 NOT NULL"
+        )
+        await migrate.upgrade(db, "0007")
+        assert await migrate.current_revision(db) == "0007"
+        assert await index_state(empty_url, "ix_orders_document_version") == (
+            True,
+            "CREATE INDEX ix_orders_document_version ON public.orders USING btree (document_version)",
+        )
+    finally:
+        await connection.close()
+        await db.dispose()
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+async def test_an_index_drop_lets_writes_through(empty_url: str) -> None:
+    """0020 drops the index it replaces: a plain DROP INDEX would queue its exclusive lock behind a write in
+    flight, and every later read and write of listings behind it."""
+    db = Database(empty_url)
+    in_flight, meanwhile = await asyncpg.connect(empty_url), await asyncpg.connect(empty_url)
+    try:
+        await migrate.upgrade(db, "0019")
+        # The new index built already (a run interrupted after its build): 0020 goes straight to the drop.
+        await meanwhile.execute("CREATE INDEX ix_listings_account_product ON listings (account_id, product_id)")
+        open_write = in_flight.transaction()
+        await open_write.start()
+        await in_flight.execute(LISTINGS_WRITE)
+        dropping = asyncio.create_task(migrate.upgrade(db, "0020"))
+        await asyncio.sleep(1.0)  # the drop waits for the write in flight
+
+        await meanwhile.execute("SET lock_timeout = '2s'")
+        async with meanwhile.transaction():
+            await meanwhile.execute(LISTINGS_WRITE)
+            await meanwhile.fetch("SELECT id FROM listings LIMIT 1")
+        assert not dropping.done()
+
+        await open_write.commit()
+        await asyncio.wait_for(dropping, 60)
+        assert await migrate.current_revision(db) == "0020"
+        assert await index_state(empty_url, "ix_listings_account_id") is None
+    finally:
+        await in_flight.close()
+        await meanwhile.close()
+        await db.dispose()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from marketsync.migrate import create_index_online
+from marketsync.migrate import add_column_once, create_index_online, drop_index_online
 
 revision = "0007"
 down_revision = "0006"
@@ -24,15 +24,16 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.add_column("orders", sa.Column("document", sa.LargeBinary(), nullable=True))
-    op.add_column("orders", sa.Column("customer_document", sa.LargeBinary(), nullable=True))
+    # Added once: a run the index build interrupted has committed them already (PostgreSQL).
+    add_column_once("orders", sa.Column("document", sa.LargeBinary(), nullable=True))
+    add_column_once("orders", sa.Column("customer_document", sa.LargeBinary(), nullable=True))
     # 0: no document yet (every existing order); a constant default is instant on both backends.
-    op.add_column("orders", sa.Column("document_version", sa.SmallInteger(), server_default="0", nullable=False))
+    add_column_once("orders", sa.Column("document_version", sa.SmallInteger(), server_default="0", nullable=False))
     create_index_online("ix_orders_document_version", "orders", ["document_version"])
 
 
 def downgrade() -> None:
-    op.drop_index("ix_orders_document_version", table_name="orders")
+    drop_index_online("ix_orders_document_version", "orders")
     with op.batch_alter_table("orders") as batch_op:
         batch_op.drop_column("document_version")
         batch_op.drop_column("customer_document")

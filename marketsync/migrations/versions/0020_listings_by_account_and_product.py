@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from marketsync.migrate import create_index_online
+from marketsync.migrate import create_index_online, drop_index_online
 
 revision = "0020"
 down_revision = "0019"
@@ -32,9 +32,9 @@ NEW = "ix_listings_account_product"
 
 def upgrade() -> None:
     create_index_online(NEW, "listings", ["account_id", "product_id"])
-    op.drop_index(OLD, table_name="listings")
+    drop_index_online(OLD, "listings")
 
 
 def downgrade() -> None:
     create_index_online(OLD, "listings", ["account_id"])
-    op.drop_index(NEW, table_name="listings")
+    drop_index_online(NEW, "listings")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from marketsync.migrate import create_index_online
+from marketsync.migrate import create_index_online, drop_index_online
 
 revision = "0022"
 down_revision = "0021"
@@ -37,13 +37,15 @@ OLD_CONSTRAINT = "uq_products_account_sku"
 
 def upgrade() -> None:
     create_index_online(NEW, "products", ["account_id", "sku_lower", "sku"], unique=True)
-    op.drop_index(OLD_INDEX, table_name="products")
+    drop_index_online(OLD_INDEX, "products")
     if op.get_bind().dialect.name == "postgresql":
-        op.drop_constraint(OLD_CONSTRAINT, "products", type_="unique")
+        op.drop_constraint(OLD_CONSTRAINT, "products", type_="unique", if_exists=True)
 
 
 def downgrade() -> None:
+    # The index first: built online, it commits what came before it, and a constraint committed by a run the
+    # build then interrupted would fail the next run.
+    create_index_online(OLD_INDEX, "products", ["account_id", "sku_lower"])
     if op.get_bind().dialect.name == "postgresql":
         op.create_unique_constraint(OLD_CONSTRAINT, "products", ["account_id", "sku"])
-    create_index_online(OLD_INDEX, "products", ["account_id", "sku_lower"])
-    op.drop_index(NEW, table_name="products")
+    drop_index_online(NEW, "products")
