@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hmac
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -141,6 +142,18 @@ def test_cursor_round_trip_is_exact_and_rejects_garbage() -> None:
         rules.decode_cursor(encoded, b"o" * 32, "ACC-1")
     with pytest.raises(ValueError):  # issued to another account
         rules.decode_cursor(encoded, key, "ACC-2")
+
+
+def test_a_cursor_issued_before_the_mac_covered_the_account_still_resumes_for_one_release() -> None:
+    key = b"k" * 32
+    cursor = rules.Cursor(datetime(2026, 1, 2, tzinfo=UTC), "01ABC", datetime(2026, 1, 3, tzinfo=UTC), "f" * 16)
+    payload = rules.encode_cursor(cursor, key, "ACC-1").split(".")[0]
+    # As the previous release signed it: the label and the payload, no account.
+    legacy_mac = hmac.new(key, b"orders-cursor\x00" + base64.urlsafe_b64decode(payload + "=="), "sha256").digest()
+    legacy = f"{payload}.{base64.urlsafe_b64encode(legacy_mac[:16]).rstrip(b'=').decode()}"
+    assert rules.decode_cursor(legacy, key, "ACC-1") == cursor
+    with pytest.raises(ValueError):  # still signed: under another key it is nothing
+        rules.decode_cursor(legacy, b"o" * 32, "ACC-1")
 
 
 def test_a_hand_edited_cursor_is_refused_even_when_its_payload_is_well_formed() -> None:
