@@ -189,8 +189,10 @@ PER_SUBSCRIPTION_CLAIMS = 4
 def _claimable_ids(postgres: bool) -> str:
     """The ids a claim may lease: parameter 1 is now, parameter 2 the cap (only the placeholders are interpolated)."""
     now, cap = ("$1", "$2") if postgres else ("?1", "?2")
+    # SQLite, without statistics, would rather read the due index (status, next_attempt_at): the whole backlog.
+    leased_rows = "webhook_deliveries l" if postgres else "webhook_deliveries l INDEXED BY ix_webhook_deliveries_leased"
     live_leases = (
-        "SELECT l.subscription_id, COUNT(*) AS held FROM webhook_deliveries l "  # noqa: S608
+        f"SELECT l.subscription_id, COUNT(*) AS held FROM {leased_rows} "  # noqa: S608
         f"WHERE l.lease_expires_at >= {now} AND l.status = 'Pending' AND l.next_attempt_at <= {now} "
         "GROUP BY l.subscription_id"
     )
