@@ -160,7 +160,9 @@ def drop_index_online(name: str, table: str) -> None:
         op.drop_index(name, table_name=table, postgresql_concurrently=True, if_exists=True)
 
 
-def create_index_online(name: str, table: str, columns: Sequence[str], *, unique: bool = False) -> None:
+def create_index_online(
+    name: str, table: str, columns: Sequence[str], *, unique: bool = False, where: str | None = None
+) -> None:
     """In a migration: create an index without blocking the table's writes.
 
     PostgreSQL: CREATE INDEX CONCURRENTLY, which cannot run in a transaction, so the migration's transaction is
@@ -168,11 +170,14 @@ def create_index_online(name: str, table: str, columns: Sequence[str], *, unique
     if a later one fails). A build that was interrupted (a killed process, a failed unique check) leaves an INVALID
     index of the same name, which writes keep up to date but reads never use: it is dropped and built again. A valid
     index of that name is kept, so a migration interrupted after the build runs again. SQLite: a plain CREATE INDEX
-    (a write transaction blocks SQLite's writers whatever it does)."""
+    (a write transaction blocks SQLite's writers whatever it does). `where` makes it a partial index (both backends)."""
+    partial: dict[str, Any] = {} if where is None else {"sqlite_where": text(where), "postgresql_where": text(where)}
     if op.get_bind().dialect.name == "sqlite":
-        op.create_index(name, table, list(columns), unique=unique, if_not_exists=True)
+        op.create_index(name, table, list(columns), unique=unique, if_not_exists=True, **partial)
         return
     with op.get_context().autocommit_block():
         if op.get_bind().execute(_INVALID_INDEX, {"name": name}).first() is not None:
             op.drop_index(name, table_name=table, postgresql_concurrently=True, if_exists=True)
-        op.create_index(name, table, list(columns), unique=unique, if_not_exists=True, postgresql_concurrently=True)
+        op.create_index(
+            name, table, list(columns), unique=unique, if_not_exists=True, postgresql_concurrently=True, **partial
+        )

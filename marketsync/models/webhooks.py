@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from marketsync.models.base import ID, Base
@@ -35,7 +35,15 @@ class WebhookDelivery(Base):
     __table_args__ = (
         UniqueConstraint("event_id", "subscription_id", name="uq_webhook_deliveries_event_subscription"),
         Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
-        Index("ix_webhook_deliveries_subscription", "subscription_id", "status"),
+        # A subscription's due deliveries in claim order, and its queue for deletes and disabling (decision 0322).
+        Index("ix_webhook_deliveries_subscription_due", "subscription_id", "status", "next_attempt_at", "id"),
+        # The leased deliveries only (few: at most workers x slots), for the claim's count of live leases.
+        Index(
+            "ix_webhook_deliveries_leased",
+            "lease_expires_at",
+            sqlite_where=text("lease_expires_at IS NOT NULL"),
+            postgresql_where=text("lease_expires_at IS NOT NULL"),
+        ),
         Index("ix_webhook_deliveries_finished", "finished_at"),
     )
 

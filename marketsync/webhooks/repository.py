@@ -176,46 +176,62 @@ _CLAIM_FROM = (
     "JOIN events e ON e.id = d.event_id "
 )
 # At most PER_SUBSCRIPTION_CLAIMS deliveries of one subscription are leased at a time, across workers: a slow
-# receiver holds that many slots, never all of them (docs/decisions/0317). One window over the subscription's Pending
-# deliveries whose time has come numbers those under a live lease first (a leased one's next_attempt_at is the due
-# time it was claimed at, never later than now), then the due ones in claim order: a due delivery may be claimed
-# while its number is within the cap. One pass over the due rows, no per-row count. On PostgreSQL the window is in a
-# subquery (FOR UPDATE does not go with window functions); two workers claiming at once number the same rows, and
-# SKIP LOCKED and the re-checked lease keep them from both taking one.
+# receiver holds that many slots, never all of them (docs/decisions/0317). What a claim reads does not grow with the
+# due backlog (docs/decisions/0322): the live leases are counted from the lease index (leased rows only: at most
+# workers x slots), and each active subscription below its cap gives its first PER_SUBSCRIPTION_CLAIMS due, unleased
+# deliveries from its own index (subscription_id, status, next_attempt_at, id), which stops there; a window over
+# those few numbers them after the subscription's live leases, and a delivery within the cap may be claimed. On
+# PostgreSQL the window is in a subquery (FOR UPDATE does not go with window functions); two workers claiming at once
+# pick the same rows, and SKIP LOCKED and the re-checked lease keep them from both taking one.
 PER_SUBSCRIPTION_CLAIMS = 4
 
 
-def _claimable_ids(now: str, cap: str, false: str) -> str:
-    """The ids a claim may lease; `now`, `cap` and `false` are the driver's placeholders and literal (only they are
-    interpolated)."""
-    leased = f"COALESCE(w.lease_expires_at >= {now}, {false})"
+def _claimable_ids(postgres: bool) -> str:
+    """The ids a claim may lease: parameter 1 is now, parameter 2 the cap (only the placeholders are interpolated)."""
+    now, cap = ("$1", "$2") if postgres else ("?1", "?2")
+    # SQLite, without statistics, would rather read the due index (status, next_attempt_at): the whole backlog.
+    leased_rows = "webhook_deliveries l" if postgres else "webhook_deliveries l INDEXED BY ix_webhook_deliveries_leased"
+    live_leases = (
+        f"SELECT l.subscription_id, COUNT(*) AS held FROM {leased_rows} "  # noqa: S608
+        f"WHERE l.lease_expires_at >= {now} AND l.status = 'Pending' AND l.next_attempt_at <= {now} "
+        "GROUP BY l.subscription_id"
+    )
+    due_of_the_subscription = (
+        f"w.subscription_id = s.id AND w.status = 'Pending' AND w.next_attempt_at <= {now} "
+        f"AND (w.lease_expires_at IS NULL OR w.lease_expires_at < {now}) ORDER BY w.next_attempt_at, w.id LIMIT {cap}"
+    )
+    if postgres:
+        first_due = (
+            "CROSS JOIN LATERAL (SELECT w.id, w.next_attempt_at FROM webhook_deliveries w "  # noqa: S608
+            f"WHERE {due_of_the_subscription}) c"
+        )
+    else:  # no LATERAL: the subscription's first due ids are a correlated IN list, each looked up by primary key
+        first_due = (
+            "JOIN webhook_deliveries c ON c.id IN (SELECT w.id FROM webhook_deliveries w "  # noqa: S608
+            f"WHERE {due_of_the_subscription})"
+        )
+    active = "s.is_active" if postgres else "s.is_active = 1"
     return (
-        "SELECT q.id FROM (SELECT w.id, w.lease_expires_at, "  # noqa: S608
-        f"ROW_NUMBER() OVER (PARTITION BY w.subscription_id ORDER BY {leased} DESC, w.next_attempt_at, w.id) AS place "
-        f"FROM webhook_deliveries w WHERE w.status = 'Pending' AND w.next_attempt_at <= {now}) q "
-        f"WHERE q.place <= {cap} AND (q.lease_expires_at IS NULL OR q.lease_expires_at < {now})"
+        "SELECT q.id FROM (SELECT c.id, COALESCE(h.held, 0) + "  # noqa: S608
+        "ROW_NUMBER() OVER (PARTITION BY s.id ORDER BY c.next_attempt_at, c.id) AS place "
+        f"FROM webhook_subscriptions s LEFT JOIN ({live_leases}) h ON h.subscription_id = s.id {first_due} "
+        f"WHERE {active} AND COALESCE(h.held, 0) < {cap}) q WHERE q.place <= {cap}"
     )
 
 
 _CLAIM_SQLITE = (
     f"SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
-    f"WHERE d.id IN ({_claimable_ids('?1', '?2', '0')}) AND s.is_active = 1 ORDER BY d.next_attempt_at, d.id LIMIT ?3"
+    f"WHERE d.id IN ({_claimable_ids(postgres=False)}) AND s.is_active = 1 ORDER BY d.next_attempt_at, d.id LIMIT ?3"
 )
 _CLAIM_POSTGRES = (
     f"SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
-    f"WHERE d.id IN ({_claimable_ids('$1', '$2', 'FALSE')}) "
+    f"WHERE d.id IN ({_claimable_ids(postgres=True)}) "
     # The row's own due test again: re-checked on a row another worker leased since this statement's snapshot.
     "AND d.status = 'Pending' AND (d.lease_expires_at IS NULL OR d.lease_expires_at < $1) "
     "AND s.is_active ORDER BY d.next_attempt_at, d.id LIMIT $3 FOR UPDATE OF d SKIP LOCKED"
 )
-_ANY_CLAIMABLE_SQLITE = (
-    "SELECT 1 FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id "  # noqa: S608
-    f"WHERE d.id IN ({_claimable_ids('?1', '?2', '0')}) AND s.is_active = 1 LIMIT 1"
-)
-_ANY_CLAIMABLE_POSTGRES = (
-    "SELECT 1 FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id "  # noqa: S608
-    f"WHERE d.id IN ({_claimable_ids('$1', '$2', 'FALSE')}) AND s.is_active LIMIT 1"
-)
+_ANY_CLAIMABLE_SQLITE = f"SELECT 1 WHERE EXISTS ({_claimable_ids(postgres=False)})"
+_ANY_CLAIMABLE_POSTGRES = f"SELECT 1 WHERE EXISTS ({_claimable_ids(postgres=True)})"
 
 
 async def has_claimable_deliveries(db: Database, now: datetime) -> bool:
