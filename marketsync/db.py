@@ -8,6 +8,7 @@ and never block on writers (WAL). On PostgreSQL both factories share one engine.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -78,6 +79,21 @@ def async_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+def _switch_to_wal(cursor: Any) -> None:
+    """PRAGMA journal_mode=WAL, tried again while another connection is switching the same fresh file: SQLite answers
+    that race "database is locked" at once, without its busy handler. Only a new file's first connections can meet
+    it (on a WAL file the pragma changes nothing), so the short blocking waits stay off the steady path."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except Exception as exc:  # the driver's OperationalError, wrapped by SQLAlchemy's adapter
+            if "database is locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.01)
+
+
 def _configure_sqlite(engine: AsyncEngine, *, immediate: bool, checkpointer: WalCheckpointer | None = None) -> None:
     """`immediate` and `checkpointer`: the writer engine (its commits wake the process's WAL checkpoints)."""
 
@@ -89,7 +105,7 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool, checkpointer: Wal
         # busy_timeout first: switching a new file to WAL takes its lock, and a process opening the same fresh file
         # at that instant (serve and a worker started together) would fail at once with "database is locked".
         cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-        cursor.execute("PRAGMA journal_mode=WAL")
+        _switch_to_wal(cursor)
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         if checkpointer is not None:
