@@ -29,86 +29,24 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert, text
+from sqlalchemy import text
 
 from bench.support import cpu_probe_ms
 from marketsync import migrate
 from marketsync.config import Settings
 from marketsync.kit.ids import new_id
-from marketsync.models import Event
 from marketsync.models.accounts import Account
-from marketsync.models.webhooks import WebhookDelivery, WebhookSubscription
 from marketsync.runtime import Runtime
 from marketsync.webhooks import repository
+from tests.webhooks.support import add_subscription, queue_due
 
 WARMUP = 5
 LIMIT = 32
 LEASE_S = 3600.0
-BATCH = 10_000
 
 
 class RollBack(Exception):
     """Raised to end a round's transaction without committing its claim."""
-
-
-async def queue_due(rt: Runtime, account_id: str, subscription_id: str, count: int, due_at: datetime) -> list[str]:
-    ids = []
-    for start in range(0, count, BATCH):
-        size = min(BATCH, count - start)
-        event_ids = [new_id() for _ in range(size)]
-        delivery_ids = [new_id() for _ in range(size)]
-        async with rt.db.transaction() as session:
-            await session.execute(
-                insert(Event),
-                [
-                    {
-                        "id": event_id,
-                        "account_id": account_id,
-                        "type": "InventoryChanged",
-                        "body": b"{}",
-                        "occurred_at": due_at,
-                        "dispatched_at": due_at,
-                    }
-                    for event_id in event_ids
-                ],
-            )
-            await session.execute(
-                insert(WebhookDelivery),
-                [
-                    {
-                        "id": delivery_id,
-                        "account_id": account_id,
-                        "subscription_id": subscription_id,
-                        "event_id": event_id,
-                        "event_type": "InventoryChanged",
-                        "status": "Pending",
-                        "attempts": 0,
-                        "next_attempt_at": due_at,
-                        "created_at": due_at,
-                    }
-                    for delivery_id, event_id in zip(delivery_ids, event_ids, strict=True)
-                ],
-            )
-        ids += delivery_ids
-    return ids
-
-
-async def add_subscription(rt: Runtime, account_id: str, now: datetime) -> str:
-    subscription_id = new_id()
-    async with rt.db.transaction() as session:
-        session.add(
-            WebhookSubscription(
-                id=subscription_id,
-                account_id=account_id,
-                url=f"https://hooks.bench.test/{subscription_id}",
-                event_types=["InventoryChanged"],
-                secret_encrypted="not-used-by-a-claim",
-                is_active=True,
-                consecutive_failures=0,
-                created_at=now,
-            )
-        )
-    return subscription_id
 
 
 async def timed_claim(rt: Runtime, now: datetime) -> tuple[float, float, int]:
@@ -145,8 +83,8 @@ async def measure(database_url: str, backlog: int, args: argparse.Namespace, wor
         other = await add_subscription(rt, account_id, now)
         for _ in range(args.idle_subscriptions):
             await add_subscription(rt, account_id, now)
-        await queue_due(rt, account_id, flooded, backlog, now - timedelta(hours=1))
-        await queue_due(rt, account_id, other, 1, now - timedelta(seconds=1))
+        await queue_due(rt, account_id, flooded, [now - timedelta(hours=1)] * backlog)
+        await queue_due(rt, account_id, other, [now - timedelta(seconds=1)])
         # The flooded subscription's slow receiver holds its PER_SUBSCRIPTION_CLAIMS (a live lease).
         async with rt.db.transaction() as session:
             held, _ = await repository.claim_due(

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 import httpx
-from sqlalchemy import select
+from sqlalchemy import insert, select
 
+from marketsync.kit.ids import new_id
+from marketsync.models import Event
 from marketsync.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
 from marketsync.runtime import Runtime
 from marketsync.webhooks import engine
@@ -71,3 +74,63 @@ async def subscription_row(rt: Runtime, subscription_id: str) -> WebhookSubscrip
     async with rt.db.read() as session:
         result = await session.execute(select(WebhookSubscription).where(WebhookSubscription.id == subscription_id))
         return result.scalar_one_or_none()
+
+
+# Rows inserted a batch at a time when a test or the claim benchmark queues a large backlog.
+QUEUE_BATCH = 10_000
+
+
+async def add_subscription(rt: Runtime, account_id: str, now: datetime, name: str | None = None) -> str:
+    """An active subscription inserted directly (no URL check, no secret a claim would read)."""
+    subscription_id = new_id()
+    async with rt.db.transaction() as session:
+        session.add(
+            WebhookSubscription(
+                id=subscription_id,
+                account_id=account_id,
+                url=f"https://hooks.example.test/{name or subscription_id}",
+                event_types=["InventoryChanged"],
+                secret_encrypted="not-used-by-a-claim",
+                is_active=True,
+                consecutive_failures=0,
+                created_at=now,
+            )
+        )
+    return subscription_id
+
+
+async def queue_due(rt: Runtime, account_id: str, subscription_id: str, due_at: Sequence[datetime]) -> list[str]:
+    """Pending deliveries (and their events) inserted directly, due at the given times; their ids in that order."""
+    ids: list[str] = []
+    for start in range(0, len(due_at), QUEUE_BATCH):
+        times = due_at[start : start + QUEUE_BATCH]
+        events = [
+            {
+                "id": new_id(),
+                "account_id": account_id,
+                "type": "InventoryChanged",
+                "body": b"{}",
+                "occurred_at": at,
+                "dispatched_at": at,
+            }
+            for at in times
+        ]
+        rows = [
+            {
+                "id": new_id(),
+                "account_id": account_id,
+                "subscription_id": subscription_id,
+                "event_id": event["id"],
+                "event_type": "InventoryChanged",
+                "status": "Pending",
+                "attempts": 0,
+                "next_attempt_at": at,
+                "created_at": at,
+            }
+            for event, at in zip(events, times, strict=True)
+        ]
+        async with rt.db.transaction() as session:
+            await session.execute(insert(Event), events)
+            await session.execute(insert(WebhookDelivery), rows)
+        ids += [row["id"] for row in rows]
+    return ids

@@ -8,70 +8,16 @@ import asyncio
 from datetime import datetime, timedelta
 
 import httpx
-from sqlalchemy import insert
 
-from marketsync.kit.ids import new_id
-from marketsync.models import Event
-from marketsync.models.webhooks import WebhookDelivery, WebhookSubscription
 from marketsync.runtime import Runtime
 from marketsync.webhooks import repository
 from marketsync.webhooks.repository import PER_SUBSCRIPTION_CLAIMS, ClaimedDelivery
 from tests.support.factories import make_tenant
+from tests.webhooks.support import add_subscription, queue_due
 
 BACKLOG = 2_000
 LEASE_S = 30.0
 LIMIT = 32
-
-
-async def add_subscription(rt: Runtime, account_id: str, path: str, now: datetime) -> str:
-    subscription_id = new_id()
-    async with rt.db.transaction() as session:
-        session.add(
-            WebhookSubscription(
-                id=subscription_id,
-                account_id=account_id,
-                url=f"https://hooks.example.test/{path}",
-                event_types=["InventoryChanged"],
-                secret_encrypted="not-used-by-a-claim",
-                is_active=True,
-                consecutive_failures=0,
-                created_at=now,
-            )
-        )
-    return subscription_id
-
-
-async def queue_due(rt: Runtime, account_id: str, subscription_id: str, due_at: list[datetime]) -> list[str]:
-    """Pending deliveries (and their events) inserted directly, due at the given times; their ids in that order."""
-    events = [
-        {
-            "id": new_id(),
-            "account_id": account_id,
-            "type": "InventoryChanged",
-            "body": b"{}",
-            "occurred_at": at,
-            "dispatched_at": at,
-        }
-        for at in due_at
-    ]
-    rows = [
-        {
-            "id": new_id(),
-            "account_id": account_id,
-            "subscription_id": subscription_id,
-            "event_id": event["id"],
-            "event_type": "InventoryChanged",
-            "status": "Pending",
-            "attempts": 0,
-            "next_attempt_at": at,
-            "created_at": at,
-        }
-        for event, at in zip(events, due_at, strict=True)
-    ]
-    async with rt.db.transaction() as session:
-        await session.execute(insert(Event), events)
-        await session.execute(insert(WebhookDelivery), rows)
-    return [row["id"] for row in rows]
 
 
 async def claim(rt: Runtime, worker_id: str, now: datetime) -> list[ClaimedDelivery]:
@@ -85,8 +31,8 @@ async def test_a_large_backlog_of_one_subscription_leaves_the_next_claim_to_anot
 ) -> None:
     tenant = await make_tenant(rt, api)
     now = rt.clock.now()
-    flooded = await add_subscription(rt, tenant.account_id, "flooded", now)
-    other = await add_subscription(rt, tenant.account_id, "other", now)
+    flooded = await add_subscription(rt, tenant.account_id, now, "flooded")
+    other = await add_subscription(rt, tenant.account_id, now, "other")
     # The backlog is due first (oldest), the other subscription's deliveries after all of it.
     backlog = await queue_due(rt, tenant.account_id, flooded, [now - timedelta(hours=1)] * BACKLOG)
     others = await queue_due(rt, tenant.account_id, other, [now - timedelta(seconds=1)] * 2)
@@ -115,7 +61,7 @@ async def test_a_large_backlog_of_one_subscription_leaves_the_next_claim_to_anot
 async def test_two_claimers_at_once_lease_at_most_four_of_a_backlog(rt: Runtime, api: httpx.AsyncClient) -> None:
     tenant = await make_tenant(rt, api)
     now = rt.clock.now()
-    flooded = await add_subscription(rt, tenant.account_id, "flooded", now)
+    flooded = await add_subscription(rt, tenant.account_id, now, "flooded")
     backlog = await queue_due(rt, tenant.account_id, flooded, [now - timedelta(minutes=5)] * BACKLOG)
     first_claimed = asyncio.Event()
 
