@@ -44,6 +44,14 @@ class WebhookDelivery(Base):
             sqlite_where=text("lease_expires_at IS NOT NULL"),
             postgresql_where=text("lease_expires_at IS NOT NULL"),
         ),
+        # The subscriptions with Pending deliveries, one index seek each: the claim looks at these, not at every
+        # active subscription (decision 0322).
+        Index(
+            "ix_webhook_deliveries_pending_subscription",
+            "subscription_id",
+            sqlite_where=text("status = 'Pending'"),
+            postgresql_where=text("status = 'Pending'"),
+        ),
         Index("ix_webhook_deliveries_finished", "finished_at"),
     )
 

@@ -186,6 +186,21 @@ _CLAIM_FROM = (
 PER_SUBSCRIPTION_CLAIMS = 4
 
 
+def _pending_subscriptions(postgres: bool) -> str:
+    """`pending`: the subscriptions with Pending deliveries, one seek each in their partial index (a skip scan):
+    the claim looks at these, not at every active subscription (docs/decisions/0322). Opens the statement."""
+    rows = (
+        "webhook_deliveries p"
+        if postgres
+        else "webhook_deliveries p INDEXED BY ix_webhook_deliveries_pending_subscription"
+    )
+    return (
+        f"WITH RECURSIVE pending(id) AS (SELECT MIN(p.subscription_id) FROM {rows} WHERE p.status = 'Pending' "  # noqa: S608
+        f"UNION ALL SELECT (SELECT MIN(p.subscription_id) FROM {rows} "
+        "WHERE p.status = 'Pending' AND p.subscription_id > pending.id) FROM pending WHERE pending.id IS NOT NULL) "
+    )
+
+
 def _claimable_ids(postgres: bool) -> str:
     """The ids a claim may lease: parameter 1 is now, parameter 2 the cap (only the placeholders are interpolated)."""
     now, cap = ("$1", "$2") if postgres else ("?1", "?2")
@@ -214,24 +229,29 @@ def _claimable_ids(postgres: bool) -> str:
     return (
         "SELECT q.id FROM (SELECT c.id, COALESCE(h.held, 0) + "  # noqa: S608
         "ROW_NUMBER() OVER (PARTITION BY s.id ORDER BY c.next_attempt_at, c.id) AS place "
-        f"FROM webhook_subscriptions s LEFT JOIN ({live_leases}) h ON h.subscription_id = s.id {first_due} "
+        "FROM pending JOIN webhook_subscriptions s ON s.id = pending.id "
+        f"LEFT JOIN ({live_leases}) h ON h.subscription_id = s.id {first_due} "
         f"WHERE {active} AND COALESCE(h.held, 0) < {cap}) q WHERE q.place <= {cap}"
     )
 
 
 _CLAIM_SQLITE = (
-    f"SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
+    f"{_pending_subscriptions(postgres=False)}SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
     f"WHERE d.id IN ({_claimable_ids(postgres=False)}) AND s.is_active = 1 ORDER BY d.next_attempt_at, d.id LIMIT ?3"
 )
 _CLAIM_POSTGRES = (
-    f"SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
+    f"{_pending_subscriptions(postgres=True)}SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
     f"WHERE d.id IN ({_claimable_ids(postgres=True)}) "
     # The row's own due test again: re-checked on a row another worker leased since this statement's snapshot.
     "AND d.status = 'Pending' AND (d.lease_expires_at IS NULL OR d.lease_expires_at < $1) "
     "AND s.is_active ORDER BY d.next_attempt_at, d.id LIMIT $3 FOR UPDATE OF d SKIP LOCKED"
 )
-_ANY_CLAIMABLE_SQLITE = f"SELECT 1 WHERE EXISTS ({_claimable_ids(postgres=False)})"
-_ANY_CLAIMABLE_POSTGRES = f"SELECT 1 WHERE EXISTS ({_claimable_ids(postgres=True)})"
+_ANY_CLAIMABLE_SQLITE = (
+    f"{_pending_subscriptions(postgres=False)}SELECT 1 WHERE EXISTS ({_claimable_ids(postgres=False)})"
+)
+_ANY_CLAIMABLE_POSTGRES = (
+    f"{_pending_subscriptions(postgres=True)}SELECT 1 WHERE EXISTS ({_claimable_ids(postgres=True)})"
+)
 
 
 async def has_claimable_deliveries(db: Database, now: datetime) -> bool:

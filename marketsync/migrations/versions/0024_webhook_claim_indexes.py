@@ -16,7 +16,6 @@ Revises: 0023
 
 from __future__ import annotations
 
-
 from marketsync.migrate import create_index_online, drop_index_online
 
 revision = "0024"
