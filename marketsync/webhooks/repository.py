@@ -315,45 +315,39 @@ async def claim_due(
     return claimed, abandoned
 
 
-_RELEASE_SQLITE = (
+_HAND_BACK_SQLITE = (
     "UPDATE webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL, attempts = attempts - 1 "
-    "WHERE id IN ({marks}) AND lease_owner = ? AND status = 'Pending'"
+    "WHERE id IN ({marks}) AND {held}"
 )
-_RELEASE_POSTGRES = (
+_HAND_BACK_POSTGRES = (
     "UPDATE webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL, attempts = attempts - 1 "
-    "WHERE id = ANY($1::varchar[]) AND lease_owner = $2 AND status = 'Pending'"
+    "WHERE id = ANY($1::varchar[]) AND {held}"
 )
+
+
+async def _hand_back(session: AsyncSession, worker_id: str, delivery_ids: list[str], held: str) -> None:
+    """Clear the lease of claimed deliveries never sent and take back the attempt number the claim gave them, where
+    `held` (SQL naming the worker as `{worker}`) says the row is still this worker's to hand back."""
+    driver = await session_driver(session)
+    if driver.postgres:
+        sql = _HAND_BACK_POSTGRES.format(held=held.format(worker="$2"))
+        await driver.execute(sql, (delivery_ids, worker_id))
+    else:
+        marks = ",".join("?" * len(delivery_ids))
+        sql = _HAND_BACK_SQLITE.format(marks=marks, held=held.format(worker="?"))
+        await driver.execute(sql, (*delivery_ids, worker_id))
 
 
 async def release_unstarted(session: AsyncSession, worker_id: str, delivery_ids: list[str]) -> None:
     """Hand back deliveries claimed but never attempted (a worker stopping): due again, attempt number unused."""
-    driver = await session_driver(session)
-    if driver.postgres:
-        await driver.execute(_RELEASE_POSTGRES, (delivery_ids, worker_id))
-    else:
-        marks = ",".join("?" * len(delivery_ids))
-        await driver.execute(_RELEASE_SQLITE.format(marks=marks), (*delivery_ids, worker_id))
-
-
-_DROP_SQLITE = (
-    "UPDATE webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL, attempts = attempts - 1 "
-    "WHERE id IN ({marks}) AND (lease_owner IS NULL OR lease_owner = ?)"
-)
-_DROP_POSTGRES = (
-    "UPDATE webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL, attempts = attempts - 1 "
-    "WHERE id = ANY($1::varchar[]) AND (lease_owner IS NULL OR lease_owner = $2)"
-)
+    await _hand_back(session, worker_id, delivery_ids, "lease_owner = {worker} AND status = 'Pending'")
 
 
 async def hand_back_dropped(session: AsyncSession, worker_id: str, delivery_ids: list[str]) -> None:
     """Deliveries claimed but not sent because their subscription was deleted or disabled meanwhile: the attempt
     number they were given is taken back. A deleted one's row is gone; a disabled one's is Cancelled with its lease
     cleared (and stays so unless recovered); one leased to another worker since is left alone."""
-    driver = await session_driver(session)
-    if driver.postgres:
-        await driver.execute(_DROP_POSTGRES, (delivery_ids, worker_id))
-    else:
-        await driver.execute(_DROP_SQLITE.format(marks=",".join("?" * len(delivery_ids))), (*delivery_ids, worker_id))
+    await _hand_back(session, worker_id, delivery_ids, "(lease_owner IS NULL OR lease_owner = {worker})")
 
 
 async def subscriptions_active(db: Database, subscription_ids: Collection[str]) -> dict[str, bool]:
