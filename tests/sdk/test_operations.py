@@ -13,7 +13,7 @@ from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.runtime import Runtime
 from marketsync.webhooks.ssrf import RESOLVER_KEY, StaticResolver
 from tests.catalog.support import anchor_id, load_taxonomies, phone_attributes
-from tests.inventory.support import stored
+from tests.inventory.support import add_products, stored
 from tests.orders.support import BUYER_NAME, ingest, pulled_item, pulled_order
 from tests.sdk.support import assert_exact, draining_worker, sdk
 from tests.support.factories import make_tenant
@@ -158,3 +158,16 @@ async def test_every_operation(rt: Runtime, api: httpx.AsyncClient, flavour: str
         assert deleted.Deleted and deleted.SubscriptionId == subscription.SubscriptionId
         assert_exact(deleted)
         assert await client.list_webhooks() == []
+
+
+async def test_skus_that_are_dot_segments_are_read_as_themselves(
+    rt: Runtime, api: httpx.AsyncClient, flavour: str
+) -> None:
+    """A SKU "." or ".." in a path would be removed by URL normalisation (``/api/products/..`` is ``/api/``): the
+    SDK percent-encodes its dots, so the product is found, not a 404 from another route."""
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [(".", "1.00", 3), ("..", "2.00", 5), ("a/..", "3.00", 7)])
+    async with sdk(api, tenant, flavour) as client:
+        for sku, quantity in ((".", 3), ("..", 5), ("a/..", 7)):
+            product = await client.get_product(sku)
+            assert (product.Sku, product.Quantity) == (sku, quantity)

@@ -61,8 +61,16 @@ def _parser(model: type[ResponseT]) -> Callable[[Any], ResponseT]:
 
 
 def _path(template: str, **values: str) -> str:
-    # safe="": a SKU or id with "/", "?" or "#" stays one path segment.
-    return template.format(**{name: quote(value, safe="") for name, value in values.items()})
+    return template.format(**{name: _segment(value) for name, value in values.items()})
+
+
+def _segment(value: str) -> str:
+    """`value` as one path segment. safe="": a SKU or id with "/", "?" or "#" stays one segment. A SKU of only
+    dots ("." or "..") is a dot-segment that URL normalisation removes (RFC 3986 section 5.2.4: ``/products/..``
+    becomes ``/``), so its dots are percent-encoded; the service decodes ``%2E`` back to the SKU."""
+    if value in (".", ".."):
+        return value.replace(".", "%2E")
+    return quote(value, safe="")
 
 
 # ------------------------------------------------------------------------------------------------- orders
