@@ -169,3 +169,19 @@ async def test_keys_reused_with_another_body_and_replayed_creates(rt: Runtime, a
         await client.refund_orders("Goodwill", "GBP", [item])
         assert (await client.get_order(order.ServiceOrderID)).RefundedTotal == Decimal("2.00")
         assert isinstance(first, m.RefundWriteResult)
+
+
+async def test_optional_fields_given_as_none_are_left_out_where_the_service_refuses_null(
+    rt: Runtime, api: httpx.AsyncClient, flavour: str
+) -> None:
+    """`RefundItem(Quantity=None)` (a refund without a return, as its type allows) and list/create flags given as
+    None reach the service as absent fields, never as nulls it would answer 400 to."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    await ingest(rt, tenant.marketplace("P1"), pulled_order(items=[pulled_item(quantity=2, unit_price="30.00")]))
+    async with sdk(api, tenant, flavour) as client:
+        [order] = (await client.list_orders(limit=None, include_customer_data=None)).Orders
+        line = m.RefundItem(OrderItemId=order.Items[0].OrderItemId, Amount=Decimal("5.00"), Quantity=None)
+        result = await client.refund_orders("Goodwill", "GBP", [line])
+        after = await client.get_order(order.ServiceOrderID)
+    assert result.Refunds[0].Amount == Decimal("5.00")
+    assert after.RefundedTotal == Decimal("5.00") and after.Items[0].RefundedQuantity == 0

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict
+from pydantic import AwareDatetime, BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 __all__ = [
     "Address",
@@ -94,9 +94,24 @@ class Response(BaseModel):
 
 
 class Request(BaseModel):
-    """A request body: unknown fields are a mistake here, refused before sending."""
+    """A request body: unknown fields are a mistake here, refused before sending.
+
+    A field left out is never sent. A field given as None is sent as null (``ExternalReference=None`` clears the
+    reference, ``Price=None`` is "not provided"), except the fields in ``OMIT_IF_NONE``: the service takes those
+    as absent but refuses a null, so None there means "left out" (tests/sdk checks the set against the document).
+    """
 
     model_config = ConfigDict(extra="forbid")
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit_refused_nulls(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in self.OMIT_IF_NONE:
+                if name in data and data[name] is None:
+                    del data[name]
+        return data
 
 
 # ------------------------------------------------------------------------------------------------- token
@@ -113,6 +128,8 @@ class Token(Response):
 
 
 class ListOrdersRequest(Request):
+    OMIT_IF_NONE = frozenset({"Limit", "IncludeCustomerData"})
+
     ServiceOrderIDs: list[str] | None = None
     OrderStatuses: list[OrderStatus] | None = None
     UpdatedSince: AwareDatetime | None = None
@@ -253,6 +270,8 @@ class CancelRequest(Request):
 
 
 class RefundItem(Request):
+    OMIT_IF_NONE = frozenset({"Quantity"})
+
     OrderItemId: str
     Amount: Decimal  # in the order's currency
     Quantity: int | None = None  # units returned; omitted or 0: a refund without a return
@@ -417,6 +436,8 @@ class ProductTypeSchema(Response):
 
 
 class CreateProductRequest(Request):
+    OMIT_IF_NONE = frozenset({"ValidateOnly"})
+
     Sku: str
     Quantity: int | None = None
     MarketplaceId: str
