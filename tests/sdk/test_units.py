@@ -22,6 +22,7 @@ from marketsync_client._core import (
 from marketsync_client.errors import retry_after_seconds
 from marketsync_client.paging import ModifiedSinceCursor
 from marketsync_client.reconcile import Difference
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 POLICY = RetryPolicy(max_attempts=3, backoff_s=1.0, max_backoff_s=4.0, max_retry_after_s=30)
@@ -166,3 +167,22 @@ def test_the_package_surface() -> None:
     with pytest.raises(AttributeError):
         marketsync_client.NoSuchThing  # noqa: B018
     assert marketsync_client.__version__ == "0.1.0"
+
+
+def test_every_timestamp_of_every_model_is_timezone_aware() -> None:
+    """A timestamp without an offset is refused wherever it appears (responses included), never handed over naive:
+    a naive `LastModifiedDate` would break every comparison with an aware `occurredAt` far from its cause."""
+    timestamps = 0
+    for model in vars(m).values():
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            continue
+        for name, info in model.model_fields.items():
+            check = TypeAdapter(info.annotation)
+            schema = check.json_schema()
+            if not any(branch.get("format") == "date-time" for branch in schema.get("anyOf", [schema])):
+                continue
+            timestamps += 1
+            assert check.validate_python("2026-03-01T12:00:00Z") == T0, f"{model.__name__}.{name}"
+            with pytest.raises(ValidationError):
+                check.validate_python("2026-03-01T12:00:00")
+    assert timestamps >= 15

@@ -3,12 +3,12 @@
 Responses accept fields this version does not know (``model_extra``), so a service that grows a field does not
 break an older client; tests/sdk checks every model against the service's OpenAPI document, field by field.
 Money is `Decimal` both ways: responses are parsed without binary floats and requests send exact JSON numbers.
-Timestamps are timezone-aware datetimes; a naive datetime is refused before anything is sent.
+Timestamps are timezone-aware datetimes both ways: a naive one is refused before anything is sent, and a response
+timestamp without an offset is a contract breach, refused (ValidationError) rather than handed over naive.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
@@ -187,7 +187,7 @@ class Shipment(Response):
     ShipmentId: str
     OrderItemId: str
     Quantity: int
-    ShipDate: datetime
+    ShipDate: AwareDatetime
     CarrierCode: str | None
     CarrierName: str | None
     ServiceLevel: str | None
@@ -205,7 +205,7 @@ class OrderRefund(Response):
     Reason: str
     Currency: str
     Amount: Decimal
-    CreatedDate: datetime
+    CreatedDate: AwareDatetime
     Items: list[OrderRefundItem]
 
 
@@ -217,9 +217,9 @@ class Order(Response):
     Country: str
     Status: str
     MarketplaceStatus: str
-    PurchaseDate: datetime
-    LastModifiedDate: datetime
-    CreatedDate: datetime
+    PurchaseDate: AwareDatetime
+    LastModifiedDate: AwareDatetime
+    CreatedDate: AwareDatetime
     Currency: str
     ItemsTotal: Decimal
     ShippingTotal: Decimal
@@ -239,7 +239,7 @@ class OrderPage(Response):
     Orders: list[Order]
     NextCursor: str | None
     # Start the next walk with this as UpdatedSince: it covers every change made while this walk ran.
-    NextUpdatedSince: datetime
+    NextUpdatedSince: AwareDatetime
 
 
 class OrderEnvelope(Response):
@@ -372,7 +372,7 @@ class ProductSummary(Response):
 
     Sku: str
     Quantity: int
-    LastModifiedDate: datetime
+    LastModifiedDate: AwareDatetime
     Listings: list[Listing]
 
 
@@ -489,7 +489,7 @@ class Job(Response):
     Status: str  # see JobStatus
     IsComplete: bool
     IsSuccessful: bool
-    StartedAt: datetime | None
+    StartedAt: AwareDatetime | None
     ProgressDone: int | None  # None: the job does not count rows (not zero)
     ProgressTotal: int | None
     RecoveryCount: int
@@ -513,10 +513,10 @@ class Subscription(Response):
     EventTypes: list[str]
     IsActive: bool
     ConsecutiveFailures: int
-    DisabledDate: datetime | None
+    DisabledDate: AwareDatetime | None
     DisabledReason: str | None
-    LastSuccessDate: datetime | None
-    CreatedDate: datetime
+    LastSuccessDate: AwareDatetime | None
+    CreatedDate: AwareDatetime
 
 
 class NewSubscription(Subscription):
