@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 import httpx
-from marketsync_client import AsyncClient, Client
+from marketsync_client import AsyncClient, Client, webhooks
 from marketsync_client import _operations as ops
 from marketsync_client import models as m
 from marketsync_client._core import token_form
@@ -19,6 +19,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from marketsync.app import api_routes
 from marketsync.runtime import Runtime
+from marketsync.webhooks import outbox
 
 Schema = dict[str, Any]
 
@@ -55,6 +56,21 @@ RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
     ("POST", "/api/webhooks/Create"): m.SubscriptionCreated,
     ("POST", "/api/webhooks/List"): m.SubscriptionList,
     ("POST", "/api/webhooks/Delete"): m.DeleteSubscriptionResult,
+}
+
+# Response fields the SDK types as `str` although the document closes their values (a value the service adds later
+# must not make an older client refuse a whole response), each with the exported alias that names the values for
+# callers' own type checks: the alias must be exactly the document's set.
+CLOSED_SETS: dict[tuple[type[BaseModel], str], Any] = {
+    (m.Order, "Status"): m.OrderStatus,
+    (m.OrderItem, "Status"): m.OrderStatus,
+    (m.OrderItem, "CancelReason"): m.CancelReason,
+    (m.OrderRefund, "Reason"): m.RefundReason,
+    (m.OrderItemResult, "Status"): m.OrderStatus,
+    (m.PushResultLine, "Result"): m.PushOutcome,
+    (m.Job, "Status"): m.JobStatus,
+    (m.CreateProductResult, "ListingAction"): m.ListingAction,
+    (m.Attribute, "Type"): m.AttributeType,
 }
 
 
@@ -131,10 +147,18 @@ def differences(
         if response and info.is_required() and name not in required:
             problems.append(f"{where}.{name}: the SDK requires it, the document does not promise it")
         wanted = literal_values(info.annotation)
+        allowed = set().union(*(resolve.enum(s) or set() for s in properties[name]))
         if wanted is not None:
-            allowed = set().union(*(resolve.enum(s) or set() for s in properties[name]))
             if wanted != allowed:
                 problems.append(f"{where}.{name}: SDK values {sorted(wanted)}, service values {sorted(allowed)}")
+        elif response and allowed and not nested_models(info.annotation):
+            alias = CLOSED_SETS.get((model, name))
+            named = set(typing.get_args(alias)) if alias is not None else None
+            if named != allowed:
+                problems.append(
+                    f"{where}.{name}: the document closes it to {sorted(allowed)}, the SDK's alias names "
+                    f"{sorted(named) if named is not None else 'nothing'}"
+                )
         for nested in nested_models(info.annotation):
             objects = [o for schema in properties[name] for o in resolve.objects(schema)]
             problems += differences(nested, objects, resolve, f"{where}.{name}", response)
@@ -237,6 +261,10 @@ async def test_request_models_never_send_a_null_the_document_refuses(rt: Runtime
     assert ops.update_order("o", None).body == {"ServiceOrderID": "o", "ExternalReference": None}
 
 
+def test_the_event_names_are_the_services() -> None:
+    assert set(typing.get_args(m.EventType)) == set(webhooks.EVENT_TYPES) == set(outbox.EVENT_TYPES)
+
+
 async def test_query_parameters_and_the_token_form_match(rt: Runtime, api: httpx.AsyncClient) -> None:
     document = await openapi(api)
 
@@ -253,7 +281,7 @@ async def test_query_parameters_and_the_token_form_match(rt: Runtime, api: httpx
 
 
 def test_the_checker_catches_drift() -> None:
-    """A field renamed, a field added, a value missing from a closed set: each is reported."""
+    """A field renamed or added, a value missing from a closed set, a closed set left unnamed: each is reported."""
     document: Schema = {
         "components": {"schemas": {"Item": {"properties": {"OrderItemId": {}}, "required": ["OrderItemId"]}}}
     }
@@ -263,9 +291,11 @@ def test_the_checker_catches_drift() -> None:
         OrderItemID: str
         Reason: typing.Literal["A", "B"]
         Items: list[m.CancelItem]
+        Status: str
 
     schema = {
         "properties": {
+            "Status": {"type": "string", "enum": ["New", "Old"]},
             "OrderItemId": {"type": "string"},
             "Reason": {"enum": ["A", "B", "C"]},
             "Items": {"type": "array", "items": {"$ref": "#/components/schemas/Item"}},
@@ -276,3 +306,5 @@ def test_the_checker_catches_drift() -> None:
     assert any("only in the SDK ['OrderItemID']" in p and "only in the service ['OrderItemId']" in p for p in problems)
     assert any("x.Reason: SDK values ['A', 'B'], service values ['A', 'B', 'C']" in p for p in problems)
     assert any("x.Items (CancelItem): only in the SDK ['Quantity']" in p for p in problems)
+    unnamed = "x.Status: the document closes it to ['New', 'Old'], the SDK's alias names nothing"
+    assert unnamed in problems

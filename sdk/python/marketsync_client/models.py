@@ -18,16 +18,19 @@ __all__ = [
     "Address",
     "AllowedValue",
     "Attribute",
+    "AttributeType",
     "CancelItem",
     "CancelReason",
     "ConfirmItem",
     "CreateProductResult",
     "Customer",
     "DeleteSubscriptionResult",
+    "EventType",
     "Job",
     "JobStatus",
     "LastPull",
     "Listing",
+    "ListingAction",
     "Marketplace",
     "NewSubscription",
     "Order",
@@ -77,6 +80,8 @@ RefundReason = Literal[
 ]
 JobStatus = Literal["NotStarted", "Published", "InProcess", "Completed", "Failed", "Cancelled"]
 PushOutcome = Literal["Updated", "Unchanged", "NotFound", "Ambiguous", "Failed"]
+ListingAction = Literal["Create", "Revise"]
+AttributeType = Literal["Text", "Integer", "Decimal", "Date", "Boolean"]
 EventType = Literal[
     "OrdersDownloaded",
     "ListingPublished",
@@ -420,7 +425,7 @@ class AllowedValue(Response):
 class Attribute(Response):
     Code: str
     Title: str
-    Type: str  # Text, Integer, Decimal, Date or Boolean (descriptive; closed sets are AllowedValues)
+    Type: str  # see AttributeType (descriptive; closed sets are AllowedValues)
     IsRequired: bool
     AllowedValues: list[AllowedValue]
     AllowsCustomValues: bool
@@ -453,7 +458,7 @@ class CreateProductResult(Response):
     RequestId: str
     ProductId: str | None
     Sku: str
-    ListingAction: str  # Create or Revise
+    ListingAction: str  # Create or Revise (see ListingAction)
     ExistingListingId: str | None
     JobId: str | None
     Warnings: list[str]
