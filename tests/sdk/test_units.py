@@ -186,3 +186,39 @@ def test_every_timestamp_of_every_model_is_timezone_aware() -> None:
             with pytest.raises(ValidationError):
                 check.validate_python("2026-03-01T12:00:00")
     assert timestamps >= 15
+
+
+def test_the_client_secret_is_never_shown() -> None:
+    """Not in the client's repr, nor in any exception a token request can end in (refused, throttled, broken,
+    unreachable), although the secret travels in the form the service reads."""
+    secret = "s3cr3t-never-shown-Zq9"
+    answers = iter(
+        [
+            httpx.Response(401, json={"error": "invalid_client", "error_description": "Client authentication failed."}),
+            httpx.Response(429, headers={"Retry-After": "7"}, json={"error": "temporarily_unavailable"}),
+            httpx.Response(500, text="<html>proxy</html>"),
+        ]
+    )
+    forms: list[bytes] = []
+
+    def token_endpoint(request: httpx.Request) -> httpx.Response:
+        forms.append(request.content)
+        try:
+            return next(answers)
+        except StopIteration:
+            raise httpx.ConnectError("refused", request=request) from None
+
+    client = marketsync_client.Client(
+        "msc_id",
+        secret,
+        base_url="http://127.0.0.1:9",
+        retry=RetryPolicy(max_attempts=2, backoff_s=0.001, max_backoff_s=0.001),
+        http_client=httpx.Client(transport=httpx.MockTransport(token_endpoint)),
+    )
+    shown = [repr(client), str(client)]
+    for _ in range(4):
+        with pytest.raises(MarketsyncError) as failed:
+            client.list_marketplaces()
+        shown += [str(failed.value), repr(failed.value), repr(vars(failed.value))]
+    assert all(secret.encode() in form for form in forms)  # it was sent...
+    assert not [text for text in shown if secret in text]  # ...and never shown
