@@ -33,6 +33,7 @@ import ssl
 import sys
 import threading
 import time
+from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -44,7 +45,8 @@ def verify(secret: str, headers: Any, body: bytes, now: float | None = None) -> 
     """Spec section 6, steps 1-4 (the same algorithm as marketsync.webhooks.verify)."""
     timestamp = headers.get("X-SVC-Timestamp", "")
     given = headers.get("X-SVC-Signature", "")
-    if not timestamp.isdigit() or not given:
+    # ASCII digits only: str.isdigit() also accepts "²" and other scripts' digits, which int() then refuses.
+    if not (timestamp.isascii() and timestamp.isdigit()) or not given:
         return False
     if abs((time.time() if now is None else now) - int(timestamp)) > TOLERANCE_S:
         return False
@@ -76,8 +78,10 @@ class Store:
             held_price, held_quantity = row if row else (None, None)
             update: dict[str, Any] = {}
             # null means "did not change" (so quantity 0 is a real value); apply only what differs from ours.
-            if item.get("price") is not None and str(item["price"]) != held_price:
-                update["price"] = str(item["price"])
+            # Prices are compared as exact decimals: 10.5 and 10.50 are one price, not a difference.
+            price = item.get("price")
+            if price is not None and (held_price is None or Decimal(held_price) != price):
+                update["price"] = str(price)
             if item.get("quantity") is not None and item["quantity"] != held_quantity:
                 update["quantity"] = item["quantity"]
             if update:
@@ -96,7 +100,8 @@ def process(store: Store, delivery_id: str, event: str, body: bytes, ignore_api:
         outcome["duplicate"] = True  # a retry of something already handled
         store.db.commit()
         return outcome
-    payload = json.loads(body)
+    # parse_float=Decimal: a price is an exact decimal and must not pass through a binary float.
+    payload = json.loads(body, parse_float=Decimal)
     if event == "InventoryChanged":
         source = payload.get("source", {})
         if ignore_api and source.get("channel") == "Api":
@@ -112,6 +117,17 @@ def process(store: Store, delivery_id: str, event: str, body: bytes, ignore_api:
     # Unknown event names are ignored: events may be added, never renamed.
     store.db.commit()
     return outcome
+
+
+def process_safely(store: Store, delivery_id: str, event: str, body: bytes, ignore_api: bool) -> dict[str, Any]:
+    """`process`, but a failure (a locked or full disk, a payload it cannot read) is reported and rolled back
+    instead of ending the worker: a dead worker would leave the server acknowledging deliveries nobody processes.
+    The delivery stays unrecorded; the next reconciliation pass (POST /api/products/List) covers what it carried."""
+    try:
+        return process(store, delivery_id, event, body, ignore_api)
+    except Exception as failure:
+        store.db.rollback()
+        return {"delivery": delivery_id, "event": event, "error": f"{type(failure).__name__}: {failure}"}
 
 
 def make_handler(secret: str, inbox: queue.Queue[tuple[str, str, bytes]]) -> type[BaseHTTPRequestHandler]:
@@ -156,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     def worker() -> None:
         while True:
             delivery_id, event, body = inbox.get()
-            print(json.dumps(process(store, delivery_id, event, body, args.ignore_api_channel)), flush=True)
+            print(json.dumps(process_safely(store, delivery_id, event, body, args.ignore_api_channel)), flush=True)
 
     threading.Thread(target=worker, daemon=True).start()
     server = ThreadingHTTPServer((args.host, args.port), make_handler(args.secret, inbox))

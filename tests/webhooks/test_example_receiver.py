@@ -4,6 +4,7 @@ Delivery-Id, applies only differences, and refuses what does not verify."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import socket
 import sys
@@ -13,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from marketsync_client.webhooks import sign
 from sqlalchemy import update
 
 from marketsync.models.webhooks import WebhookDelivery
@@ -115,3 +117,40 @@ async def test_example_receiver_processes_once_and_applies_only_differences(
             headers={"X-SVC-Timestamp": "1", "X-SVC-Signature": "v1=00", "X-SVC-Delivery-Id": "x"},
         )
     assert forged.status_code == 401
+
+
+def load_example() -> Any:
+    spec = importlib.util.spec_from_file_location("example_webhook_receiver", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_example_verifier_refuses_non_ascii_digits_instead_of_failing() -> None:
+    receiver = load_example()
+    body, now = b"{}", 1_700_000_000
+    signed = {"X-SVC-Timestamp": str(now), "X-SVC-Signature": sign("secret", now, body)}
+    assert receiver.verify("secret", signed, body, now=now)
+    # "²" passes str.isdigit() but not int(): refused (401), not an exception that drops the connection.
+    assert receiver.verify("secret", {**signed, "X-SVC-Timestamp": "\u00b2"}, body, now=now) is False
+
+
+def test_example_worker_compares_exact_prices_and_survives_a_failed_delivery(tmp_path: Path) -> None:
+    receiver = load_example()
+    store = receiver.Store(str(tmp_path / "receiver.db"))
+
+    def changed(price: str, delivery_id: str) -> dict[str, Any]:
+        line = b'{"sku": "A", "price": ' + price.encode() + b', "quantity": 1}'
+        body = b'{"source": {"channel": "Api"}, "changed": [' + line + b"]}"
+        return dict(receiver.process_safely(store, delivery_id, "InventoryChanged", body, False))
+
+    assert changed("10.50", "d1")["applied"] == [{"sku": "A", "price": "10.50", "quantity": 1}]
+    # 10.5 is the price it holds: no difference (a float or text comparison would call it one).
+    assert changed("10.5", "d2")["applied"] == []
+    assert changed("0.30000000000000001", "d3")["applied"] == [{"sku": "A", "price": "0.30000000000000001"}]
+
+    # A delivery that fails is reported and rolled back; the worker goes on with the next one.
+    failed = receiver.process_safely(store, "d4", "InventoryChanged", b'{"changed": [{"price": 1}]}', False)
+    assert failed["delivery"] == "d4" and failed["error"].startswith("KeyError")
+    assert changed("11", "d4")["applied"] == [{"sku": "A", "price": "11"}]  # d4 was not recorded as processed
