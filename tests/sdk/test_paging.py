@@ -3,6 +3,8 @@ by ModifiedSince (resumable), and a marketplace's whole category tree."""
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 from marketsync_client import models as m
 
@@ -79,3 +81,49 @@ async def test_category_search_walks_the_whole_tree(rt: Runtime, api: httpx.Asyn
         assert len({leaf.CategoryId for leaf in leaves}) == total
         phones, _ = await collect(client, "iter_product_types", marketplace_id, search_text="phone", page_size=2)
         assert phones and all("phone" in (leaf.Title + leaf.Path).lower() for leaf in phones)
+
+
+async def test_products_created_during_an_offset_walk_repeat_nothing(
+    rt: Runtime, api: httpx.AsyncClient, flavour: str
+) -> None:
+    """Products created ahead of the offset while the walk runs shift the later pages: the product at each page
+    boundary would come again; the walk hands over each SKU once, and every product that was there at the start."""
+    tenant = await make_tenant(rt, api)
+    skus = [f"SKU-{index:03d}" for index in range(50)]
+    await add_products(rt, tenant.account_id, [(sku, "1.00", 1) for sku in skus])
+    created = 0
+    loop = asyncio.get_running_loop()
+
+    async def create_ahead() -> None:
+        nonlocal created
+        created += 1
+        await add_products(rt, tenant.account_id, [(f"AAA-{created:03d}", "1.00", 1)])
+
+    async with sdk(api, tenant, flavour) as client:
+        if flavour == "sync":
+            walk = client.client.iter_products(page_size=10)
+
+            def walk_and_create() -> list[m.ProductSummary]:
+                seen = []
+                for product in walk:
+                    seen.append(product)
+                    if len(seen) % 10 == 0:  # a page used up: two products appear ahead of the offset
+                        for _ in range(2):
+                            asyncio.run_coroutine_threadsafe(create_ahead(), loop).result()
+                return seen
+
+            walked = await asyncio.to_thread(walk_and_create)
+            state = walk.state
+        else:
+            async_walk = client.iter_products(page_size=10)
+            walked = []
+            async for product in async_walk:
+                walked.append(product)
+                if len(walked) % 10 == 0:
+                    await create_ahead()
+                    await create_ahead()
+            state = async_walk.state
+    got = [p.Sku for p in walked]
+    assert len(got) == len(set(got))  # nothing twice
+    assert set(skus) <= set(got)  # nothing that was there from the start is missed
+    assert created >= 10 and state.items == len(got)

@@ -359,14 +359,15 @@ class Client(_Base):
 
     def iter_products(self, *, sku: str | None = None, page_size: int = MAX_PAGE) -> Paged[m.ProductSummary]:
         """The catalogue by Offset against TotalCount, in SKU order ignoring case (the spec guarantees no order;
-        price and stock changes move no product between pages). For a resumable walk of what changed use
-        `iter_products_modified_since`."""
+        price and stock changes move no product between pages). Each product comes once, also when products are
+        created during the walk; one deleted during it may hide the next page's first. For a resumable walk of
+        what changed, without that gap, use `iter_products_modified_since`."""
 
         def fetch(offset: int) -> tuple[list[m.ProductSummary], int]:
             page = self.list_products(sku=sku, limit=page_size, offset=offset)
             return page.Products, page.TotalCount
 
-        return Paged(offset_walk(fetch))
+        return Paged(offset_walk(fetch, key=_sku))
 
     def iter_products_modified_since(
         self, since: datetime | None = None, *, page_size: int = MAX_PAGE
@@ -404,7 +405,7 @@ class Client(_Base):
             page = self.search_product_types(marketplace_id, search_text=search_text, limit=page_size, offset=offset)
             return page.ProductTypes, page.TotalCount
 
-        return Paged(offset_walk(fetch))
+        return Paged(offset_walk(fetch, key=_category_id))
 
     def get_product_type_schema(self, marketplace_id: str, category_id: str) -> m.ProductTypeSchema:
         """The attribute schema; fetch it close to the create (its ProductTypeViewId changes on re-imports)."""
@@ -695,7 +696,7 @@ class AsyncClient(_Base):
             page = await self.list_products(sku=sku, limit=page_size, offset=offset)
             return page.Products, page.TotalCount
 
-        return AsyncPaged(async_offset_walk(fetch))
+        return AsyncPaged(async_offset_walk(fetch, key=_sku))
 
     def iter_products_modified_since(
         self, since: datetime | None = None, *, page_size: int = MAX_PAGE
@@ -731,7 +732,7 @@ class AsyncClient(_Base):
             )
             return page.ProductTypes, page.TotalCount
 
-        return AsyncPaged(async_offset_walk(fetch))
+        return AsyncPaged(async_offset_walk(fetch, key=_category_id))
 
     async def get_product_type_schema(self, marketplace_id: str, category_id: str) -> m.ProductTypeSchema:
         return await self._send(ops.get_product_type_schema(marketplace_id, category_id))
@@ -795,6 +796,14 @@ class AsyncClient(_Base):
 
     async def delete_webhook(self, subscription_id: str) -> m.DeleteSubscriptionResult:
         return await self._send(ops.delete_webhook(subscription_id))
+
+
+def _sku(product: m.ProductSummary) -> str:
+    return product.Sku
+
+
+def _category_id(product_type: m.ProductType) -> str:
+    return product_type.CategoryId
 
 
 # The token request as a Call, so the shared retry policy applies to it (it is safe to repeat).

@@ -3,7 +3,7 @@ resumable ``ModifiedSince`` walk of the catalogue. Each fetches a page only when
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -107,18 +107,35 @@ def order_walk(fetch: Callable[[str | None], OrderPage]) -> Callable[[WalkState]
     return run
 
 
-def offset_walk(fetch: Callable[[int], tuple[list[T], int]]) -> Callable[[WalkState], Iterator[T]]:
+def offset_walk(
+    fetch: Callable[[int], tuple[list[T], int]], key: Callable[[T], Hashable]
+) -> Callable[[WalkState], Iterator[T]]:
+    """Offset pages against TotalCount. An item created during the walk ahead of the offset shifts the next page by
+    one, which would hand over the previous page's last item again: each item (by `key`) is yielded once per walk.
+    An item deleted ahead of the offset still shifts one out of reach (offset paging cannot see it); the
+    ModifiedSince walk has no such gap."""
+
     def run(state: WalkState) -> Iterator[T]:
-        offset = 0
+        offset, seen = 0, set[Hashable]()
         while True:
             items, total = fetch(offset)
             state.pages += 1
-            yield from items
+            yield from _unseen(items, key, seen)
             offset += len(items)
             if not items or offset >= total:
                 return
 
     return run
+
+
+def _unseen(items: list[T], key: Callable[[T], Hashable], seen: set[Hashable]) -> list[T]:
+    fresh = []
+    for item in items:
+        identity = key(item)
+        if identity not in seen:
+            seen.add(identity)
+            fresh.append(item)
+    return fresh
 
 
 def modified_since_walk(
@@ -161,14 +178,14 @@ def async_order_walk(
 
 
 def async_offset_walk(
-    fetch: Callable[[int], Awaitable[tuple[list[T], int]]],
+    fetch: Callable[[int], Awaitable[tuple[list[T], int]]], key: Callable[[T], Hashable]
 ) -> Callable[[WalkState], AsyncIterator[T]]:
     async def run(state: WalkState) -> AsyncIterator[T]:
-        offset = 0
+        offset, seen = 0, set[Hashable]()
         while True:
             items, total = await fetch(offset)
             state.pages += 1
-            for item in items:
+            for item in _unseen(items, key, seen):
                 yield item
             offset += len(items)
             if not items or offset >= total:
