@@ -213,3 +213,43 @@ async def test_docs_page_works_offline_from_same_origin_assets(rt: Runtime, api:
     bundle = (await api.get("/docs/assets/swagger-ui-bundle.js")).text
     assert "SwaggerUIBundle" in bundle and len(bundle) > 500_000  # the real bundle, not a stub
     assert '"validatorUrl": null' in html  # the online validator badge would send the document elsewhere
+
+
+def _allows_null(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "null" or "null" in (schema.get("type") or []) or any(
+        _allows_null(branch) for branch in schema.get("anyOf", [])
+    )
+
+
+# Spec §2's field tables: the fields typed "or null" there, and those typed without it (a generated client makes
+# every nullable field Optional, so a field documented nullable the spec never sends as null costs each caller a
+# needless check, and one documented non-null that can be null breaks the caller).
+SPEC_NULLABLE = {
+    "Listing": {"Platform": False, "Country": False, "ListingId": False, "ExternalSku": False, "ListingUrl": False},
+    "ProductSummary": {"Sku": False, "Quantity": False, "LastModifiedDate": False, "Listings": False},
+    "Marketplace": {"MarketplaceId": False, "HealthStatus": True, "HealthStatusMessage": False, "IsHealthy": False},
+    "Job": {"JobId": False, "Status": False, "ProgressDone": True, "ProgressTotal": True, "RecoveryCount": False},
+    "Subscription": {
+        "SubscriptionId": False,
+        "Url": False,
+        "IsActive": False,
+        "ConsecutiveFailures": False,
+        "DisabledDate": True,
+        "DisabledReason": True,
+        "LastSuccessDate": True,
+        "CreatedDate": False,
+    },
+    "NewSubscription": {"CreatedDate": False, "Secret": False},
+    "CreateProductResult": {"Sku": False, "ListingAction": False, "ExistingListingId": True},
+}
+
+
+async def test_nullable_fields_are_those_the_spec_types_or_null(rt: Runtime, api: httpx.AsyncClient) -> None:
+    schemas = (await document_of(api))["components"]["schemas"]
+    documented = {
+        schema: {field: _allows_null(schemas[schema]["properties"][field]) for field in fields}
+        for schema, fields in SPEC_NULLABLE.items()
+    }
+    assert documented == SPEC_NULLABLE
+    for schema, fields in SPEC_NULLABLE.items():
+        assert set(fields) <= set(schemas[schema]["required"]), schema

@@ -129,11 +129,13 @@ def parse_push(raw: bytes) -> tuple[list[PushItem], bool]:
 
 
 class ListingOut(BaseModel):
+    """Only listings the marketplace accepted are shown (0024): the three ids come together from its answer."""
+
     Platform: str
     Country: str
-    ListingId: str | None
-    ExternalSku: str | None
-    ListingUrl: str | None
+    ListingId: str
+    ExternalSku: str
+    ListingUrl: str
 
 
 class PushResultOut(BaseModel):
