@@ -216,8 +216,10 @@ async def test_docs_page_works_offline_from_same_origin_assets(rt: Runtime, api:
 
 
 def _allows_null(schema: dict[str, Any]) -> bool:
-    return schema.get("type") == "null" or "null" in (schema.get("type") or []) or any(
-        _allows_null(branch) for branch in schema.get("anyOf", [])
+    return (
+        schema.get("type") == "null"
+        or "null" in (schema.get("type") or [])
+        or any(_allows_null(branch) for branch in schema.get("anyOf", []))
     )
 
 

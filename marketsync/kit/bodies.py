@@ -139,9 +139,10 @@ def read_body(raw: bytes, *, optional: bool = False, exact_decimals: bool = Fals
 
 
 class NullIsDefault:
-    """`Annotated[int, Field(ge=1), NullIsDefault(50)] = 50` (after the constraints): JSON null is the omitted field, its default (spec
-    §4: request fields are optional unless stated; a client that serialises unset fields as null means "not
-    given"). The model keeps the plain type; the document says `anyOf [type, null]` with the default."""
+    """JSON null is the omitted field, i.e. its default (spec §4: request fields are optional unless stated; a
+    client that serialises unset fields as null means "not given"; docs/decisions/0326). Placed after the
+    constraints: `Annotated[int, Field(ge=1), NullIsDefault(50)] = 50`. The model keeps the plain type; the
+    document says `anyOf [type, null]` with the default."""
 
     def __init__(self, default: Any) -> None:
         self.default = default
