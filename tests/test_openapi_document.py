@@ -14,6 +14,8 @@ from openapi_spec_validator import validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
 from marketsync.app import api_routes
+from marketsync.catalog import rules as catalog_rules
+from marketsync.inventory import rules as inventory_rules
 from marketsync.inventory.rules import PUSH_OUTCOMES
 from marketsync.jobs.types import JobStatus
 from marketsync.openapi import OPERATIONS, TAGS
@@ -255,3 +257,29 @@ async def test_nullable_fields_are_those_the_spec_types_or_null(rt: Runtime, api
     assert documented == SPEC_NULLABLE
     for schema, fields in SPEC_NULLABLE.items():
         assert set(fields) <= set(schemas[schema]["required"]), schema
+
+
+async def test_the_limits_the_service_enforces_are_in_the_document(rt: Runtime, api: httpx.AsyncClient) -> None:
+    # A generated client or a request validator learns the push's and create's bounds from the document, not from
+    # a 400 in production (spec §8 and the bounds of decisions 0025 and 0081).
+    schemas = (await document_of(api))["components"]["schemas"]
+
+    def bounds(schema: str, field: str) -> dict[str, Any]:
+        prop = schemas[schema]["properties"][field]
+        found = {k: v for k, v in prop.items() if k in ("minimum", "maximum", "minLength", "maxLength")}
+        for branch in prop.get("anyOf", []):
+            found |= {k: v for k, v in branch.items() if k in ("minimum", "maximum", "minLength", "maxLength")}
+        return found
+
+    sku = {"minLength": 1, "maxLength": inventory_rules.MAX_SKU_LENGTH}
+    quantity = {"minimum": 0, "maximum": inventory_rules.MAX_QUANTITY}
+    assert bounds("PushItem", "Sku") == sku
+    assert bounds("PushItem", "Quantity") == quantity
+    assert bounds("PushItem", "Price") == {"minimum": 0, "maximum": float(inventory_rules.MAX_PRICE)}
+    assert bounds("CreateProductRequest", "Sku") == {"minLength": 1, "maxLength": catalog_rules.MAX_SKU_LENGTH}
+    assert bounds("CreateProductRequest", "Quantity") == {"minimum": 0, "maximum": catalog_rules.MAX_QUANTITY}
+    assert bounds("PushRequest", "Items") == {}  # items bounds are minItems/maxItems
+    assert (
+        schemas["PushRequest"]["properties"]["Items"]["minItems"],
+        schemas["PushRequest"]["properties"]["Items"]["maxItems"],
+    ) == (1, inventory_rules.MAX_PUSH_ITEMS)
