@@ -14,6 +14,8 @@ from openapi_spec_validator import validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
 from marketsync.app import api_routes
+from marketsync.catalog import rules as catalog_rules
+from marketsync.inventory import rules as inventory_rules
 from marketsync.inventory.rules import PUSH_OUTCOMES
 from marketsync.jobs.types import JobStatus
 from marketsync.openapi import OPERATIONS, TAGS
@@ -213,3 +215,71 @@ async def test_docs_page_works_offline_from_same_origin_assets(rt: Runtime, api:
     bundle = (await api.get("/docs/assets/swagger-ui-bundle.js")).text
     assert "SwaggerUIBundle" in bundle and len(bundle) > 500_000  # the real bundle, not a stub
     assert '"validatorUrl": null' in html  # the online validator badge would send the document elsewhere
+
+
+def _allows_null(schema: dict[str, Any]) -> bool:
+    return (
+        schema.get("type") == "null"
+        or "null" in (schema.get("type") or [])
+        or any(_allows_null(branch) for branch in schema.get("anyOf", []))
+    )
+
+
+# Spec §2's field tables: the fields typed "or null" there, and those typed without it (a generated client makes
+# every nullable field Optional, so a field documented nullable the spec never sends as null costs each caller a
+# needless check, and one documented non-null that can be null breaks the caller).
+SPEC_NULLABLE = {
+    "Listing": {"Platform": False, "Country": False, "ListingId": False, "ExternalSku": False, "ListingUrl": False},
+    "ProductSummary": {"Sku": False, "Quantity": False, "LastModifiedDate": False, "Listings": False},
+    "Marketplace": {"MarketplaceId": False, "HealthStatus": True, "HealthStatusMessage": False, "IsHealthy": False},
+    "Job": {"JobId": False, "Status": False, "ProgressDone": True, "ProgressTotal": True, "RecoveryCount": False},
+    "Subscription": {
+        "SubscriptionId": False,
+        "Url": False,
+        "IsActive": False,
+        "ConsecutiveFailures": False,
+        "DisabledDate": True,
+        "DisabledReason": True,
+        "LastSuccessDate": True,
+        "CreatedDate": False,
+    },
+    "NewSubscription": {"CreatedDate": False, "Secret": False},
+    "CreateProductResult": {"Sku": False, "ListingAction": False, "ExistingListingId": True},
+}
+
+
+async def test_nullable_fields_are_those_the_spec_types_or_null(rt: Runtime, api: httpx.AsyncClient) -> None:
+    schemas = (await document_of(api))["components"]["schemas"]
+    documented = {
+        schema: {field: _allows_null(schemas[schema]["properties"][field]) for field in fields}
+        for schema, fields in SPEC_NULLABLE.items()
+    }
+    assert documented == SPEC_NULLABLE
+    for schema, fields in SPEC_NULLABLE.items():
+        assert set(fields) <= set(schemas[schema]["required"]), schema
+
+
+async def test_the_limits_the_service_enforces_are_in_the_document(rt: Runtime, api: httpx.AsyncClient) -> None:
+    # A generated client or a request validator learns the push's and create's bounds from the document, not from
+    # a 400 in production (spec §8 and the bounds of decisions 0025 and 0081).
+    schemas = (await document_of(api))["components"]["schemas"]
+
+    def bounds(schema: str, field: str) -> dict[str, Any]:
+        prop = schemas[schema]["properties"][field]
+        found = {k: v for k, v in prop.items() if k in ("minimum", "maximum", "minLength", "maxLength")}
+        for branch in prop.get("anyOf", []):
+            found |= {k: v for k, v in branch.items() if k in ("minimum", "maximum", "minLength", "maxLength")}
+        return found
+
+    sku = {"minLength": 1, "maxLength": inventory_rules.MAX_SKU_LENGTH}
+    quantity = {"minimum": 0, "maximum": inventory_rules.MAX_QUANTITY}
+    assert bounds("PushItem", "Sku") == sku
+    assert bounds("PushItem", "Quantity") == quantity
+    assert bounds("PushItem", "Price") == {"minimum": 0, "maximum": float(inventory_rules.MAX_PRICE)}
+    assert bounds("CreateProductRequest", "Sku") == {"minLength": 1, "maxLength": catalog_rules.MAX_SKU_LENGTH}
+    assert bounds("CreateProductRequest", "Quantity") == {"minimum": 0, "maximum": catalog_rules.MAX_QUANTITY}
+    assert bounds("PushRequest", "Items") == {}  # items bounds are minItems/maxItems
+    assert (
+        schemas["PushRequest"]["properties"]["Items"]["minItems"],
+        schemas["PushRequest"]["properties"]["Items"]["maxItems"],
+    ) == (1, inventory_rules.MAX_PUSH_ITEMS)

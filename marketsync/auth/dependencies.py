@@ -7,17 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any, get_args
+from urllib.parse import parse_qsl
 
 from fastapi import Depends, Request
+from fastapi.routing import APIRoute
 from structlog.contextvars import bind_contextvars
 
 from marketsync.auth import service
 from marketsync.auth.scopes import Scope
 from marketsync.auth.service import Caller
-from marketsync.errors import InsufficientScope, RateLimited, Unauthorized
+from marketsync.errors import InsufficientScope, RateLimited, Unauthorized, ValidationFailed
+from marketsync.kit.bodies import DUPLICATE_KEY
 from marketsync.runtime import Runtime
 
 REALM = 'Bearer realm="marketsync"'
+_QUERY_NAMES = "_marketsync_query_names"
 
 
 def runtime_of(request: Request) -> Runtime:
@@ -83,6 +87,30 @@ async def _authenticated(request: Request) -> Caller:
     return caller
 
 
+def _refuse_unknown_query(scope: MutableMapping[str, Any]) -> None:
+    """A query parameter the operation does not define, or one given twice, is a 400 naming it (0326): names are
+    case-exact as body fields are (0008), and `IncludeCustomerData=true` must not read as "no customer block".
+    Checked once the caller is known (a 401 or 403 comes first), before the operation's own parameters."""
+    route = scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    names: tuple[str, ...] | None = getattr(route, _QUERY_NAMES, None)
+    if names is None:
+        names = tuple(parameter.alias for parameter in route.dependant.query_params)
+        setattr(route, _QUERY_NAMES, names)
+    errors: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for name, _ in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
+        if name not in names:
+            takes = f"takes: {', '.join(names)}." if names else "takes no query parameters."
+            errors.setdefault(name, [f"Unknown query parameter; names are case-exact. This operation {takes}"])
+        elif name in seen:
+            errors.setdefault(name, [DUPLICATE_KEY])
+        seen.add(name)
+    if errors:
+        raise ValidationFailed(errors=errors)
+
+
 def require(scope: Scope) -> Callable[..., Awaitable[Caller]]:
     async def _dependency(request: Request) -> Caller:
         caller = await _authenticated(request)
@@ -91,6 +119,8 @@ def require(scope: Scope) -> Callable[..., Awaitable[Caller]]:
                 f"This operation needs the {scope.value} scope.",
                 headers={"WWW-Authenticate": f'{REALM}, error="insufficient_scope", scope="{scope.value}"'},
             )
+        if request.scope.get("query_string"):
+            _refuse_unknown_query(request.scope)
         return caller
 
     # app.required_scope() finds the scope of a route by this name (OpenAPI security).

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from marketsync.catalog import rules
 from marketsync.catalog.taxonomy import AttributeSpec
 from marketsync.inventory.rules import MAX_OFFSET
 from marketsync.kit.bodies import StrictRequest
@@ -87,8 +88,12 @@ class CreateProductIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    Sku: str = Field(description="Required. Upserts on the SKU (exact casing).")
-    Quantity: int | None = Field(None, ge=0, description="Omitted leaves stock untouched, never zero.")
+    Sku: str = Field(
+        min_length=1, max_length=rules.MAX_SKU_LENGTH, description="Required. Upserts on the SKU (exact casing)."
+    )
+    Quantity: int | None = Field(
+        None, ge=0, le=rules.MAX_QUANTITY, description="Omitted leaves stock untouched, never zero."
+    )
     MarketplaceId: str = Field(description="An active connection from GET /api/marketplaces.")
     ProductTypeViewId: str | None = Field(
         None, description="From GET /api/product-types/Schema; must be the current one for CategoryId."

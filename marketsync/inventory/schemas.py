@@ -22,13 +22,19 @@ from marketsync.kit.timestamps import UtcDatetime
 
 
 class PushItemIn(StrictRequest):
-    Sku: StrictStr
+    # The bounds are checked by the validators below (their own messages); `json_schema_extra` states them in the
+    # document only.
+    Sku: StrictStr = Field(json_schema_extra={"minLength": 1, "maxLength": rules.MAX_SKU_LENGTH})
     # A JSON number, strictly (like Quantity): "19.99" in quotes is refused, not read as a number.
     Price: Annotated[Decimal, JsonNumber()] | None = Field(
-        None, description="Exact decimal (a JSON number), at most 4 decimal places; omitted or null: untouched."
+        None,
+        description="Exact decimal (a JSON number), at most 4 decimal places; omitted or null: untouched.",
+        json_schema_extra={"minimum": 0, "maximum": float(rules.MAX_PRICE)},
     )
     Quantity: StrictInt | None = Field(
-        None, description="Whole number; omitted or null: untouched; 0 means none in stock."
+        None,
+        description="Whole number; omitted or null: untouched; 0 means none in stock.",
+        json_schema_extra={"minimum": 0, "maximum": rules.MAX_QUANTITY},
     )
 
     @field_validator("Sku")
@@ -129,11 +135,13 @@ def parse_push(raw: bytes) -> tuple[list[PushItem], bool]:
 
 
 class ListingOut(BaseModel):
+    """Only listings the marketplace accepted are shown (0024): the three ids come together from its answer."""
+
     Platform: str
     Country: str
-    ListingId: str | None
-    ExternalSku: str | None
-    ListingUrl: str | None
+    ListingId: str
+    ExternalSku: str
+    ListingUrl: str
 
 
 class PushResultOut(BaseModel):

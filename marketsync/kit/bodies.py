@@ -27,7 +27,9 @@ import json
 from decimal import Decimal
 from typing import Any, NoReturn, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
 from marketsync.errors import ValidationFailed, field_key, validation_errors
 
@@ -134,6 +136,25 @@ def read_body(raw: bytes, *, optional: bool = False, exact_decimals: bool = Fals
     if "\\u" in text and not _is_unicode_text(data):
         raise ValidationFailed(errors={"body": [LONE_SURROGATE]})
     return data
+
+
+class NullIsDefault:
+    """JSON null is the omitted field, i.e. its default (spec §4: request fields are optional unless stated; a
+    client that serialises unset fields as null means "not given"; docs/decisions/0326). Placed after the
+    constraints: `Annotated[int, Field(ge=1), NullIsDefault(50)] = 50`. The model keeps the plain type; the
+    document says `anyOf [type, null]` with the default."""
+
+    def __init__(self, default: Any) -> None:
+        self.default = default
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        default = self.default
+        return core_schema.no_info_before_validator_function(
+            lambda value: default if value is None else value, handler(source)
+        )
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        return {"anyOf": [handler(schema), {"type": "null"}]}
 
 
 class StrictRequest(BaseModel):

@@ -36,7 +36,7 @@ from pydantic_core import PydanticCustomError
 
 from marketsync.errors import ValidationFailed, validation_errors
 from marketsync.kit import jsonio
-from marketsync.kit.bodies import StrictRequest, read_body
+from marketsync.kit.bodies import NullIsDefault, StrictRequest, read_body
 from marketsync.kit.clock import iso
 from marketsync.kit.numbers import JsonNumber
 from marketsync.kit.timestamps import UtcDatetime
@@ -74,9 +74,9 @@ class ListOrdersRequest(StrictRequest):
     UpdatedSince: UtcDatetime | None = None
     FromDate: UtcDatetime | None = None
     ToDate: UtcDatetime | None = None
-    Limit: Annotated[int, Field(ge=1, le=200)] = 50
+    Limit: Annotated[int, Field(ge=1, le=200), NullIsDefault(50)] = 50
     Cursor: Annotated[str, StringConstraints(min_length=1, max_length=500)] | None = None
-    IncludeCustomerData: bool = False
+    IncludeCustomerData: Annotated[bool, NullIsDefault(False)] = False
 
 
 class ConfirmItem(StrictRequest):
@@ -108,7 +108,7 @@ class RefundItem(StrictRequest):
     # The money returned for this item, in the order's currency (at most 2 decimals).
     Amount: Amount
     # Units returned by the buyer (0 or omitted: a refund without a return, e.g. a price adjustment).
-    Quantity: Annotated[int, Field(ge=0)] = 0
+    Quantity: Annotated[int, Field(ge=0), NullIsDefault(0)] = 0
 
 
 class RefundRequest(StrictRequest):

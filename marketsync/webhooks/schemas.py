@@ -36,9 +36,14 @@ class SubscriptionOut(BaseModel):
     LastSuccessDate: datetime | None
     CreatedDate: datetime
 
-    @field_serializer("DisabledDate", "LastSuccessDate", "CreatedDate")
+    @field_serializer("DisabledDate", "LastSuccessDate")
     def _timestamps(self, value: datetime | None) -> str | None:
         return None if value is None else iso(value)
+
+    @field_serializer("CreatedDate")
+    def _created(self, value: datetime) -> str:
+        # Its own serializer: the document reads its type from the return annotation (never null, spec §2).
+        return iso(value)
 
     @classmethod
     def of(cls, subscription: WebhookSubscription) -> SubscriptionOut:

@@ -82,3 +82,28 @@ async def test_strict_types_still_take_iso_timestamps_and_query_booleans(rt: Run
         headers=tenant.headers,
     )
     assert cancel.status_code == 400 and list(problem(cancel)["errors"]) == ["OrderItems[0].Quantity"]
+
+
+async def test_null_is_an_omitted_field_on_every_optional_list_field(rt: Runtime, api: httpx.AsyncClient) -> None:
+    # Spec §4: request fields are optional unless stated; products List and category Search read null as
+    # omitted, and so does this List (a client that serialises unset fields as null gets the defaults).
+    tenant = await tenant_with(rt, api, "P1")
+    await ingest_one(rt, api, tenant.headers, tenant.marketplace("P1"))
+    nulls = {
+        name: None
+        for name in (
+            "ServiceOrderIDs",
+            "OrderStatuses",
+            "UpdatedSince",
+            "FromDate",
+            "ToDate",
+            "Limit",
+            "Cursor",
+            "IncludeCustomerData",
+        )
+    }
+    response = await api.post("/api/orders/List", json=nulls, headers=tenant.headers)
+    assert response.status_code == 200, response.text
+    omitted = await api.post("/api/orders/List", json={}, headers=tenant.headers)
+    assert response.json()["Orders"] == omitted.json()["Orders"] and len(response.json()["Orders"]) == 1
+    assert "Customer" not in response.json()["Orders"][0]

@@ -331,3 +331,18 @@ async def test_update_attaches_the_external_reference_locally(rt: Runtime, api: 
     assert foreign.status_code == 404 and problem(foreign)["code"] == "not-found"
     missing_field = await post(api, tenant, "Update", {"ServiceOrderID": order["ServiceOrderID"]})
     assert missing_field.status_code == 400 and "ExternalReference" in problem(missing_field)["errors"]
+
+
+async def test_a_null_refund_quantity_is_the_omitted_quantity(rt: Runtime, api: httpx.AsyncClient) -> None:
+    # Optional request fields read null as omitted (spec §4), as CancelItem's Quantity already did: a money-only
+    # refund, Quantity 0.
+    tenant = await tenant_with(rt, api, "P1")
+    order = await ingest_one(
+        rt, api, tenant.headers, tenant.marketplace("P1"), items=[pulled_item(quantity=2, unit_price="10.00")]
+    )
+    [item_id] = item_ids(order)
+    body = {"OrderItemId": item_id, "Amount": 2.50, "Quantity": None}
+    response = await post(api, tenant, "Refund", {"Reason": "Goodwill", "Currency": "GBP", "OrderItems": [body]})
+    assert response.status_code == 200, response.text
+    after = await order_by_marketplace_id(api, tenant.headers, order["MarketplaceOrderId"])
+    assert after["Items"][0]["RefundedQuantity"] == 0 and after["Refunds"][0]["Items"][0]["Quantity"] == 0

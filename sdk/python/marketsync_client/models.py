@@ -360,9 +360,9 @@ class PushResult(Response):
 class Listing(Response):
     Platform: str
     Country: str
-    ListingId: str | None
-    ExternalSku: str | None
-    ListingUrl: str | None
+    ListingId: str
+    ExternalSku: str
+    ListingUrl: str
 
 
 class ListProductsRequest(Request):
