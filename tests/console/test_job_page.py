@@ -4,6 +4,9 @@ account's JobId is the app's 404 page."""
 
 from __future__ import annotations
 
+import html
+import re
+
 import httpx
 from sqlalchemy import update
 
@@ -103,3 +106,44 @@ async def test_the_find_box_opens_a_job_and_an_unknown_or_other_accounts_job_is_
     assert odd.headers["location"] == "/app/jobs/a%2Fb%3Fc%23d"  # one path segment, never another page
     assert (await me.page(odd.headers["location"])).status_code == 404
     await me.client.aclose()
+
+
+async def test_the_jobs_list_finds_an_old_failure_under_recurring_work_and_pages_without_gaps(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Sixty listing mirrors after one failed push: the latest 50 alone never showed the failure
+    (docs/decisions/0331-job-list-filters.md)."""
+    mine, theirs = await make_account(rt), await make_account(rt)
+    failed = await _enqueue(rt, mine, JobPageExplodes())
+    their_failure = await _enqueue(rt, theirs, JobPageExplodes())
+    mirrors = [await _enqueue(rt, mine, JobPageExplodes()) for _ in range(60)]
+    async with rt.db.transaction() as session:
+        await session.execute(
+            update(Job).where(Job.id.in_([failed, their_failure])).values(status="Failed", failure_reason=REASON)
+        )
+        await session.execute(update(Job).where(Job.id.in_(mirrors)).values(status="Completed", type="ListingMirror"))
+    staff = await signed_in(api, await make_person(rt, mine, "Staff"))
+
+    first = await staff.page("/app/jobs")
+    assert failed not in first.text and first.text.count('<tr id="job-') == 50
+    older = re.search(r'href="/app/jobs\?(before=[^"]+)">Older jobs</a>', first.text)
+    assert older is not None
+    second = await staff.page(f"/app/jobs?{html.unescape(older.group(1))}")
+    assert second.status_code == 200 and failed in second.text and "Older jobs" not in second.text
+    shown = re.findall(r'<tr id="job-([0-9A-Z]+)"', first.text + second.text)
+    assert sorted(shown) == sorted([failed, *mirrors])  # every job once: no gap, no repeat across the pages
+
+    only_failed = await staff.page("/app/jobs?status=Failed")
+    assert re.findall(r'<tr id="job-([0-9A-Z]+)"', only_failed.text) == [failed]  # not another account's
+    assert REASON in only_failed.text and '<option value="Failed" selected>' in only_failed.text
+    mirrors_only = await staff.page("/app/jobs?status=Completed&type=ListingMirror")
+    assert mirrors_only.text.count('<tr id="job-') == 50
+    assert 'href="/app/jobs?status=Completed&amp;type=ListingMirror&amp;before=' in mirrors_only.text
+    none = await staff.page("/app/jobs?status=Cancelled")
+    assert none.status_code == 200 and "No jobs match." in none.text
+
+    wrong = await staff.page("/app/jobs?status=Broken&type=Nope")
+    assert wrong.status_code == 400 and 'id="error-Status"' in wrong.text and 'id="error-Type"' in wrong.text
+    lost = await staff.page("/app/jobs?before=yesterday")
+    assert lost.status_code == 400 and 'id="error-before"' in lost.text
+    await staff.client.aclose()
