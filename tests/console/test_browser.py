@@ -270,13 +270,18 @@ async def test_a_phone_never_scrolls_sideways_and_a_refresh_keeps_the_keyboards_
     too); the connections table's refresh every 3 s once sent the keyboard's focus back to the top of the page."""
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P2", "DE")))
     person = await make_person(rt, tenant.account_id)
+    long_sku = "WAREHOUSE-NORTH-AISLE-12-SHELF-3-BIN-7-BACKPACK-ROLLTOP-BLACK-30L"
+    await add_products(rt, tenant.account_id, [(long_sku, "9.50", 4)])
+    async with rt.db.transaction() as session:
+        job = jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, BrowserExplodes())
     async with browser_page(str(api.base_url), PHONE) as phone:
         await sign_in(phone, person.email, person.password)
         await phone.get_by_role("link", name="API credentials").click()
         await phone.get_by_label("Name").fill("Warehouse ERP")
         await phone.get_by_label("OrdersRead").check()
         await phone.get_by_role("button", name="Create credential").click()
-        for path in ("/app/marketplaces", "/app/credentials", "/app/webhooks", "/app/jobs", "/app/orders"):
+        pages = ("/app/marketplaces", "/app/credentials", "/app/webhooks", "/app/jobs", "/app/orders")
+        for path in (*pages, f"/app/jobs/{job.id}", f"/app/product?sku={long_sku}"):  # long titles wrap
             await phone.goto(path)
             width = await phone.evaluate("document.documentElement.scrollWidth")
             assert width <= PHONE["width"], path
