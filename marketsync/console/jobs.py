@@ -5,21 +5,22 @@ section 2, Job; docs/decisions/0311-job-page.md)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from marketsync.auth.dependencies import runtime_of
-from marketsync.console.guards import SignedIn
-from marketsync.console.render import is_partial, page, page_router, see_other
-from marketsync.errors import NotFound
+from marketsync.console.guards import SignedIn, checked_form
+from marketsync.console.render import errors_of, is_partial, page, page_router, see_other
+from marketsync.errors import ApiError, NotFound
 from marketsync.jobs import service as jobs
 from marketsync.jobs.types import JobStatus, JobType
 from marketsync.kinds import marketplace_name
 from marketsync.marketplaces import service as marketplaces
 from marketsync.models import Job
+from marketsync.people.service import Person
 
 router = page_router()
 JOBS_PAGE = 50
@@ -78,8 +79,7 @@ async def jobs_page(
     )  # fmt: skip
 
 
-@router.get("/jobs/{job_id}", response_class=HTMLResponse)
-async def job_page(request: Request, job_id: str, person: SignedIn) -> Response:
+async def _job_page(request: Request, person: Person, job_id: str, status: int = 200, **context: Any) -> Response:
     async with runtime_of(request).db.read() as session:
         job = await jobs.job_details(session, person.account_id, job_id)  # 404 for an unknown or another's id
         marketplace = None
@@ -90,4 +90,29 @@ async def job_page(request: Request, job_id: str, person: SignedIn) -> Response:
             except NotFound:
                 marketplace = ""  # disconnected since: the job stays as history
     template = "_job.html" if is_partial(request) else "job.html"
-    return page(request, template, person, title=f"Job {job.info.id}", job=job, marketplace=marketplace)
+    again = job.info.type == JobType.PRICE_STOCK_PUSH and job.info.status in marketplaces.PUSH_AGAIN_STATUSES
+    return page(
+        request, template, person, status, title=f"Job {job.info.id}", job=job, marketplace=marketplace,
+        can_push_again=again, **context,
+    )  # fmt: skip
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+async def job_page(request: Request, job_id: str, person: SignedIn, again: str = "") -> Response:
+    return await _job_page(request, person, job_id, pushed_again_from=again if again.isalnum() else "")
+
+
+@router.post("/jobs/{job_id}/push-again", response_class=HTMLResponse)
+async def push_again(request: Request, job_id: str, person: SignedIn) -> Response:
+    """A failed or cancelled price and stock push, sent again with today's values (docs/decisions/0332)."""
+    await checked_form(request, person)
+    rt = runtime_of(request)
+    try:
+        async with rt.db.transaction() as session:
+            new_job_id = await marketplaces.push_again(rt, session, person.account_id, job_id)
+    except ApiError as exc:
+        if exc.status == 404:
+            raise
+        return await _job_page(request, person, job_id, exc.status, errors=errors_of(exc))
+    # Post/redirect/get: reloading the new job's page never pushes a third time.
+    return see_other(f"/app/jobs/{new_job_id}?again={job_id}")

@@ -18,6 +18,7 @@ from marketsync.models import Job
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
 from tests.console.support import make_person, signed_in
+from tests.inventory.support import add_products
 from tests.support.factories import make_account, make_tenant
 
 REASON = "the marketplace refused the feed: currency mismatch"
@@ -147,3 +148,82 @@ async def test_the_jobs_list_finds_an_old_failure_under_recurring_work_and_pages
     lost = await staff.page("/app/jobs?before=yesterday")
     assert lost.status_code == 400 and 'id="error-before"' in lost.text
     await staff.client.aclose()
+
+
+async def _failed_push(rt: Runtime, account_id: str, marketplace_id: str, product_ids: list[str]) -> str:
+    async with rt.db.transaction() as session:
+        job_id = await jobs_service.enqueue_price_stock_push(session, rt.clock.now(), account_id, marketplace_id, [])
+        await session.execute(
+            update(Job)
+            .where(Job.id == job_id)
+            .values(
+                status="Failed",
+                failure_reason=REASON,
+                payload=PriceStockPushPayload(MarketplaceId=marketplace_id, ProductIds=product_ids).stored(),
+            )
+        )
+    return job_id
+
+
+async def test_a_failed_push_is_pushed_again_from_its_page_as_a_new_job_with_the_same_products(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Saving the same values again in the app is "Unchanged" and pushes nothing: a failed push left the marketplace
+    stale with no way back but pausing and resuming (docs/decisions/0332-push-again.md)."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    marketplace = tenant.marketplace("P1")
+    products = await add_products(rt, tenant.account_id, [("MUG", "9.50", 4), ("CUP", "3.00", 1)])
+    failed = await _failed_push(rt, tenant.account_id, marketplace.id, sorted(products.values()))
+    staff = await signed_in(api, await make_person(rt, tenant.account_id, "Staff"))
+    shown = await staff.page(f"/app/jobs/{failed}")
+    assert 'id="job-push-again"' in shown.text
+
+    refused = await staff.client.post(f"/app/jobs/{failed}/push-again", data={"csrf": "forged"})
+    assert refused.status_code == 403
+    pushed = await staff.post(f"/app/jobs/{failed}/push-again", csrf_from=f"/app/jobs/{failed}")
+    assert pushed.status_code == 303
+    again_id = pushed.headers["location"].split("?")[0].rsplit("/", 1)[1]
+    assert pushed.headers["location"] == f"/app/jobs/{again_id}?again={failed}" and again_id != failed
+    async with rt.db.read() as session:
+        again = await jobs_service.get_job(session, tenant.account_id, again_id)
+        old = await jobs_service.get_job(session, tenant.account_id, failed)
+        pushed_products = await jobs_service.price_stock_push_products(
+            session, again.id, PriceStockPushPayload.of(again.payload)
+        )
+    assert again.type == "PriceStockPush" and again.status == "Published" and again.marketplace_id == marketplace.id
+    assert sorted(pushed_products) == sorted(products.values())
+    assert old.status == "Failed" and old.failure_reason == REASON  # history stays
+    landed = await staff.page(pushed.headers["location"])
+    assert 'id="notice"' in landed.text and f'href="/app/jobs/{failed}"' in landed.text
+    assert 'id="job-push-again"' not in landed.text  # the new job is queued, not failed
+    await staff.client.aclose()
+
+
+async def test_push_again_is_refused_for_a_paused_marketplace_another_job_type_and_another_account(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    marketplace = tenant.marketplace("P1")
+    products = await add_products(rt, tenant.account_id, [("MUG", "9.50", 4)])
+    failed = await _failed_push(rt, tenant.account_id, marketplace.id, list(products.values()))
+    exploded = await _enqueue(rt, tenant.account_id, JobPageExplodes())
+    async with rt.db.transaction() as session:
+        await session.execute(update(Job).where(Job.id == exploded).values(status="Failed"))
+    owner = await signed_in(api, await make_person(rt, tenant.account_id))
+    other = await signed_in(api, await make_person(rt, await make_account(rt)))
+
+    assert 'id="job-push-again"' not in (await owner.page(f"/app/jobs/{exploded}")).text
+    wrong_type = await owner.post(f"/app/jobs/{exploded}/push-again", csrf_from=f"/app/jobs/{exploded}")
+    assert wrong_type.status_code == 409 and "Only a price and stock push" in wrong_type.text
+    theirs = await other.post(f"/app/jobs/{failed}/push-again", csrf_from="/app/jobs")
+    assert theirs.status_code == 404
+
+    assert (await owner.post(f"/app/marketplaces/{marketplace.id}/pause")).status_code == 303
+    paused = await owner.post(f"/app/jobs/{failed}/push-again", csrf_from=f"/app/jobs/{failed}")
+    assert paused.status_code == 409 and "P1 UK is paused; resume it" in paused.text
+    assert 'role="alert"' in paused.text and f"Job {failed}" in paused.text  # the job's page, with why
+    async with rt.db.read() as session:
+        listed = await jobs_service.recent_jobs(session, tenant.account_id, job_type="PriceStockPush")
+    assert [job.id for job in listed if job.status != "Cancelled"] == [failed]  # nothing queued by the refusals
+    await owner.client.aclose()
+    await other.client.aclose()
