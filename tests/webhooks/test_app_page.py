@@ -154,6 +154,10 @@ async def test_recover_resends_every_failed_delivery_since_a_time(
 
     bad = await person.post(f"/app/webhooks/{subscription_id}/recover", {"since": "yesterday"}, csrf_from=PAGE)
     assert bad.status_code == 400 and 'id="error-Since"' in bad.text
+    # Beside the form that was sent, in its subscription's section, with what was typed still in the field.
+    section = bad.text[bad.text.index(f'id="subscription-{subscription_id}"') :]
+    section = section[: section.index("</section>")]
+    assert 'id="error-Since"' in section and 'value="yesterday" aria-describedby="error-Since"' in section
     await person.client.aclose()
 
 
