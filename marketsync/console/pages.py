@@ -148,7 +148,7 @@ async def create_credential(request: Request, person: OwnerOnly) -> Response:
     async with rt.db.transaction() as session:
         created = await auth.create_credential(rt, session, person.account_id, name, chosen)
     # The secret is in this one response only: it is stored as a keyed hash and never shown again.
-    return await _credentials_page(request, person, 201, created=created)
+    return await _credentials_page(request, person, 201, created=created, created_name=name)
 
 
 @router.post("/credentials/{credential_id}/delete")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,23 @@ from marketsync.people.service import Person
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=HERE / "templates")
+
+
+def money(value: object) -> str:
+    """An amount as money is written: at least two decimals (`123.4` is `123.40`), never fewer digits than it has."""
+    if value is None or value == "":
+        return "—"
+    try:
+        amount = Decimal(str(value))
+    except InvalidOperation:
+        return str(value)
+    if not amount.is_finite():
+        return str(value)
+    exponent = amount.as_tuple().exponent
+    return str(amount.quantize(Decimal("0.01")) if isinstance(exponent, int) and exponent > -2 else amount)
+
+
+templates.env.filters["money"] = money
 # Every page is per person: never stored by a shared or browser cache.
 NO_STORE = {"Cache-Control": "no-store"}
 

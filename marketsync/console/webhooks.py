@@ -111,7 +111,8 @@ async def replace_subscription(request: Request, subscription_id: str, person: S
     except ApiError as exc:
         if exc.status == 404:
             raise
-        return await _webhooks_page(request, person, exc.status, errors=errors_of(exc))
+        errors = errors_of(exc)
+        return await _webhooks_page(request, person, exc.status, errors=errors, failed_subscription=subscription_id)
     return await _webhooks_page(request, person, 201, created=created, replaced=True)
 
 
@@ -120,6 +121,7 @@ async def change_subscription(request: Request, subscription_id: str, action: st
     form = await checked_form(request, person)
     rt = runtime_of(request)
     count = 0
+    typed = {"since": str(form.get("since") or ""), "event_type": str(form.get("event_type") or "")}
     try:
         async with rt.db.transaction() as session:
             if action == "delete":
@@ -135,7 +137,10 @@ async def change_subscription(request: Request, subscription_id: str, action: st
     except ApiError as exc:
         if exc.status == 404:
             raise
-        return await _webhooks_page(request, person, exc.status, errors=errors_of(exc))
+        # Shown in the subscription's own section, beside the form that was sent, with what was typed in it.
+        return await _webhooks_page(
+            request, person, exc.status, errors=errors_of(exc), failed_subscription=subscription_id, typed=typed
+        )
     done = {"delete": "deleted", "recover": "recovered", "sample": "sampled"}[action]
     return see_other(f"/app/webhooks?done={done}&count={count}")
 

@@ -25,8 +25,25 @@ async def get_job(session: AsyncSession, account_id: str, job_id: str) -> Job | 
     return result.scalar_one_or_none()
 
 
-async def recent(session: AsyncSession, account_id: str, limit: int) -> list[Job]:
-    query = select(Job).where(Job.account_id == account_id).order_by(Job.created_at.desc(), Job.id.desc())
+async def recent(
+    session: AsyncSession,
+    account_id: str,
+    limit: int,
+    *,
+    status: str | None = None,
+    job_type: str | None = None,
+    before: tuple[datetime, str] | None = None,
+) -> list[Job]:
+    """Newest first; `before` is the (created_at, id) of the last job of the previous page."""
+    query = select(Job).where(Job.account_id == account_id)
+    if status is not None:
+        query = query.where(Job.status == status)
+    if job_type is not None:
+        query = query.where(Job.type == job_type)
+    if before is not None:
+        created_at, job_id = before
+        query = query.where(or_(Job.created_at < created_at, and_(Job.created_at == created_at, Job.id < job_id)))
+    query = query.order_by(Job.created_at.desc(), Job.id.desc())
     return list((await session.execute(query.limit(limit))).scalars())
 
 

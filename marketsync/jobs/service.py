@@ -169,9 +169,18 @@ async def run_now(rt: Runtime, job_id: str, *, wait_s: float = 60.0) -> tuple[Jo
         await asyncio.sleep(0.2)
 
 
-async def recent_jobs(session: AsyncSession, account_id: str, limit: int = 50) -> list[Job]:
-    """An account's latest jobs, newest first, with their failure reasons (the app shows them; the API never)."""
-    return await repository.recent(session, account_id, limit)
+async def recent_jobs(
+    session: AsyncSession,
+    account_id: str,
+    limit: int = 50,
+    *,
+    status: str | None = None,
+    job_type: str | None = None,
+    before: tuple[datetime, str] | None = None,
+) -> list[Job]:
+    """An account's latest jobs, newest first, with their failure reasons (the app shows them; the API never);
+    of one status and one type when given, older than `before` (the (created_at, id) of a page's last job)."""
+    return await repository.recent(session, account_id, limit, status=status, job_type=job_type, before=before)
 
 
 @dataclass(frozen=True)

@@ -181,6 +181,36 @@ async def resume(rt: Runtime, session: AsyncSession, account_id: str, marketplac
     return [job.id for job in jobs]
 
 
+PUSH_AGAIN_STATUSES = (JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+async def push_again(rt: Runtime, session: AsyncSession, account_id: str, job_id: str) -> str:
+    """A person's "push again" for a PriceStockPush that failed or was cancelled: the same products (or the same full
+    resync) to the same connection, as a new push through the usual coalescing; the push reads the catalogue when it
+    runs, so it sends today's values, never the failed job's. The failed job stays as it was, as history. Returns the
+    new (or coalesced) job's id (docs/decisions/0332-push-again.md)."""
+    job = await jobs_service.get_job(session, account_id, job_id)  # NotFound for another account's job
+    if job.type != JobType.PRICE_STOCK_PUSH or job.status not in PUSH_AGAIN_STATUSES:
+        raise Conflict("Only a price and stock push that failed or was cancelled can be pushed again.")
+    payload = PriceStockPushPayload.of(job.payload)
+    connection = await repository.get(session, account_id, payload.MarketplaceId)
+    if connection is None:
+        raise Conflict("Its marketplace has been disconnected since; nothing to push to.")
+    site = f"{connection.platform} {connection.country}"
+    if connection.state == PAUSED:
+        raise Conflict(f"{site} is paused; resume it, which resyncs the price and stock of every listing.")
+    if connection.state != ACTIVE:
+        raise Conflict(f"{site} is not connected yet; finish connecting it first.")
+    if connection.requires_reauthorization:
+        raise Conflict(f"{site} needs reauthorisation; reauthorise it, which resyncs every listing.")
+    now = rt.clock.now()
+    if payload.AllListings:
+        again = PriceStockPushPayload(MarketplaceId=connection.id, AllListings=True)
+        return jobs_service.enqueue(session, now, account_id, again).id
+    products = await jobs_service.price_stock_push_products(session, job.id, payload)
+    return await jobs_service.enqueue_price_stock_push(session, now, account_id, connection.id, products)
+
+
 async def disconnect(rt: Runtime, session: AsyncSession, account_id: str, marketplace_id: str) -> int:
     """Remove the connection (its listings cascade) and cancel its queued jobs. Returns how many."""
     connection = await get(session, account_id, marketplace_id)

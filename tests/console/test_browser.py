@@ -261,3 +261,38 @@ async def test_the_app_works_under_its_content_security_policy(rt: Runtime, api:
         await expect(page.get_by_role("button", name="Delete ERP")).to_have_count(0)
         assert len(questions) == 2 and "cannot be undone" in questions[0]
         assert await page.evaluate("window.violations") == []
+
+
+async def test_a_phone_never_scrolls_sideways_and_a_refresh_keeps_the_keyboards_place(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """A table's visually hidden "Actions" heading once widened the page on a phone (the table scrolled, the page
+    too); the connections table's refresh every 3 s once sent the keyboard's focus back to the top of the page."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P2", "DE")))
+    person = await make_person(rt, tenant.account_id)
+    long_sku = "WAREHOUSE-NORTH-AISLE-12-SHELF-3-BIN-7-BACKPACK-ROLLTOP-BLACK-30L"
+    await add_products(rt, tenant.account_id, [(long_sku, "9.50", 4)])
+    async with rt.db.transaction() as session:
+        job = jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, BrowserExplodes())
+    async with browser_page(str(api.base_url), PHONE) as phone:
+        await sign_in(phone, person.email, person.password)
+        await phone.get_by_role("link", name="API credentials").click()
+        await phone.get_by_label("Name").fill("Warehouse ERP")
+        await phone.get_by_label("OrdersRead").check()
+        await phone.get_by_role("button", name="Create credential").click()
+        pages = ("/app/marketplaces", "/app/credentials", "/app/webhooks", "/app/jobs", "/app/orders")
+        for path in (*pages, f"/app/jobs/{job.id}", f"/app/product?sku={long_sku}"):  # long titles wrap
+            await phone.goto(path)
+            width = await phone.evaluate("document.documentElement.scrollWidth")
+            assert width <= PHONE["width"], path
+
+    async with browser_page(str(api.base_url)) as page:
+        await sign_in(page, person.email, person.password)
+        pause = page.get_by_role("button", name="Pause P2 DE")
+        await pause.focus()
+        async with page.expect_response(lambda response: response.request.headers.get("x-app-poll") == "1"):
+            pass  # one refresh of the connections table
+        await page.wait_for_timeout(200)  # htmx settles the swap
+        await expect(pause).to_be_focused()
+        await page.keyboard.press("Enter")  # the person's next key still acts on the button they were on
+        await expect(page.get_by_role("button", name="Resume P2 DE")).to_be_visible()

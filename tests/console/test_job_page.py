@@ -4,6 +4,9 @@ account's JobId is the app's 404 page."""
 
 from __future__ import annotations
 
+import html
+import re
+
 import httpx
 from sqlalchemy import update
 
@@ -15,6 +18,7 @@ from marketsync.models import Job
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
 from tests.console.support import make_person, signed_in
+from tests.inventory.support import add_products
 from tests.support.factories import make_account, make_tenant
 
 REASON = "the marketplace refused the feed: currency mismatch"
@@ -103,3 +107,123 @@ async def test_the_find_box_opens_a_job_and_an_unknown_or_other_accounts_job_is_
     assert odd.headers["location"] == "/app/jobs/a%2Fb%3Fc%23d"  # one path segment, never another page
     assert (await me.page(odd.headers["location"])).status_code == 404
     await me.client.aclose()
+
+
+async def test_the_jobs_list_finds_an_old_failure_under_recurring_work_and_pages_without_gaps(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Sixty listing mirrors after one failed push: the latest 50 alone never showed the failure
+    (docs/decisions/0331-job-list-filters.md)."""
+    mine, theirs = await make_account(rt), await make_account(rt)
+    failed = await _enqueue(rt, mine, JobPageExplodes())
+    their_failure = await _enqueue(rt, theirs, JobPageExplodes())
+    mirrors = [await _enqueue(rt, mine, JobPageExplodes()) for _ in range(60)]
+    async with rt.db.transaction() as session:
+        await session.execute(
+            update(Job).where(Job.id.in_([failed, their_failure])).values(status="Failed", failure_reason=REASON)
+        )
+        await session.execute(update(Job).where(Job.id.in_(mirrors)).values(status="Completed", type="ListingMirror"))
+    staff = await signed_in(api, await make_person(rt, mine, "Staff"))
+
+    first = await staff.page("/app/jobs")
+    assert failed not in first.text and first.text.count('<tr id="job-') == 50
+    older = re.search(r'href="/app/jobs\?(before=[^"]+)">Older jobs</a>', first.text)
+    assert older is not None
+    second = await staff.page(f"/app/jobs?{html.unescape(older.group(1))}")
+    assert second.status_code == 200 and failed in second.text and "Older jobs" not in second.text
+    shown = re.findall(r'<tr id="job-([0-9A-Z]+)"', first.text + second.text)
+    assert sorted(shown) == sorted([failed, *mirrors])  # every job once: no gap, no repeat across the pages
+
+    only_failed = await staff.page("/app/jobs?status=Failed")
+    assert re.findall(r'<tr id="job-([0-9A-Z]+)"', only_failed.text) == [failed]  # not another account's
+    assert REASON in only_failed.text and '<option value="Failed" selected>' in only_failed.text
+    mirrors_only = await staff.page("/app/jobs?status=Completed&type=ListingMirror")
+    assert mirrors_only.text.count('<tr id="job-') == 50
+    assert 'href="/app/jobs?status=Completed&amp;type=ListingMirror&amp;before=' in mirrors_only.text
+    none = await staff.page("/app/jobs?status=Cancelled")
+    assert none.status_code == 200 and "No jobs match." in none.text
+
+    wrong = await staff.page("/app/jobs?status=Broken&type=Nope")
+    assert wrong.status_code == 400 and 'id="error-Status"' in wrong.text and 'id="error-Type"' in wrong.text
+    lost = await staff.page("/app/jobs?before=yesterday")
+    assert lost.status_code == 400 and 'id="error-before"' in lost.text
+    await staff.client.aclose()
+
+
+async def _failed_push(rt: Runtime, account_id: str, marketplace_id: str, product_ids: list[str]) -> str:
+    async with rt.db.transaction() as session:
+        job_id = await jobs_service.enqueue_price_stock_push(session, rt.clock.now(), account_id, marketplace_id, [])
+        await session.execute(
+            update(Job)
+            .where(Job.id == job_id)
+            .values(
+                status="Failed",
+                failure_reason=REASON,
+                payload=PriceStockPushPayload(MarketplaceId=marketplace_id, ProductIds=product_ids).stored(),
+            )
+        )
+    return job_id
+
+
+async def test_a_failed_push_is_pushed_again_from_its_page_as_a_new_job_with_the_same_products(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Saving the same values again in the app is "Unchanged" and pushes nothing: a failed push left the marketplace
+    stale with no way back but pausing and resuming (docs/decisions/0332-push-again.md)."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    marketplace = tenant.marketplace("P1")
+    products = await add_products(rt, tenant.account_id, [("MUG", "9.50", 4), ("CUP", "3.00", 1)])
+    failed = await _failed_push(rt, tenant.account_id, marketplace.id, sorted(products.values()))
+    staff = await signed_in(api, await make_person(rt, tenant.account_id, "Staff"))
+    shown = await staff.page(f"/app/jobs/{failed}")
+    assert 'id="job-push-again"' in shown.text
+
+    refused = await staff.client.post(f"/app/jobs/{failed}/push-again", data={"csrf": "forged"})
+    assert refused.status_code == 403
+    pushed = await staff.post(f"/app/jobs/{failed}/push-again", csrf_from=f"/app/jobs/{failed}")
+    assert pushed.status_code == 303
+    again_id = pushed.headers["location"].split("?")[0].rsplit("/", 1)[1]
+    assert pushed.headers["location"] == f"/app/jobs/{again_id}?again={failed}" and again_id != failed
+    async with rt.db.read() as session:
+        again = await jobs_service.get_job(session, tenant.account_id, again_id)
+        old = await jobs_service.get_job(session, tenant.account_id, failed)
+        pushed_products = await jobs_service.price_stock_push_products(
+            session, again.id, PriceStockPushPayload.of(again.payload)
+        )
+    assert again.type == "PriceStockPush" and again.status == "Published" and again.marketplace_id == marketplace.id
+    assert sorted(pushed_products) == sorted(products.values())
+    assert old.status == "Failed" and old.failure_reason == REASON  # history stays
+    landed = await staff.page(pushed.headers["location"])
+    assert 'id="notice"' in landed.text and f'href="/app/jobs/{failed}"' in landed.text
+    assert 'id="job-push-again"' not in landed.text  # the new job is queued, not failed
+    await staff.client.aclose()
+
+
+async def test_push_again_is_refused_for_a_paused_marketplace_another_job_type_and_another_account(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    marketplace = tenant.marketplace("P1")
+    products = await add_products(rt, tenant.account_id, [("MUG", "9.50", 4)])
+    failed = await _failed_push(rt, tenant.account_id, marketplace.id, list(products.values()))
+    exploded = await _enqueue(rt, tenant.account_id, JobPageExplodes())
+    async with rt.db.transaction() as session:
+        await session.execute(update(Job).where(Job.id == exploded).values(status="Failed"))
+    owner = await signed_in(api, await make_person(rt, tenant.account_id))
+    other = await signed_in(api, await make_person(rt, await make_account(rt)))
+
+    assert 'id="job-push-again"' not in (await owner.page(f"/app/jobs/{exploded}")).text
+    wrong_type = await owner.post(f"/app/jobs/{exploded}/push-again", csrf_from=f"/app/jobs/{exploded}")
+    assert wrong_type.status_code == 409 and "Only a price and stock push" in wrong_type.text
+    theirs = await other.post(f"/app/jobs/{failed}/push-again", csrf_from="/app/jobs")
+    assert theirs.status_code == 404
+
+    assert (await owner.post(f"/app/marketplaces/{marketplace.id}/pause")).status_code == 303
+    paused = await owner.post(f"/app/jobs/{failed}/push-again", csrf_from=f"/app/jobs/{failed}")
+    assert paused.status_code == 409 and "P1 UK is paused; resume it" in paused.text
+    assert 'role="alert"' in paused.text and f"Job {failed}" in paused.text  # the job's page, with why
+    async with rt.db.read() as session:
+        listed = await jobs_service.recent_jobs(session, tenant.account_id, job_type="PriceStockPush")
+    assert [job.id for job in listed if job.status != "Cancelled"] == [failed]  # nothing queued by the refusals
+    await owner.client.aclose()
+    await other.client.aclose()

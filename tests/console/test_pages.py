@@ -32,6 +32,7 @@ async def test_an_owner_creates_a_credential_sees_the_secret_once_and_uses_it(
         csrf_from="/app/credentials",
     )  # fmt: skip
     assert created.status_code == 201
+    assert '<h2 id="created-title">Credential “ERP” created</h2>' in created.text  # its name
     client_id = re.search(r'id="client-id">([^<]+)<', created.text).group(1)  # type: ignore[union-attr]
     secret = re.search(r'id="client-secret">([^<]+)<', created.text).group(1)  # type: ignore[union-attr]
     token = await api.post(

@@ -154,6 +154,10 @@ async def test_recover_resends_every_failed_delivery_since_a_time(
 
     bad = await person.post(f"/app/webhooks/{subscription_id}/recover", {"since": "yesterday"}, csrf_from=PAGE)
     assert bad.status_code == 400 and 'id="error-Since"' in bad.text
+    # Beside the form that was sent, in its subscription's section, with what was typed still in the field.
+    section = bad.text[bad.text.index(f'id="subscription-{subscription_id}"') :]
+    section = section[: section.index("</section>")]
+    assert 'id="error-Since"' in section and 'value="yesterday" aria-describedby="error-Since"' in section
     await person.client.aclose()
 
 
@@ -221,4 +225,26 @@ async def test_a_stock_value_edited_in_the_app_reaches_a_subscriber_as_inventory
     body = jsonio.loads(receiver.received[0].body)
     assert body["source"] == {"writer": "MerchantPush", "channel": "Api", "userPlatformId": None}
     assert body["changed"] == [{"sku": "MUG", "price": None, "quantity": 0}]
+    await person.client.aclose()
+
+
+async def test_a_deliverys_own_log_shows_the_whole_stored_response_the_full_log_its_start(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    """The log cut every response at 200 characters, even on one delivery's page: the receiver's error message
+    (what a merchant opens the log for) past that point was stored but never shown."""
+    tenant = await make_tenant(rt, api)
+    await subscribe(api, tenant, receiver.url())
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    receiver.script = [500]
+    await fire(rt, tenant.account_id)
+    await pump(rt, lambda: len(receiver.received) >= 1)
+    stored = ("status 500 " * 200)[: rules.SNIPPET_BYTES]  # what the receiver answered, as far as it is kept
+
+    log = await person.page("/app/webhooks")
+    assert f'<code class="snippet">{stored[:200]}…</code>' in log.text and stored not in log.text
+    delivery_id = receiver.received[0].delivery_id
+    assert f'<a href="/app/webhooks?delivery={delivery_id}">the whole response</a>' in log.text
+    one = await person.page(f"/app/webhooks?delivery={delivery_id}")
+    assert f'<code class="snippet">{stored}</code>' in one.text
     await person.client.aclose()
