@@ -83,7 +83,9 @@ async def checked_form(request: Request, person: Person) -> FormData:
     """The posted form, after the CSRF check: its `csrf` field must equal the session's token."""
     form = await request.form()
     sent = form.get("csrf")
-    if not isinstance(sent, str) or not hmac.compare_digest(sent, person.csrf_token):
+    # Compared as bytes: compare_digest refuses a str with non-ASCII characters (TypeError, a 500), and anyone may
+    # send one.
+    if not isinstance(sent, str) or not hmac.compare_digest(sent.encode(), person.csrf_token.encode()):
         await form.close()
         raise Forbidden("The form expired or did not come from this app; reload the page and try again.")
     for value in form.values():

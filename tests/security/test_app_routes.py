@@ -74,14 +74,15 @@ async def test_every_state_changing_app_route_needs_the_csrf_token(
     rt: Runtime, api: httpx.AsyncClient, secrets_seen: SecretsSeen
 ) -> None:
     """Signed in as an Owner (every page open to them), without the token or with a wrong one: 403, as the first
-    thing the route does (before an id is looked up: an unknown id still gets the 403)."""
+    thing the route does (before an id is looked up: an unknown id still gets the 403). A wrong token with non-ASCII
+    characters too (compare_digest raises on such a str: it was a 500)."""
     owner = await person_seen(rt, api, secrets_seen, await tenant_seen(rt, api, secrets_seen, "owner"))
     checked = 0
     try:
         for method, path, route in app_routes(rt):
             if method in SAFE_METHODS or (method, route.path) in PUBLIC:
                 continue
-            for form in ({}, {"csrf": "guessed-token"}):
+            for form in ({}, {"csrf": "guessed-token"}, {"csrf": "gu\u00e9ssed-t\u00f6ken"}):
                 response = await owner.client.request(method, path, data=form)
                 assert response.status_code == 403, (method, path, form, response.status_code, response.text[:200])
                 assert "did not come from this app" in response.text, (method, path)
