@@ -55,6 +55,10 @@ APP_CSP = (
 )
 _CSP = b"content-security-policy"
 _FRAME_OPTIONS = (b"x-frame-options", b"DENY")
+# Every answer: a browser renders it only as the media type it declares (never sniffs a JSON error or a CSV upload's
+# echo into HTML or script). App pages: their addresses (ids, a job, a listing) are not sent to other sites.
+_NOSNIFF = (b"x-content-type-options", b"nosniff")
+_REFERRER_POLICY = (b"referrer-policy", b"same-origin")
 
 
 def app_security_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
@@ -69,6 +73,8 @@ def app_security_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes
             for name, value in merged
         ]
     merged.append(_FRAME_OPTIONS)
+    if not any(name.lower() == _REFERRER_POLICY[0] for name, _value in merged):
+        merged.append(_REFERRER_POLICY)
     return merged
 
 
@@ -115,7 +121,7 @@ class RequestContextMiddleware:
             if message["type"] == "http.response.start":
                 started_response[0] = True
                 status_holder[0] = message["status"]
-                extra = [(b"x-request-id", request_id.encode())]
+                extra = [(b"x-request-id", request_id.encode()), _NOSNIFF]
                 if private:
                     extra.append(_NO_STORE)
                 rate_headers = scope.get("state", {}).get("rate_limit_headers")
