@@ -78,7 +78,14 @@ def app_security_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes
     return merged
 
 
+# The method label's values: any other is "OTHER". A server that takes any token as a method (uvicorn on h11) would
+# otherwise keep a series for every method someone invents, for the life of the process.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
+
+
 def _metrics(method: str, route: str, status: int, elapsed_s: float) -> None:
+    if method not in _METHODS:
+        method = "OTHER"
     key = (method, route, status)
     children = _CHILDREN.get(key)
     if children is None:
