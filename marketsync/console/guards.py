@@ -89,7 +89,9 @@ async def checked_form(request: Request, person: Person) -> FormData:
         await form.close()
         raise Forbidden("The form expired or did not come from this app; reload the page and try again.")
     for value in form.values():
-        if isinstance(value, str) and "\x00" in value:
+        # A file's name is the browser's text too (an import stores it).
+        text = value if isinstance(value, str) else value.filename or ""
+        if "\x00" in text:
             await form.close()
             raise FormRefused
     return form
