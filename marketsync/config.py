@@ -167,18 +167,9 @@ class Settings(BaseSettings):
                 "must share them (`marketsync admin keys generate` prints a new pair)."
             )
         path = self.var_dir / "keys.json"
-        if path.exists():
-            loaded: dict[str, str] = json.loads(path.read_text())
-            return loaded
-        self.var_dir.mkdir(parents=True, exist_ok=True)
-        keys = {
-            "encryption_keys": "k1:" + base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
-            "secret_hash_key": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
-        }
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(keys, fh)
-        return keys
+        if not path.exists():
+            _write_key_file(path)
+        return _read_key_file(path)
 
     @cached_property
     def encryption_keyring(self) -> list[tuple[str, bytes]]:
@@ -205,6 +196,39 @@ class Settings(BaseSettings):
         if key is None or len(key) < 32:
             raise ValueError("MARKETSYNC_SECRET_HASH_KEY must be at least 32 bytes, base64url")
         return key
+
+
+def _write_key_file(path: Path) -> None:
+    """New keys at `path`, readable by this user only, written whole before the name appears: a process starting
+    at the same moment either finds no file (and writes its own, which loses the race) or finds a complete one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    keys = {
+        "encryption_keys": "k1:" + base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
+        "secret_hash_key": base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
+    }
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(keys, fh)
+        os.link(draft, path)  # fails if the name exists: the first process's keys are everyone's
+    except FileExistsError:
+        pass
+    finally:
+        draft.unlink(missing_ok=True)
+
+
+def _read_key_file(path: Path) -> dict[str, str]:
+    """The generated keys; refused when anyone but their owner may read them (docs/decisions/0334): keys others
+    can read are keys to rotate, not to keep using."""
+    mode = path.stat().st_mode
+    if mode & 0o077:
+        raise ValueError(
+            f"{path} holds the service's keys and is readable by others (mode {mode & 0o777:o}): "
+            f"`chmod 600 {path}`, and rotate the keys if anyone else could have read them"
+        )
+    loaded: dict[str, str] = json.loads(path.read_text())
+    return loaded
 
 
 def _base64url(text: str) -> bytes | None:

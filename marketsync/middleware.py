@@ -55,6 +55,10 @@ APP_CSP = (
 )
 _CSP = b"content-security-policy"
 _FRAME_OPTIONS = (b"x-frame-options", b"DENY")
+# Every answer: a browser renders it only as the media type it declares (never sniffs a JSON error or a CSV upload's
+# echo into HTML or script). App pages: their addresses (ids, a job, a listing) are not sent to other sites.
+_NOSNIFF = (b"x-content-type-options", b"nosniff")
+_REFERRER_POLICY = (b"referrer-policy", b"same-origin")
 
 
 def app_security_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
@@ -69,10 +73,19 @@ def app_security_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes
             for name, value in merged
         ]
     merged.append(_FRAME_OPTIONS)
+    if not any(name.lower() == _REFERRER_POLICY[0] for name, _value in merged):
+        merged.append(_REFERRER_POLICY)
     return merged
 
 
+# The method label's values: any other is "OTHER". A server that takes any token as a method (uvicorn on h11) would
+# otherwise keep a series for every method someone invents, for the life of the process.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
+
+
 def _metrics(method: str, route: str, status: int, elapsed_s: float) -> None:
+    if method not in _METHODS:
+        method = "OTHER"
     key = (method, route, status)
     children = _CHILDREN.get(key)
     if children is None:
@@ -115,7 +128,7 @@ class RequestContextMiddleware:
             if message["type"] == "http.response.start":
                 started_response[0] = True
                 status_holder[0] = message["status"]
-                extra = [(b"x-request-id", request_id.encode())]
+                extra = [(b"x-request-id", request_id.encode()), _NOSNIFF]
                 if private:
                     extra.append(_NO_STORE)
                 rate_headers = scope.get("state", {}).get("rate_limit_headers")

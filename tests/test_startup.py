@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from marketsync.runtime import Runtime
 from tests.support.processes import REPO_ROOT, process_env
@@ -100,3 +101,41 @@ async def test_with_migrations_off_an_old_schema_is_refused(tmp_path: Path) -> N
     done = _run(env, "worker")
     assert done.returncode == 2
     assert "run `marketsync db upgrade` first" in done.stderr
+
+
+def test_generated_keys_readable_by_others_are_refused(tmp_path: Path) -> None:
+    """A keys file restored or copied with a loose mode (0644) was used as it was: now the process will not start."""
+    var = tmp_path / "var"
+    env = _clean_env(MARKETSYNC_DATABASE_URL=f"sqlite:///{tmp_path}/k.db", MARKETSYNC_VAR_DIR=str(var))
+    assert _run(env, "db", "upgrade").returncode == 0
+    key_file = var / "keys.json"
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    key_file.chmod(0o644)
+    refused = _run(env, "db", "upgrade")
+    assert refused.returncode == 2
+    assert "readable by others (mode 644)" in refused.stderr and "chmod 600" in refused.stderr
+    assert "Traceback" not in refused.stderr and refused.stderr.strip().count("\n") == 0
+    assert key_file.read_bytes() not in refused.stderr.encode()
+    key_file.chmod(0o600)
+    assert _run(env, "db", "upgrade").returncode == 0
+
+
+def test_a_process_losing_the_race_to_mint_keys_uses_the_winners(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes starting at once both see no keys file; the first writes it. The second used to fail on its
+    O_EXCL open (a traceback); it now uses the first one's keys. The file appears complete and 0600 (written under
+    another name, then linked), so a third process never reads it half-written."""
+    from marketsync.config import Settings
+
+    def settings() -> Settings:
+        return Settings(database_url=f"sqlite:///{tmp_path}/k.db", var_dir=tmp_path / "var")
+
+    first = settings()
+    winner = first.hash_key, first.encryption_keyring
+    exists = Path.exists
+    monkeypatch.setattr(Path, "exists", lambda self: False if self.name == "keys.json" else exists(self))
+    second = settings()
+    assert (second.hash_key, second.encryption_keyring) == winner
+    assert sorted(p.name for p in (tmp_path / "var").iterdir()) == ["keys.json"]
+    assert (tmp_path / "var" / "keys.json").stat().st_mode & 0o777 == 0o600

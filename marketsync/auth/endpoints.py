@@ -57,7 +57,7 @@ def _throttled(decision: RateDecision, *, basic: bool) -> Response:
 def _basic_credentials(header: str) -> tuple[str, str]:
     try:
         decoded = base64.b64decode(header.strip(), validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError) as exc:
+    except (binascii.Error, UnicodeDecodeError, ValueError) as exc:  # ValueError: non-ASCII characters (a 500 before)
         raise TokenError("invalid_client", "Malformed Basic credentials.", 401) from exc
     client_id, sep, secret = decoded.partition(":")
     # RFC 6749 section 2.3.1: both parts are form-urlencoded before Basic encoding.

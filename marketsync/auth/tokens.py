@@ -85,9 +85,13 @@ def verify(key: bytes, token: str, now: float) -> TokenClaims | None:
     """The claims of a well-formed, authentic, unexpired token; None for anything else."""
     if len(token) != _TOKEN_CHARS or not token.startswith(PREFIX):
         return None
+    encoded = token[len(PREFIX) :]
     try:
-        raw = base64.urlsafe_b64decode(token[len(PREFIX) :])
+        raw = base64.urlsafe_b64decode(encoded)
     except (binascii.Error, ValueError):
+        return None
+    # One spelling per token: the decoder also reads '+' and '/', and skips characters outside base64.
+    if base64.urlsafe_b64encode(raw) != encoded.encode("ascii"):
         return None
     body, mac = raw[:_BODY_BYTES], raw[_BODY_BYTES:]
     if not hmac.compare_digest(mac, _mac(key, body)):

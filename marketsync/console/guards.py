@@ -83,11 +83,15 @@ async def checked_form(request: Request, person: Person) -> FormData:
     """The posted form, after the CSRF check: its `csrf` field must equal the session's token."""
     form = await request.form()
     sent = form.get("csrf")
-    if not isinstance(sent, str) or not hmac.compare_digest(sent, person.csrf_token):
+    # Compared as bytes: compare_digest refuses a str with non-ASCII characters (TypeError, a 500), and anyone may
+    # send one.
+    if not isinstance(sent, str) or not hmac.compare_digest(sent.encode(), person.csrf_token.encode()):
         await form.close()
         raise Forbidden("The form expired or did not come from this app; reload the page and try again.")
     for value in form.values():
-        if isinstance(value, str) and "\x00" in value:
+        # A file's name is the browser's text too (an import stores it).
+        text = value if isinstance(value, str) else value.filename or ""
+        if "\x00" in text:
             await form.close()
             raise FormRefused
     return form

@@ -10,7 +10,7 @@ from contextvars import ContextVar
 from marketsync.kit.ids import ALPHABET, new_id
 
 _request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
-_ACCEPTABLE = re.compile(r"^[A-Za-z0-9._\-]{8,64}$")
+_ACCEPTABLE = re.compile(r"[A-Za-z0-9._\-]{8,64}")  # fullmatch: `$` would allow a final newline
 # Every 10-bit value as its two Crockford characters (kit.ids), most significant first.
 _PAIRS = tuple(high + low for high in ALPHABET for low in ALPHABET)
 _random_bits = random.getrandbits
@@ -43,6 +43,6 @@ def new_request_id() -> str:
 
 def begin_request(incoming: str | None) -> str:
     """Honour a caller's well-formed X-Request-Id (for their correlation); otherwise mint one."""
-    value = incoming if incoming and _ACCEPTABLE.match(incoming) else new_request_id()
+    value = incoming if incoming and _ACCEPTABLE.fullmatch(incoming) else new_request_id()
     _request_id.set(value)
     return value

@@ -92,3 +92,12 @@ async def test_nul_in_basic_credentials_is_invalid_client(rt: Runtime, api: http
         response = await api.post("/connect/token", data=GRANT, headers=header)
         assert response.status_code == 401, raw
         assert response.json()["error"] == "invalid_client"
+
+
+async def test_non_ascii_basic_credentials_are_invalid_client(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Latin-1 bytes where base64 belongs (b64decode raises a plain ValueError for them): a 401, never a 500."""
+    for raw in ("Basic \u00e9\u00e9\u00e9\u00e9".encode("latin-1"), b"Basic bXNjX3g6c2VjcmV0\xff", b"basic \xc3\xa9"):
+        response = await api.post("/connect/token", data=GRANT, headers={"Authorization": raw})  # type: ignore[dict-item]
+        assert response.status_code == 401, (raw, response.text)
+        assert response.json()["error"] == "invalid_client"
+        assert response.headers["www-authenticate"].startswith("Basic ")

@@ -46,7 +46,8 @@ def test_a_policy_of_its_own_keeps_its_sources_and_gains_frame_ancestors() -> No
     ]
     merged = dict(app_security_headers(own))
     assert merged[b"content-security-policy"] == b"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
-    assert merged[b"x-frame-options"] == b"DENY" and len(app_security_headers(own)) == 2
+    assert merged[b"x-frame-options"] == b"DENY" and merged[b"referrer-policy"] == b"same-origin"
+    assert len(app_security_headers(own)) == 3  # one of each: the page's own X-Frame-Options is replaced
 
 
 async def test_every_kind_of_app_answer_forbids_framing(rt: Runtime, api: httpx.AsyncClient) -> None:

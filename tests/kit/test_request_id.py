@@ -38,3 +38,12 @@ def test_request_ids_share_the_layout_of_ids() -> None:
         assert len(value) == 26 and set(value) <= set(ALPHABET)
         # Time-ordered like kit.ids: the leading (millisecond) characters match an id minted in the same second.
         assert value[:7] == reference[:7]
+
+
+@pytest.mark.parametrize("sent", ["abcdefgh\n", "abcdefgh\r\n", "abcdefgh\nX-Injected: 1"])
+def test_a_request_id_with_a_line_break_is_replaced(sent: str) -> None:
+    """`$` also matches before a final newline: "abcdefgh\\n" was honoured, to be echoed in the X-Request-Id header
+    and written into every log line of the request. The HTTP parsers in use refuse such a header value; an ASGI server
+    that passes one on no longer gets it echoed."""
+    assert requestid.begin_request(sent) != sent
+    assert requestid.begin_request("abcdefgh") == "abcdefgh"

@@ -1,6 +1,7 @@
 """Every route of the merchant app, enumerated from the running app (so a new page is covered the day it is added):
 none answers anyone but a signed-in person, every state-changing one refuses a request without the session's CSRF
-token, the one exception, the sign-in form, refuses a post from another site, and every answer forbids framing.
+token, the one exception, the sign-in form, refuses a post from another site, and every answer forbids framing,
+MIME sniffing and sending its address to another site (Referrer-Policy: same-origin).
 
 A new route that skips `SignedIn`/`OwnerOnly` fails `test_every_app_route_needs_a_sign_in`; a new form post that
 skips `checked_form` fails `test_every_state_changing_app_route_needs_the_csrf_token`. A route meant to be open
@@ -74,14 +75,15 @@ async def test_every_state_changing_app_route_needs_the_csrf_token(
     rt: Runtime, api: httpx.AsyncClient, secrets_seen: SecretsSeen
 ) -> None:
     """Signed in as an Owner (every page open to them), without the token or with a wrong one: 403, as the first
-    thing the route does (before an id is looked up: an unknown id still gets the 403)."""
+    thing the route does (before an id is looked up: an unknown id still gets the 403). A wrong token with non-ASCII
+    characters too (compare_digest raises on such a str: it was a 500)."""
     owner = await person_seen(rt, api, secrets_seen, await tenant_seen(rt, api, secrets_seen, "owner"))
     checked = 0
     try:
         for method, path, route in app_routes(rt):
             if method in SAFE_METHODS or (method, route.path) in PUBLIC:
                 continue
-            for form in ({}, {"csrf": "guessed-token"}):
+            for form in ({}, {"csrf": "guessed-token"}, {"csrf": "gu\u00e9ssed-t\u00f6ken"}):
                 response = await owner.client.request(method, path, data=form)
                 assert response.status_code == 403, (method, path, form, response.status_code, response.text[:200])
                 assert "did not come from this app" in response.text, (method, path)
@@ -107,3 +109,8 @@ async def test_every_app_answer_forbids_framing(rt: Runtime, api: httpx.AsyncCli
         response = await api.request(method, path, data=None if method in SAFE_METHODS else {"csrf": "x"})
         assert response.headers.get("x-frame-options") == "DENY", (method, path)
         assert "frame-ancestors 'none'" in response.headers.get("content-security-policy", ""), (method, path)
+        assert response.headers.get("x-content-type-options") == "nosniff", (method, path)
+        assert response.headers.get("referrer-policy") == "same-origin", (method, path)
+    for asset in ("/app/static/app.js", "/app/static/app.css", "/app/static/missing.js"):
+        response = await api.get(asset)
+        assert response.headers.get("x-content-type-options") == "nosniff", asset
