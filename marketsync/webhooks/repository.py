@@ -202,7 +202,12 @@ def _pending_subscriptions(postgres: bool) -> str:
 
 
 def _claimable_ids(postgres: bool) -> str:
-    """The ids a claim may lease: parameter 1 is now, parameter 2 the cap (only the placeholders are interpolated)."""
+    """The ids a claim may lease: parameter 1 is now, parameter 2 the cap (only the placeholders are interpolated).
+
+    Every read is driven from `pending` (the subscriptions with Pending deliveries), whatever the planner estimates:
+    the subscription's state is a scalar subquery (one primary-key probe a pending subscription, never a join the
+    planner may turn into a scan of every subscription) and its first due deliveries a lateral list (docs/decisions/
+    0325)."""
     now, cap = ("$1", "$2") if postgres else ("?1", "?2")
     # SQLite, without statistics, would rather read the due index (status, next_attempt_at): the whole backlog.
     leased_rows = "webhook_deliveries l" if postgres else "webhook_deliveries l INDEXED BY ix_webhook_deliveries_leased"
@@ -212,7 +217,7 @@ def _claimable_ids(postgres: bool) -> str:
         "GROUP BY l.subscription_id"
     )
     due_of_the_subscription = (
-        f"w.subscription_id = s.id AND w.status = 'Pending' AND w.next_attempt_at <= {now} "
+        f"w.subscription_id = pending.id AND w.status = 'Pending' AND w.next_attempt_at <= {now} "
         f"AND (w.lease_expires_at IS NULL OR w.lease_expires_at < {now}) ORDER BY w.next_attempt_at, w.id LIMIT {cap}"
     )
     if postgres:
@@ -225,12 +230,12 @@ def _claimable_ids(postgres: bool) -> str:
             "JOIN webhook_deliveries c ON c.id IN (SELECT w.id FROM webhook_deliveries w "  # noqa: S608
             f"WHERE {due_of_the_subscription})"
         )
-    active = "s.is_active" if postgres else "s.is_active = 1"
+    is_active = "(SELECT s.is_active FROM webhook_subscriptions s WHERE s.id = pending.id)"  # NULL once deleted
+    active = is_active if postgres else f"{is_active} = 1"
     return (
         "SELECT q.id FROM (SELECT c.id, COALESCE(h.held, 0) + "  # noqa: S608
-        "ROW_NUMBER() OVER (PARTITION BY s.id ORDER BY c.next_attempt_at, c.id) AS place "
-        "FROM pending JOIN webhook_subscriptions s ON s.id = pending.id "
-        f"LEFT JOIN ({live_leases}) h ON h.subscription_id = s.id {first_due} "
+        "ROW_NUMBER() OVER (PARTITION BY pending.id ORDER BY c.next_attempt_at, c.id) AS place "
+        f"FROM pending LEFT JOIN ({live_leases}) h ON h.subscription_id = pending.id {first_due} "
         f"WHERE {active} AND COALESCE(h.held, 0) < {cap}) q WHERE q.place <= {cap}"
     )
 
@@ -240,8 +245,10 @@ _CLAIM_SQLITE = (
     f"WHERE d.id IN ({_claimable_ids(postgres=False)}) AND s.is_active = 1 ORDER BY d.next_attempt_at, d.id LIMIT ?3"
 )
 _CLAIM_POSTGRES = (
+    # ARRAY(...) is computed once and probes the primary key: an IN would let the planner hash-join it against a
+    # scan of every Pending delivery.
     f"{_pending_subscriptions(postgres=True)}SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
-    f"WHERE d.id IN ({_claimable_ids(postgres=True)}) "
+    f"WHERE d.id = ANY(ARRAY({_claimable_ids(postgres=True)})) "
     # The row's own due test again: re-checked on a row another worker leased since this statement's snapshot.
     "AND d.status = 'Pending' AND (d.lease_expires_at IS NULL OR d.lease_expires_at < $1) "
     "AND s.is_active ORDER BY d.next_attempt_at, d.id LIMIT $3 FOR UPDATE OF d SKIP LOCKED"
@@ -259,11 +266,16 @@ async def has_claimable_deliveries(db: Database, now: datetime) -> bool:
     whose only due deliveries wait for a capped subscription does not take SQLite's writer to claim nothing."""
 
     async def look(reader: DriverReader) -> bool:
-        at = _stored_time(now, reader.postgres)
-        sql = _ANY_CLAIMABLE_POSTGRES if reader.postgres else _ANY_CLAIMABLE_SQLITE
-        return bool(await reader.fetch(sql, (at, PER_SUBSCRIPTION_CLAIMS)))
+        return await any_claimable(reader, now)
 
     return await db.driver_read(look)
+
+
+async def any_claimable(reader: DriverReader, now: datetime) -> bool:
+    """has_claimable_deliveries on a reader already held."""
+    at = _stored_time(now, reader.postgres)
+    sql = _ANY_CLAIMABLE_POSTGRES if reader.postgres else _ANY_CLAIMABLE_SQLITE
+    return bool(await reader.fetch(sql, (at, PER_SUBSCRIPTION_CLAIMS)))
 
 
 _LEASE_SQLITE = (
