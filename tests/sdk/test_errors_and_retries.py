@@ -171,11 +171,11 @@ async def test_keys_reused_with_another_body_and_replayed_creates(rt: Runtime, a
         assert isinstance(first, m.RefundWriteResult)
 
 
-async def test_optional_fields_given_as_none_are_left_out_where_the_service_refuses_null(
+async def test_optional_fields_given_as_none_are_read_as_omitted(
     rt: Runtime, api: httpx.AsyncClient, flavour: str
 ) -> None:
-    """`RefundItem(Quantity=None)` (a refund without a return, as its type allows) and list/create flags given as
-    None reach the service as absent fields, never as nulls it would answer 400 to."""
+    """`RefundItem(Quantity=None)` (a refund without a return, as its type allows) and list flags given as None are
+    read by the service as the omitted field (decision 0326), never answered with a 400."""
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
     await ingest(rt, tenant.marketplace("P1"), pulled_order(items=[pulled_item(quantity=2, unit_price="30.00")]))
     async with sdk(api, tenant, flavour) as client:

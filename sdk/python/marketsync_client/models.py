@@ -133,8 +133,6 @@ class Token(Response):
 
 
 class ListOrdersRequest(Request):
-    OMIT_IF_NONE = frozenset({"Limit", "IncludeCustomerData"})
-
     ServiceOrderIDs: list[str] | None = None
     OrderStatuses: list[OrderStatus] | None = None
     UpdatedSince: AwareDatetime | None = None
@@ -275,8 +273,6 @@ class CancelRequest(Request):
 
 
 class RefundItem(Request):
-    OMIT_IF_NONE = frozenset({"Quantity"})
-
     OrderItemId: str
     Amount: Decimal  # in the order's currency
     Quantity: int | None = None  # units returned; omitted or 0: a refund without a return
