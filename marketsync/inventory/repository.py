@@ -608,7 +608,7 @@ def walk_page_sql(
         "FROM total LEFT JOIN page p ON true LEFT JOIN ("
         "SELECT l.product_id, c.platform, c.country, l.listing_id, l.external_sku, l.listing_url "
         "FROM listings l JOIN marketplace_connections c ON c.id = l.marketplace_id "
-        f"WHERE l.account_id = {sql.bind(account_id)} AND l.product_id IN (SELECT id FROM page) "
+        f"WHERE l.account_id = {sql.bind(account_id)} AND l.product_id = ANY(ARRAY(SELECT id FROM page)) "
         "AND l.listing_id IS NOT NULL) AS x ON x.product_id = p.id "
         "ORDER BY p.modified_at, p.id, x.platform, x.country"
     )
