@@ -430,6 +430,10 @@ def _wire_time(stored: Any) -> str:
         if len(stored) == 26:  # 'YYYY-MM-DD HH:MM:SS.ffffff', the form UTCDateTime stores
             return f"{stored[:10]}T{stored[11:]}Z"
         stored = datetime.fromisoformat(stored)
+    if stored.tzinfo is None:
+        # Naive UTC, as stored: the text `wire_timestamp` gives without its time-zone conversion (a page spent ~40%
+        # of its response building converting 200 of them: docs/perf/inventory.md, 2026-11-28).
+        return f"{stored.isoformat(timespec='microseconds')}Z"
     return rules.wire_timestamp(stored.replace(tzinfo=UTC))
 
 
