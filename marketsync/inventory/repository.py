@@ -573,19 +573,63 @@ async def count_of_products(
             sql.params,
         )
         return int(rows[0][0]) if rows else 0
+    rows = await reader.fetch(_count_sql(sql, account_id, key, modified_since, at_most), sql.params)
+    return int(rows[0][0])
+
+
+def _count_sql(
+    sql: DriverSql, account_id: str, key: str | None, modified_since: datetime | None, at_most: int | None
+) -> str:
     where = _read_filter(sql, account_id, key, modified_since)
     if at_most is None:
-        text_ = f"SELECT count(*) FROM products WHERE {where}"  # noqa: S608
-    else:
-        # In index order: the count reads at most `at_most` entries of (account_id, modified_at, id) from where the
-        # walk stands. Unordered, PostgreSQL counted with a sequential scan from the table's start whenever most rows
-        # matched, skipping every older row first (docs/decisions/0271-walk-count-in-index-order.md).
-        text_ = (
-            f"SELECT count(*) FROM (SELECT 1 FROM products WHERE {where} ORDER BY modified_at "  # noqa: S608
-            f"LIMIT {sql.bind(at_most)}) AS bounded"
-        )
-    rows = await reader.fetch(text_, sql.params)
-    return int(rows[0][0])
+        return f"SELECT count(*) FROM products WHERE {where}"  # noqa: S608
+    # In index order: the count reads at most `at_most` entries of (account_id, modified_at, id) from where the walk
+    # stands. Unordered, PostgreSQL counted with a sequential scan from the table's start whenever most rows matched,
+    # skipping every older row first (docs/decisions/0271-walk-count-in-index-order.md).
+    return (
+        f"SELECT count(*) FROM (SELECT 1 FROM products WHERE {where} ORDER BY modified_at "  # noqa: S608
+        f"LIMIT {sql.bind(at_most)}) AS bounded"
+    )
+
+
+def walk_page_sql(
+    sql: DriverSql, account_id: str, *, key: str | None, modified_since: datetime, limit: int, offset: int, at_most: int
+) -> str:
+    """PostgreSQL: a ModifiedSince page, its bounded TotalCount and the page's listings in one statement, hence one
+    snapshot and one round trip (docs/decisions/0323-walk-page-in-one-statement.md). One row per listing of the page
+    (a product without any: one row, its listing columns NULL), in page order then as `listing_documents`; each row
+    starts with the count. An empty page is one row: the count, the rest NULL."""
+    page = page_of_products_sql(sql, account_id, key=key, modified_since=modified_since, limit=limit, offset=offset)
+    count = _count_sql(sql, account_id, key, modified_since, at_most)
+    return (
+        f"WITH page AS MATERIALIZED ({page}), total AS MATERIALIZED ({count}) "  # noqa: S608
+        "SELECT total.count, p.id, p.sku, p.quantity, p.modified_at, "
+        "x.platform, x.country, x.listing_id, x.external_sku, x.listing_url "
+        "FROM total LEFT JOIN page p ON true LEFT JOIN ("
+        "SELECT l.product_id, c.platform, c.country, l.listing_id, l.external_sku, l.listing_url "
+        "FROM listings l JOIN marketplace_connections c ON c.id = l.marketplace_id "
+        f"WHERE l.account_id = {sql.bind(account_id)} AND l.product_id = ANY(ARRAY(SELECT id FROM page)) "
+        "AND l.listing_id IS NOT NULL) AS x ON x.product_id = p.id "
+        "ORDER BY p.modified_at, p.id, x.platform, x.country"
+    )
+
+
+async def walk_page(
+    reader: DriverReader,
+    account_id: str,
+    *,
+    key: str | None,
+    modified_since: datetime,
+    limit: int,
+    offset: int,
+    at_most: int,
+) -> list[Sequence[Any]]:
+    """The rows of `walk_page_sql` (PostgreSQL only: SQLite reads the three in one transaction of a local file)."""
+    sql = DriverSql(postgres=True)
+    text_ = walk_page_sql(
+        sql, account_id, key=key, modified_since=modified_since, limit=limit, offset=offset, at_most=at_most
+    )
+    return await reader.fetch(text_, sql.params)
 
 
 async def products_of_key(reader: DriverReader, account_id: str, key: str) -> list[Sequence[Any]]:

@@ -430,6 +430,10 @@ def _wire_time(stored: Any) -> str:
         if len(stored) == 26:  # 'YYYY-MM-DD HH:MM:SS.ffffff', the form UTCDateTime stores
             return f"{stored[:10]}T{stored[11:]}Z"
         stored = datetime.fromisoformat(stored)
+    if stored.tzinfo is None:
+        # Naive UTC, as stored: the text `wire_timestamp` gives without its time-zone conversion (a page spent ~40%
+        # of its response building converting 200 of them: docs/perf/inventory.md, 2026-11-28).
+        return f"{stored.isoformat(timespec='microseconds')}Z"
     return rules.wire_timestamp(stored.replace(tzinfo=UTC))
 
 
@@ -444,6 +448,8 @@ async def products_page(
 ) -> dict[str, Any]:
     """The products List response (spec §4) on the raw driver, one snapshot: the page, TotalCount, the listings."""
     key = rules.sku_key(sku) if sku is not None else None
+    if modified_since is not None and reader.postgres:
+        return await _walk_page_postgres(reader, account_id, key, modified_since, limit, offset)
     rows = await repository.page_of_products(
         reader, account_id, key=key, modified_since=modified_since, limit=limit, offset=offset
     )
@@ -466,6 +472,44 @@ async def products_page(
         ],
         "TotalCount": total,
     }
+
+
+async def _walk_page_postgres(
+    reader: DriverReader, account_id: str, key: str | None, modified_since: datetime, limit: int, offset: int
+) -> dict[str, Any]:
+    """`products_page` of a ModifiedSince walk on PostgreSQL: the same response from one statement (one snapshot and
+    one round trip where the driver reader's autocommit took three of each: docs/decisions/0323)."""
+    rows = await repository.walk_page(
+        reader,
+        account_id,
+        key=key,
+        modified_since=modified_since,
+        limit=limit,
+        offset=offset,
+        at_most=offset + WALK_COUNT_AHEAD,
+    )
+    products: list[dict[str, Any]] = []
+    listings: list[dict[str, Any]] = []
+    last_id = None
+    for _total, product_id, sku_, quantity, modified_at, platform, country, listing_id, external_sku, url in rows:
+        if product_id is None:  # an empty page: the count alone
+            break
+        if product_id != last_id:
+            last_id, listings = product_id, []
+            products.append(
+                {"Sku": sku_, "Quantity": quantity, "LastModifiedDate": _wire_time(modified_at), "Listings": listings}
+            )
+        if listing_id is not None:  # NULL: the product has no listing at a marketplace (the query keeps no other)
+            listings.append(
+                {
+                    "Platform": platform,
+                    "Country": country,
+                    "ListingId": listing_id,
+                    "ExternalSku": external_sku,
+                    "ListingUrl": url,
+                }
+            )
+    return {"Products": products, "TotalCount": int(rows[0][0])}
 
 
 async def product_document(reader: DriverReader, account_id: str, sku: str) -> dict[str, Any]:

@@ -1,0 +1,159 @@
+"""A ModifiedSince page of POST /api/products/List (spec §4): on PostgreSQL its page, bounded TotalCount and listings
+are one statement (docs/decisions/0323-walk-page-in-one-statement.md); the answer is the one the three separate
+reads give, on both databases."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from marketsync.db import DriverReader
+from marketsync.inventory import repository, rules, service
+from marketsync.inventory.rules import wire_timestamp
+from marketsync.runtime import Runtime
+from tests.inventory.support import add_listing, add_products
+from tests.support.factories import make_connection, make_tenant
+
+LIST = "/api/products/List"
+
+
+async def three_reads(
+    reader: DriverReader, account_id: str, *, sku: str | None, since: Any, limit: int, offset: int
+) -> dict[str, Any]:
+    """The page as the three separate reads build it (the SQLite path, and PostgreSQL's before 0323)."""
+    key = rules.sku_key(sku) if sku is not None else None
+    rows = await repository.page_of_products(
+        reader, account_id, key=key, modified_since=since, limit=limit, offset=offset
+    )
+    total = await repository.count_of_products(
+        reader, account_id, key=key, modified_since=since, at_most=offset + service.WALK_COUNT_AHEAD
+    )
+    listings = await repository.listing_documents(reader, account_id, [row[0] for row in rows])
+    return {
+        "Products": [
+            {
+                "Sku": sku_,
+                "Quantity": quantity,
+                "LastModifiedDate": service._wire_time(modified_at),
+                "Listings": listings.get(product_id, []),
+            }
+            for product_id, sku_, quantity, modified_at in rows
+        ],
+        "TotalCount": total,
+    }
+
+
+class Counting:
+    """A DriverReader that counts the statements it runs."""
+
+    def __init__(self, reader: DriverReader) -> None:
+        self.reader = reader
+        self.postgres = reader.postgres
+        self.statements = 0
+
+    async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
+        self.statements += 1
+        return await self.reader.fetch(sql, arguments)
+
+
+async def test_walk_pages_answer_as_the_three_reads(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Products with several listings (in platform then country order), with only a listing not yet at the
+    marketplace, with none; pages at Offsets, past the end (empty, TotalCount still counted), a Sku filter, and
+    another account's products left out."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P2", "DE"), ("P1", "UK")))
+    p1_de = (await make_connection(rt, tenant.account_id, "P1", "DE")).id
+    since = rt.clock.now() - timedelta(days=2)
+    ids = await add_products(rt, tenant.account_id, [(f"W-{i:03d}", "1", i) for i in range(30)])
+    for marketplace, listing in (
+        (tenant.marketplace("P2").id, "DE-3"),
+        (tenant.marketplace("P1").id, "UK-3"),
+        (p1_de, "DE-3x"),
+    ):
+        await add_listing(rt, tenant.account_id, ids["W-003"], marketplace, listing_id=listing)
+    await add_listing(rt, tenant.account_id, ids["W-004"], tenant.marketplace("P1").id, listing_id=None, status="Draft")
+    await add_listing(rt, tenant.account_id, ids["W-029"], tenant.marketplace("P2").id, listing_id="DE-29")
+    other = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    other_ids = await add_products(rt, other.account_id, [("W-003", "1", 1)])
+    await add_listing(rt, other.account_id, other_ids["W-003"], other.marketplace("P1").id, listing_id="UK-other")
+
+    cases = [
+        {"sku": None, "limit": 200, "offset": 0},
+        {"sku": None, "limit": 4, "offset": 2},
+        {"sku": None, "limit": 5, "offset": 27},
+        {"sku": None, "limit": 5, "offset": 30},
+        {"sku": None, "limit": 5, "offset": 500},
+        {"sku": "w-003", "limit": 200, "offset": 0},
+        {"sku": "nothing", "limit": 200, "offset": 0},
+    ]
+    for case in cases:
+
+        async def both(reader: DriverReader, case: dict[str, Any] = case) -> tuple[dict[str, Any], dict[str, Any]]:
+            page = await service.products_page(reader, tenant.account_id, modified_since=since, **case)
+            return page, await three_reads(reader, tenant.account_id, since=since, **case)
+
+        page, expected = await rt.db.driver_read(both)
+        assert page == expected, case
+
+    whole = await api.post(LIST, json={"ModifiedSince": wire_timestamp(since), "Limit": 200}, headers=tenant.headers)
+    assert whole.status_code == 200, whole.text
+    body = whole.json()
+    assert body["TotalCount"] == 30
+    assert [p["Sku"] for p in body["Products"]] == [f"W-{i:03d}" for i in range(30)]
+    by_sku = {p["Sku"]: p for p in body["Products"]}
+    assert [(x["Platform"], x["Country"], x["ListingId"]) for x in by_sku["W-003"]["Listings"]] == [
+        ("P1", "DE", "DE-3x"),
+        ("P1", "UK", "UK-3"),
+        ("P2", "DE", "DE-3"),
+    ]
+    assert by_sku["W-003"]["Listings"][1] == {
+        "Platform": "P1",
+        "Country": "UK",
+        "ListingId": "UK-3",
+        "ExternalSku": "EXT-UK-3",
+        "ListingUrl": "https://listings.example/UK-3",
+    }
+    assert by_sku["W-004"]["Listings"] == [], "a listing not yet at the marketplace is not listed"
+    assert [x["ListingId"] for x in by_sku["W-029"]["Listings"]] == ["DE-29"]
+    assert by_sku["W-000"]["Listings"] == []
+
+    past = await api.post(
+        LIST, json={"ModifiedSince": wire_timestamp(since), "Limit": 10, "Offset": 40}, headers=tenant.headers
+    )
+    assert past.json() == {"Products": [], "TotalCount": 30}
+
+
+async def test_walk_page_is_one_statement_on_postgresql(rt: Runtime) -> None:
+    """One statement, so one snapshot on the driver reader's autocommit connection (three statements were three
+    snapshots: a push between them could show a page whose count or listings were read after it)."""
+    if rt.db.dialect != "postgresql":
+        pytest.skip("SQLite reads the three statements inside one transaction of its file")
+    since = rt.clock.now() - timedelta(days=2)
+
+    async def work(reader: DriverReader) -> int:
+        counting = Counting(reader)
+        await service.products_page(counting, "acct", sku=None, modified_since=since, limit=200, offset=0)
+        return counting.statements
+
+    assert await rt.db.driver_read(work) == 1
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        datetime(2026, 11, 28, 18, 30, 5, 123456),
+        datetime(2026, 1, 1),
+        datetime(1, 1, 1, 0, 0, 0, 1),
+        datetime(9999, 12, 31, 23, 59, 59, 999999),
+        "2026-11-28 18:30:05.000007",
+        "2026-11-28 18:30:05",
+    ],
+)
+def test_last_modified_date_is_the_wire_timestamp_of_the_stored_time(stored: datetime | str) -> None:
+    """The page's LastModifiedDate, from a driver's naive UTC value (PostgreSQL) or stored text (SQLite), is what
+    `wire_timestamp` gives for that instant (the page formats it without a time-zone conversion)."""
+    instant = datetime.fromisoformat(stored) if isinstance(stored, str) else stored
+    assert service._wire_time(stored) == wire_timestamp(instant.replace(tzinfo=UTC))
