@@ -1,5 +1,6 @@
-"""The catalogue in the app: search by the start of a SKU (docs/decisions/0336-catalogue-search.md), a product's page with its listings, price and stock edited by hand
-(the API's own write path), and price/stock files imported as the CLI imports them."""
+"""The catalogue in the app: search by the start of a SKU (docs/decisions/0336-catalogue-search.md), a product's
+page with its listings, price and stock edited by hand (the API's own write path), and price/stock files imported
+as the CLI imports them; older imports a page at a time."""
 
 from __future__ import annotations
 

@@ -81,9 +81,7 @@ async def _found_orders(request: Request, person: SignedIn, marketplace_order_id
     documents = [jsonio.loads(document) for document in found]
     if len(documents) == 1:
         return see_other(f"/app/orders/{quote(documents[0]['ServiceOrderID'], safe='')}")
-    return page(
-        request, "orders.html", person, title="Orders", orders=documents, found=marketplace_order_id, **context
-    )
+    return page(request, "orders.html", person, title="Orders", orders=documents, found=marketplace_order_id, **context)
 
 
 async def _order_page(request: Request, person: SignedIn, order_id: str, *, reveal: bool) -> Response:

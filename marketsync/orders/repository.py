@@ -138,8 +138,7 @@ async def documents_by_marketplace_order_id(
     sql = _Sql(reader.postgres)
     columns = _document_columns(sql, version, include_customer=False)
     conditions = (
-        f"orders.account_id = {sql.bind(account_id)} "
-        f"AND orders.marketplace_order_id = {sql.bind(marketplace_order_id)}"
+        f"orders.account_id = {sql.bind(account_id)} AND orders.marketplace_order_id = {sql.bind(marketplace_order_id)}"
     )
     text = f"SELECT {columns} FROM orders WHERE {conditions} ORDER BY orders.id LIMIT {sql.bind(limit)}"  # noqa: S608
     return await _fetch(reader, sql, text)
