@@ -207,3 +207,27 @@ async def test_the_app_has_its_own_icon_within_its_csp(rt: Runtime, api: httpx.A
     assert served.status_code == 200 and served.headers["content-type"].startswith("image/svg+xml")
     assert "<script" not in served.text
     await person.client.aclose()
+
+
+async def test_under_a_linguistic_collation_the_range_would_miss_skus(rt: Runtime) -> None:
+    """Why migration 0027 declares sku_lower COLLATE "C": in a linguistic order (the postgres image's default is
+    en_US.utf8; here ICU's en-US) accents weigh less than letters: "café-1" sorts after "cafê", the range's end,
+    and the search of "café" misses it; in "C" order it does not."""
+    if rt.db.is_sqlite:
+        pytest.skip("SQLite compares text in BINARY order: no database-wide collation to differ")
+    keys = ["café-1", "cafe-3", "café", "cafê"]
+    prefix = "café"
+    found: dict[str, list[str]] = {}
+    for table, collation in (("keys_en", "en-US-x-icu"), ("keys_c", "C")):  # a name each: no stale cached plan
+        async with rt.db.transaction() as session:
+            await session.execute(
+                text(f'CREATE TEMP TABLE {table} (k VARCHAR(200) COLLATE "{collation}") ON COMMIT DROP')
+            )
+            for key in keys:
+                await session.execute(text(f"INSERT INTO {table} VALUES (:k)"), {"k": key})
+            rows = await session.execute(
+                text(f"SELECT k FROM {table} WHERE k >= :low AND k < :high ORDER BY k"),
+                {"low": prefix, "high": rules.prefix_end(prefix)},
+            )
+            found[collation] = [row[0] for row in rows]
+    assert found == {"en-US-x-icu": ["café"], "C": ["café", "café-1"]}
