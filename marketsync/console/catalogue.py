@@ -1,9 +1,12 @@
-"""The catalogue in the app: search by SKU, a product's page with its listings, price and stock edited by hand
-(the API's own write path), and price/stock files imported as the CLI imports them."""
+"""The catalogue in the app: search by the start of a SKU (docs/decisions/0336-catalogue-search.md), a product's
+page with its listings, price and stock edited by hand (the API's own write path), and price/stock files imported
+as the CLI imports them; older imports a page at a time."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
@@ -16,6 +19,8 @@ from marketsync.console.render import errors_of, is_partial, page, page_router, 
 from marketsync.errors import ValidationFailed
 from marketsync.inventory import rules
 from marketsync.inventory import service as inventory
+from marketsync.jobs.service import JobInfo
+from marketsync.models.inventory import InventoryImport
 from marketsync.people.service import Person
 
 router = page_router()
@@ -23,6 +28,7 @@ CATALOGUE_PAGE = 50
 # Deeper than 20,000 pages a person searches by SKU; the bound keeps OFFSET within the databases' integers
 # (docs/decisions/0314-app-query-bounds.md).
 CATALOGUE_MAX_OFFSET = 1_000_000
+IMPORTS_PAGE = 20
 SkuParameter = Annotated[str, Query(max_length=rules.MAX_SKU_LENGTH)]
 
 
@@ -32,11 +38,23 @@ async def catalogue_page(
     person: SignedIn,
     sku: SkuParameter = "",
     offset: Annotated[int, Query(ge=0, le=CATALOGUE_MAX_OFFSET)] = 0,
+    after: SkuParameter = "",
 ) -> Response:
     sku = sku.strip()
+    if sku:  # the search: SKUs starting with the text, a page after the previous page's last SKU
+        async with runtime_of(request).db.read() as session:
+            found = await inventory.search_products(
+                session, person.account_id, sku, after=after or None, limit=CATALOGUE_PAGE + 1
+            )
+        more = len(found) > CATALOGUE_PAGE
+        found = found[:CATALOGUE_PAGE]
+        return page(
+            request, "catalogue.html", person, title="Catalogue", products=found, sku=sku, searched=True,
+            paged=bool(after), next_after=found[-1].product.sku if more else None, page_size=CATALOGUE_PAGE,
+        )  # fmt: skip
     async with runtime_of(request).db.read() as session:
         products, total = await inventory.list_products(
-            session, person.account_id, sku=sku or None, modified_since=None, limit=CATALOGUE_PAGE, offset=offset
+            session, person.account_id, sku=None, modified_since=None, limit=CATALOGUE_PAGE, offset=offset
         )
     return page(
         request, "catalogue.html", person, title="Catalogue", products=products, total=total, sku=sku,
@@ -89,20 +107,40 @@ async def edit_product(request: Request, person: SignedIn, sku: SkuParameter) ->
 # -- imports ----------------------------------------------------------------------------------------------------
 
 
-async def _imports_page(request: Request, person: Person, status: int = 200, **context: Any) -> Response:
+def _import_cursor(before: str) -> tuple[datetime, str] | None:
+    """`<ISO time>|<import id>` of the last import shown: the next (older) page starts after it (as the jobs list)."""
+    created, _, import_id = before.partition("|")
+    try:
+        return datetime.fromisoformat(created).astimezone(UTC), import_id
+    except ValueError:
+        return None
+
+
+async def _imports_page(
+    request: Request, person: Person, status: int = 200, *, before: str = "", **context: Any
+) -> Response:
     rt = runtime_of(request)
-    async with rt.db.read() as session:
-        imports = await inventory.recent_imports(session, person.account_id)
+    cursor = _import_cursor(before) if before else None
+    imports: list[tuple[InventoryImport, JobInfo]] = []
+    if before and cursor is None:
+        status, context["errors"] = 400, {"before": ["Not a page of this list; start again from the first page."]}
+    else:
+        async with rt.db.read() as session:
+            imports = await inventory.recent_imports(session, person.account_id, IMPORTS_PAGE, before=cursor)
+    older = None
+    if len(imports) == IMPORTS_PAGE:
+        last = imports[-1][0]
+        older = urlencode({"before": f"{last.created_at.isoformat()}|{last.id}"})
     template = "_imports.html" if is_partial(request) else "imports.html"
     return page(
         request, template, person, status, title="Imports", imports=imports, max_bytes=rt.settings.max_body_bytes,
-        **context,
+        older=older, before=before if cursor is not None else "", **context,
     )  # fmt: skip
 
 
 @router.get("/imports", response_class=HTMLResponse)
-async def imports_page(request: Request, person: SignedIn) -> Response:
-    return await _imports_page(request, person)
+async def imports_page(request: Request, person: SignedIn, before: str = "") -> Response:
+    return await _imports_page(request, person, before=before)
 
 
 @router.post("/imports", response_class=HTMLResponse)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote
 
 import structlog
 from fastapi import Request
@@ -12,7 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from marketsync.auth.dependencies import runtime_of
 from marketsync.console.guards import SignedIn, checked_form
-from marketsync.console.render import errors_of, page, page_router
+from marketsync.console.render import errors_of, page, page_router, see_other
 from marketsync.errors import ValidationFailed
 from marketsync.kit import jsonio
 from marketsync.orders import rules, schemas
@@ -24,6 +25,8 @@ ORDERS_PAGE = 50
 # The filter form's fields and the List request fields they fill (dates as typed, checked by the API's rules).
 _ZONED = re.compile(r"(Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
 DATE_FILTERS = {"updated_since": "UpdatedSince", "from_date": "FromDate", "to_date": "ToDate"}
+MARKETPLACE_ORDER_ID_MAX = 100  # orders.marketplace_order_id's length
+FIND_HINT = "Give the marketplace's order id (1 to 100 characters), as the marketplace shows it."
 
 
 def _as_utc(value: str) -> str:
@@ -49,6 +52,8 @@ def _list_request(query: dict[str, Any], statuses: list[str]) -> dict[str, Any]:
 async def orders_page(request: Request, person: SignedIn) -> Response:
     rt = runtime_of(request)
     query = dict(request.query_params)
+    if "find" in query:  # the find-by-MarketplaceOrderId box (a GET form)
+        return await _found_orders(request, person, query["find"].strip())
     statuses = [status for status in request.query_params.getlist("status") if status]
     body = _list_request(query, statuses)
     context: dict[str, Any] = {"filters": query, "statuses": statuses, "all_statuses": rules.ORDER_STATUSES}
@@ -61,6 +66,22 @@ async def orders_page(request: Request, person: SignedIn) -> Response:
     return page(
         request, "orders.html", person, title="Orders", orders=documents, next_cursor=listed.next_cursor, **context
     )
+
+
+async def _found_orders(request: Request, person: SignedIn, marketplace_order_id: str) -> Response:
+    """One order: its page. Several (the same id on more than one marketplace) or none: the list of them."""
+    context: dict[str, Any] = {"filters": {}, "statuses": [], "all_statuses": rules.ORDER_STATUSES}
+    if not marketplace_order_id or len(marketplace_order_id) > MARKETPLACE_ORDER_ID_MAX:
+        errors = {"MarketplaceOrderId": [FIND_HINT]}
+        return page(request, "orders.html", person, 400, title="Orders", orders=[], errors=errors, **context)
+    rt = runtime_of(request)
+    found = await rt.db.driver_read(
+        lambda reader: orders.find_by_marketplace_order_id(rt, reader, person.account_id, marketplace_order_id)
+    )
+    documents = [jsonio.loads(document) for document in found]
+    if len(documents) == 1:
+        return see_other(f"/app/orders/{quote(documents[0]['ServiceOrderID'], safe='')}")
+    return page(request, "orders.html", person, title="Orders", orders=documents, found=marketplace_order_id, **context)
 
 
 async def _order_page(request: Request, person: SignedIn, order_id: str, *, reveal: bool) -> Response:

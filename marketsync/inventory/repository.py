@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 import asyncpg  # type: ignore[import-untyped]
-from sqlalchemy import BigInteger, String, Table, any_, bindparam, func, select, text, update
+from sqlalchemy import BigInteger, String, Table, and_, any_, bindparam, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -29,6 +29,7 @@ from marketsync.inventory.rules import (
     DataOwner,
     StoredProduct,
     modification_times,
+    prefix_end,
 )
 from marketsync.kinds import ConnectionState
 from marketsync.models import Account, Listing, MarketplaceConnection, Product
@@ -361,6 +362,26 @@ async def list_products(
     return list(result.scalars().all())
 
 
+async def products_with_key_prefix(
+    session: AsyncSession, account_id: str, prefix: str, *, after: tuple[str, str] | None, limit: int
+) -> list[Product]:
+    """Up to `limit` products whose sku_lower starts with `prefix` (a lower-cased key), in the order of the unique
+    index on (account_id, sku_lower, sku), after the (sku_lower, sku) of a previous page's last product: one range
+    of that index, read no further than the page (docs/decisions/0336-catalogue-search.md). The range is right
+    because sku_lower compares in code point order on both backends: SQLite's BINARY, PostgreSQL's COLLATE "C" of
+    the column (migration 0027)."""
+    conditions: list[Any] = [Product.account_id == account_id, Product.sku_lower >= prefix]
+    if (end := prefix_end(prefix)) is not None:
+        conditions.append(Product.sku_lower < end)
+    if after is not None:
+        after_key, after_sku = after
+        conditions.append(
+            or_(Product.sku_lower > after_key, and_(Product.sku_lower == after_key, Product.sku > after_sku))
+        )
+    query = select(Product).where(*conditions).order_by(text(OFFSET_PAGE_ORDER)).limit(limit)
+    return list((await session.execute(query)).scalars().all())
+
+
 async def count_products(
     session: AsyncSession, account_id: str, *, key: str | None, modified_since: datetime | None
 ) -> int:
@@ -497,16 +518,23 @@ async def import_by_id(session: AsyncSession, import_id: str, account_id: str | 
     return (await session.execute(query)).scalar_one_or_none()
 
 
-async def recent_imports(session: AsyncSession, account_id: str, limit: int) -> Sequence[InventoryImport]:
+async def recent_imports(
+    session: AsyncSession, account_id: str, limit: int, *, before: tuple[datetime, str] | None = None
+) -> Sequence[InventoryImport]:
+    """Newest first; `before` is the (created_at, id) of the last import of the previous page."""
     # The file itself stays in the database: a list of imports does not load it.
-    result = await session.execute(
-        select(InventoryImport)
-        .options(defer(InventoryImport.content))
-        .where(InventoryImport.account_id == account_id)
-        .order_by(InventoryImport.created_at.desc(), InventoryImport.id.desc())
-        .limit(limit)
-    )
-    return result.scalars().all()
+    query = select(InventoryImport).options(defer(InventoryImport.content))
+    query = query.where(InventoryImport.account_id == account_id)
+    if before is not None:
+        created_at, import_id = before
+        query = query.where(
+            or_(
+                InventoryImport.created_at < created_at,
+                and_(InventoryImport.created_at == created_at, InventoryImport.id < import_id),
+            )
+        )
+    query = query.order_by(InventoryImport.created_at.desc(), InventoryImport.id.desc()).limit(limit)
+    return (await session.execute(query)).scalars().all()
 
 
 async def save_import_progress(session: AsyncSession, import_id: str, last_line: int, report: dict[str, Any]) -> None:

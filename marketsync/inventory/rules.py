@@ -95,6 +95,21 @@ def sku_key(sku: str) -> str:
     return sku.lower()
 
 
+def prefix_end(prefix: str) -> str | None:
+    """The least string above every string that starts with `prefix`, in code point order (SQLite's BINARY and
+    PostgreSQL's "C" order of UTF-8 text): the prefix with its last code point raised by one, past the surrogates
+    (never in stored text). None when every code point is the highest: nothing bounds those strings from above.
+    `prefix <= s < prefix_end(prefix)` exactly when s starts with prefix (docs/decisions/0336-catalogue-search.md)."""
+    chars = list(prefix)
+    while chars:
+        last = ord(chars.pop()) + 1
+        if last == 0xD800:
+            last = 0xE000
+        if last <= 0x10FFFF:
+            return "".join(chars) + chr(last)
+    return None
+
+
 def price_problem(value: Decimal) -> str | None:
     """Why a price is unacceptable, or None. Prices are exact decimals: never rounded, never floats."""
     if not value.is_finite():

@@ -402,6 +402,18 @@ async def list_products(
     return await _with_listings(session, account_id, products), total
 
 
+async def search_products(
+    session: AsyncSession, account_id: str, text_: str, *, after: str | None, limit: int
+) -> list[ProductView]:
+    """The app's catalogue search: products whose SKU starts with `text_`, letter case ignored, in SKU order, a page
+    after the product with SKU `after` (the previous page's last). One bounded range of the SKU index whatever the
+    catalogue's size; titles are not searched (docs/decisions/0336-catalogue-search.md)."""
+    prefix = rules.sku_key(text_)
+    cursor = (rules.sku_key(after), after) if after is not None else None
+    products = await repository.products_with_key_prefix(session, account_id, prefix, after=cursor, limit=limit)
+    return await _with_listings(session, account_id, products)
+
+
 async def get_product(session: AsyncSession, account_id: str, sku: str) -> ProductView:
     """Case-insensitive; exact casing wins; several case variants and none exact is a conflict."""
     products = await repository.products_by_sku_key(session, account_id, rules.sku_key(sku))
@@ -885,9 +897,11 @@ async def run_import(rt: Runtime, import_id: str, progress: BatchHook) -> Import
 
 
 async def recent_imports(
-    session: AsyncSession, account_id: str, limit: int = 20
+    session: AsyncSession, account_id: str, limit: int = 20, *, before: tuple[datetime, str] | None = None
 ) -> list[tuple[InventoryImport, jobs.JobInfo]]:
-    uploads = await repository.recent_imports(session, account_id, limit)
+    """An account's imports newest first (created time, then id), older than `before` (the (created_at, id) of a
+    page's last import) when given, each with its job."""
+    uploads = await repository.recent_imports(session, account_id, limit, before=before)
     return [(upload, await jobs.job_info(session, account_id, upload.job_id)) for upload in uploads]
 
 

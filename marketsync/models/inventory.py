@@ -36,7 +36,9 @@ class Product(Base):
     id: Mapped[str] = mapped_column(ID, primary_key=True)
     account_id: Mapped[str] = mapped_column(ID, ForeignKey("accounts.id", ondelete="CASCADE"))
     sku: Mapped[str] = mapped_column(String(200))
-    sku_lower: Mapped[str] = mapped_column(String(200))
+    # Code point order on both backends (SQLite's BINARY; "C" on PostgreSQL, whatever the database's default, from
+    # migration 0027): a SKU prefix is one range of the SKU index (docs/decisions/0336-catalogue-search.md).
+    sku_lower: Mapped[str] = mapped_column(String(200).with_variant(String(200, collation="C"), "postgresql"))
     price: Mapped[Decimal | None]
     quantity: Mapped[int] = mapped_column(Integer, default=0)
     title: Mapped[str | None] = mapped_column(String(500))

@@ -24,6 +24,8 @@ class Order(Base):
         Index("ix_orders_account_status_updated", "account_id", "status", "updated_at", "id"),
         # Finds orders whose stored document is missing or older than the renderer (orders.documents schedule).
         Index("ix_orders_document_version", "document_version"),
+        # The app finds an order by the marketplace's order id across the account's marketplaces (migration 0026).
+        Index("ix_orders_account_marketplace_order", "account_id", "marketplace_order_id"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)

@@ -130,6 +130,20 @@ async def document_by_id(
     return rows[0] if rows else None
 
 
+async def documents_by_marketplace_order_id(
+    reader: DriverReader, account_id: str, marketplace_order_id: str, *, limit: int, version: int
+) -> list[DocumentRow]:
+    """The account's orders carrying this marketplace order id (one a marketplace at most), by id, without customer
+    data: one seek of ix_orders_account_marketplace_order (migration 0026)."""
+    sql = _Sql(reader.postgres)
+    columns = _document_columns(sql, version, include_customer=False)
+    conditions = (
+        f"orders.account_id = {sql.bind(account_id)} AND orders.marketplace_order_id = {sql.bind(marketplace_order_id)}"
+    )
+    text = f"SELECT {columns} FROM orders WHERE {conditions} ORDER BY orders.id LIMIT {sql.bind(limit)}"  # noqa: S608
+    return await _fetch(reader, sql, text)
+
+
 async def orders_for_documents(
     session: AsyncSession, order_ids: Collection[str]
 ) -> list[tuple[Order, list[OrderItem], list[OrderShipment], list[OrderRefundLine]]]:

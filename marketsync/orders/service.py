@@ -339,6 +339,17 @@ async def get_order(
     return (await _documents(rt, [row], include_customer=include_customer))[0]
 
 
+async def find_by_marketplace_order_id(
+    rt: Runtime, reader: DriverReader, account_id: str, marketplace_order_id: str, *, limit: int = 50
+) -> list[bytes]:
+    """The documents of the account's orders with this marketplace order id (the spec's MarketplaceOrderId, exact),
+    on any of its marketplaces, without customer data: the app's find box."""
+    rows = await repository.documents_by_marketplace_order_id(
+        reader, account_id, marketplace_order_id, limit=limit, version=schemas.DOCUMENT_VERSION
+    )
+    return await _documents(rt, rows, include_customer=False)
+
+
 async def _documents(rt: Runtime, rows: Sequence[repository.DocumentRow], *, include_customer: bool) -> list[bytes]:
     """The wire JSON of each document row; a row without a current document is rendered from its tables."""
     stale = [row[0] for row in rows if not row[2]]

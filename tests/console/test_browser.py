@@ -296,3 +296,32 @@ async def test_a_phone_never_scrolls_sideways_and_a_refresh_keeps_the_keyboards_
         await expect(pause).to_be_focused()
         await page.keyboard.press("Enter")  # the person's next key still acts on the button they were on
         await expect(page.get_by_role("button", name="Resume P2 DE")).to_be_visible()
+
+
+async def test_a_merchant_finds_products_by_the_start_of_a_sku_and_an_order_by_its_marketplace_id(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Decision 0336: the search box finds SKUs by their start; the orders page finds an order by the id the
+    marketplace shows; no page asks for a file the server does not have (the icon is the app's own)."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    await add_products(rt, tenant.account_id, [("BKP-BLACK-1", "9.50", 4), ("BKP-BLUE-2", "3.00", 1), ("MUG", "1", 1)])
+    await ingest(rt, tenant.marketplace("P1"), pulled_order(order_id="026-1234567-7654321"))
+    person = await make_person(rt, tenant.account_id, "Staff")
+    async with browser_page(str(api.base_url)) as page:
+        failed: list[str] = []
+        page.on("response", lambda response: failed.append(response.url) if response.status >= 400 else None)
+        await sign_in(page, person.email, person.password)
+        await page.get_by_role("link", name="Catalogue").click()
+        await page.get_by_label("Find products by SKU").fill("bkp-bla")
+        await page.get_by_role("button", name="Search").click()
+        await expect(page.get_by_role("link", name="BKP-BLACK-1")).to_be_visible()
+        await expect(page.get_by_role("link", name="BKP-BLUE-2")).to_have_count(0)
+        icon = await page.locator('link[rel="icon"]').get_attribute("href")
+        assert icon is not None and (await page.request.get(icon)).ok
+
+        await page.get_by_role("link", name="Orders").click()
+        await page.get_by_label("Find an order by the marketplace's order id").fill("026-1234567-7654321")
+        await page.get_by_role("button", name="Find").click()
+        await page.wait_for_url("**/app/orders/*")
+        await expect(page.locator("h1")).to_contain_text("026-1234567-7654321")
+        assert failed == []

@@ -106,8 +106,11 @@ async def test_a_catalogue_page_past_the_end_says_so(rt: Runtime, owner: Browser
     await add_products(rt, account_id, [("MUG-1", "9.50", 4), ("MUG-2", "3.00", 1)])
     past = await owner.client.get("/app/catalogue", params={"offset": "50"})
     assert_app_page(past, 200, "No page starts at product 51: the catalogue has 2.", "First page")
+    # A search pages after its last SKU (decision 0336): an offset is no position of it; past its end it says so.
     searched = await owner.client.get("/app/catalogue", params={"sku": "MUG-1", "offset": "1000000"})
-    assert_app_page(searched, 200, "No page starts at product 1000001: the search has 1.")
+    assert_app_page(searched, 200, "MUG-1</a>")
+    beyond = await owner.client.get("/app/catalogue", params={"sku": "MUG", "after": "MUG-2"})
+    assert_app_page(beyond, 200, "No more products whose SKU starts with this.", "first page")
     first = await owner.page("/app/catalogue")
     assert "MUG-2" in first.text and "No page starts" not in first.text
 
