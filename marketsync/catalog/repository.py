@@ -185,8 +185,8 @@ async def site_of_connection(reader: DriverReader, account_id: str, marketplace_
 async def search_leaves(
     reader: DriverReader, platform: str, country: str, text: str | None, limit: int, offset: int
 ) -> tuple[list[LeafRow], int]:
-    """Leaves of the site (`platform`, `country`) in tree order; with `text` (a `search_key` already), those whose
-    name's key contains it, plus the leaf whose id equals it when it is a number (docs/decisions/0083-category-search.md).
+    """Leaves of the site (`platform`, `country`) in tree order; with `text`, those whose name's key contains the
+    text's key, plus the leaf whose id equals it when it is a number (docs/decisions/0083-category-search.md).
 
     The match is always `name_lower LIKE '%text%'` on the text's key, wildcards literal. What finds the
     candidates differs: PostgreSQL's trigram index answers that LIKE itself; on SQLite the FTS5 trigram table

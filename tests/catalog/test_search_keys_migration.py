@@ -31,13 +31,15 @@ CATEGORIES = sa.table(
 
 async def _names(db: Database, table: str) -> dict[str, str]:
     async with db.engine.connect() as conn:
-        rows = await conn.execute(sa.text(f"SELECT category_id, name_lower FROM {table}"))  # noqa: S608
+        rows = await conn.execute(sa.text(f"SELECT category_id, name_lower FROM {table}"))
         return {category_id: name_lower for category_id, name_lower in rows}
 
 
 async def _counts_follow_the_index(db: Database) -> None:
     async with db.engine.connect() as conn:
-        counts = dict((await conn.execute(sa.text("SELECT trigram, leaves FROM taxonomy_category_search_trigrams"))).all())
+        counts = dict(
+            (await conn.execute(sa.text("SELECT trigram, leaves FROM taxonomy_category_search_trigrams"))).all()
+        )
         vocabulary = dict((await conn.execute(sa.text("SELECT term, doc FROM taxonomy_category_search_vocab"))).all())
     assert counts == vocabulary and counts
 
