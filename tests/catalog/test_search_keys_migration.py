@@ -1,5 +1,5 @@
-"""Migration 0026: `name_lower` becomes each category's search key (decision 0083, amended: white space runs are one
-space). A database at 0025 holding names with double spaces, a tab and a no-break space is upgraded: those rows (and,
+"""Migration 0028: `name_lower` becomes each category's search key (decision 0083, amended: white space runs are one
+space). A database at 0027 holding names with double spaces, a tab and a no-break space is upgraded: those rows (and,
 on SQLite, their rows of the text index and the trigram counts) hold the key, the others are untouched; downgrading
 restores the lower-cased names. Run on both databases, each in a database of its own."""
 
@@ -47,7 +47,7 @@ async def _counts_follow_the_index(db: Database) -> None:
 async def test_names_with_white_space_runs_get_their_search_key(empty_url: str) -> None:
     db = Database(empty_url)
     try:
-        await migrate.upgrade(db, "0025")
+        await migrate.upgrade(db, "0027")
         rows = [
             {
                 "platform": "P1",
@@ -66,7 +66,7 @@ async def test_names_with_white_space_runs_get_their_search_key(empty_url: str) 
         ]
         async with db.write_engine.begin() as conn:
             await conn.execute(CATEGORIES.insert(), rows)
-            if db.is_sqlite:  # as an import at 0025 indexed its leaves (catalog.repository.refresh_search_index)
+            if db.is_sqlite:  # as an import at 0027 indexed its leaves (catalog.repository.refresh_search_index)
                 await conn.execute(
                     sa.text(
                         "INSERT INTO taxonomy_category_search (name_lower, platform, country, category_id, position) "
@@ -97,7 +97,7 @@ async def test_names_with_white_space_runs_get_their_search_key(empty_url: str) 
                 assert found.scalars().all() == ["300"]
 
         async with db.write_engine.connect() as conn:
-            await conn.run_sync(downgrade, "0025")
+            await conn.run_sync(downgrade, "0027")
         assert await _names(db, "taxonomy_categories") == lowered
         if db.is_sqlite:
             assert await _names(db, "taxonomy_category_search") == {c: lowered[c] for c in ("300", "301", "302")}

@@ -7,8 +7,8 @@ rows are found by LIKE (one read of the table, no index needed) and rewritten wi
 import computes it. On SQLite their rows of the text index (migration 0015) follow, and the trigram counts (0019) are
 counted again when any leaf changed. The shipped taxonomies have no such name: nothing is rewritten for them.
 
-Revision ID: 0026
-Revises: 0025
+Revision ID: 0028
+Revises: 0027
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections.abc import Callable
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0026"
-down_revision = "0025"
+revision = "0028"
+down_revision = "0027"
 branch_labels = None
 depends_on = None
 
