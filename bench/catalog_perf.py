@@ -150,7 +150,19 @@ async def load_synthetic(rt: Runtime, size: int) -> tuple[int, int]:
     driver (no schemas: search reads only the tree), its text index refreshed and its import recorded as an import
     does. (categories, leaves)"""
     rows = [
-        ("P1", "UK", category_id, parent_id, name, name.lower(), path, depth, leaf, position, None)
+        (
+            "P1",
+            "UK",
+            category_id,
+            parent_id,
+            name,
+            catalog_repository.search_key(name),
+            path,
+            depth,
+            leaf,
+            position,
+            None,
+        )
         for position, (category_id, parent_id, name, path, depth, leaf) in enumerate(
             synthetic_taxonomy.categories(size)
         )

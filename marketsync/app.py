@@ -22,7 +22,7 @@ from marketsync.console.render import error_page
 from marketsync.errors import install_error_handlers
 from marketsync.inventory import endpoints as inventory_endpoints
 from marketsync.jobs import endpoints as jobs_endpoints
-from marketsync.kit import lean_routes
+from marketsync.kit import lean_routes, operation_names
 from marketsync.kit.route_index import RouteIndex
 from marketsync.marketplaces import endpoints as marketplaces_endpoints
 from marketsync.middleware import RequestContextMiddleware
@@ -83,6 +83,8 @@ def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
     # After the API's routes: an API request never walks the app's routes first.
     console_pages.install(app)
     lean_routes.install(app, REQUEST_DEPENDENCIES)
+    # GET /api/orders/List is the List operation's (405, Allow: POST), never an order called "List" (decision 0338).
+    operation_names.reserve(app.router.routes)
     RouteIndex.install(app)
     app.add_middleware(
         RequestContextMiddleware,

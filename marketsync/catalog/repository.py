@@ -124,6 +124,14 @@ RAREST_TRIGRAMS = 2
 _ESCAPE = "/"
 
 
+def search_key(text: str) -> str:
+    """What category search compares (docs/decisions/0083-category-search.md): the text lower-cased (Python's
+    `lower()`), each run of white space (`str.split()`'s: spaces, tabs, line breaks, no-break spaces...) one space,
+    none at either end. A leaf's `name_lower` holds its name's key and a SearchText is reduced to its key, so
+    "BOTTLES  accessories" finds "Bottles Accessories" and "bottles accessories" finds a "Bottles  Accessories"."""
+    return " ".join(text.lower().split())
+
+
 def contains_pattern(needle: str) -> str:
     """The LIKE pattern of "contains `needle`", its wildcards literal."""
     escaped = needle.replace(_ESCAPE, _ESCAPE * 2).replace("%", _ESCAPE + "%").replace("_", _ESCAPE + "_")
@@ -177,10 +185,10 @@ async def site_of_connection(reader: DriverReader, account_id: str, marketplace_
 async def search_leaves(
     reader: DriverReader, platform: str, country: str, text: str | None, limit: int, offset: int
 ) -> tuple[list[LeafRow], int]:
-    """Leaves of the site (`platform`, `country`) in tree order; with `text`, those whose lower-cased name contains
-    it, plus the leaf whose id equals it when it is a number (docs/decisions/0083-category-search.md).
+    """Leaves of the site (`platform`, `country`) in tree order; with `text`, those whose name's key contains the
+    text's key, plus the leaf whose id equals it when it is a number (docs/decisions/0083-category-search.md).
 
-    The match is always `name_lower LIKE '%text%'` on the lower-cased text, wildcards literal. What finds the
+    The match is always `name_lower LIKE '%text%'` on the text's key, wildcards literal. What finds the
     candidates differs: PostgreSQL's trigram index answers that LIKE itself; on SQLite the FTS5 trigram table
     (migration 0015) narrows the leaves to those holding the text's two rarest trigrams (migration 0019), and the LIKE
     is checked on them; a text shorter than a trigram, and the walk without text, read the covering index in tree
@@ -211,7 +219,7 @@ async def search_leaves(
         )
         return [LeafRow(*row) for row in rows], total
 
-    needle = text.lower()
+    needle = search_key(text)
     pattern = contains_pattern(needle)
     if not reader.postgres and len(needle) >= TRIGRAM:
         text_query = await _sqlite_text_query(reader, needle)

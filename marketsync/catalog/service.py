@@ -196,7 +196,7 @@ async def import_taxonomy(
                 "category_id": category.category_id,
                 "parent_id": category.parent_id,
                 "name": category.name,
-                "name_lower": category.name.lower(),
+                "name_lower": repository.search_key(category.name),
                 "path": category.path,
                 "depth": category.depth,
                 "is_leaf": category.is_leaf,
@@ -280,7 +280,7 @@ async def search(
         raise NotFound("No marketplace connection with this id.")
     if not site.active:
         raise NotFound("No active marketplace connection with this id.")
-    text = (text or "").strip() or None
+    text = repository.search_key(text or "") or None
     return await repository.search_leaves(reader, site.platform, site.country, text, limit, offset)
 
 

@@ -13,6 +13,7 @@ from marketsync.app import create_app
 from marketsync.jobs import service as job_service
 from marketsync.jobs.types import PriceStockPushPayload
 from marketsync.runtime import Runtime
+from tests.inventory.support import add_products
 from tests.support.factories import make_tenant, problem
 from tests.support.scope_matrix import assert_scope_matrix
 from tests.support.server import serve
@@ -125,8 +126,8 @@ async def test_wrong_method_is_405_with_allow(rt: Runtime, api: httpx.AsyncClien
 
 async def test_405_allows_the_methods_of_every_route_of_the_path(rt: Runtime) -> None:
     """For a path of every route in the app's table, a method none of them takes answers 405 and `Allow` lists the
-    methods of all the routes matching that path (a page's GET and POST are two routes; `/api/orders/List` is also
-    an order id to `GET /api/orders/{order_id}`)."""
+    methods of all the routes matching that path (a page's GET and POST are two routes). An operation's path is
+    its route's alone: `/api/orders/List` is no order id to `GET /api/orders/{order_id}` (decision 0338)."""
     app = create_app(rt)
     routes = [route for route in app.router.routes if isinstance(route, Route | Mount)]
     async with serve(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
@@ -143,10 +144,43 @@ async def test_405_allows_the_methods_of_every_route_of_the_path(rt: Runtime) ->
             response = await client.request(method, path)
             assert response.status_code == 405, (method, path, response.status_code)
             assert set(response.headers["allow"].split(", ")) == expected, (path, response.headers["allow"])
-    several = {"/api/orders/List": {"GET", "POST"}, "/app/credentials": {"GET", "POST"}}
+    several = {"/app/credentials": {"GET", "POST"}}
     for path, methods in several.items():  # the case the union is for is in the table
         matching = [r for r in routes if isinstance(r, Route) and r.path_regex.match(path)]
         assert len(matching) == 2 and {m for r in matching for m in r.methods or ()} == methods
+    for path in ("/api/orders/List", "/api/orders/Refund", "/api/products/List", "/api/products/Create"):
+        matching = [r for r in routes if isinstance(r, Route) and r.path_regex.match(path)]
+        assert [r.methods for r in matching] == [{"POST"}], path  # the id route refuses the operation's name
+
+
+async def test_get_on_an_operation_of_a_resource_is_405_allow_post(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Decision 0338: `/api/orders/{order_id}` and `/api/products/{sku}` never match their resource's operation
+    names (exact casing), whatever the method: a GET sent to a POST operation is 405 with `Allow: POST`, also when a
+    product's SKU is "List"; that product is read with another casing of its SKU (SKU matching is case-insensitive).
+    Other ids and SKUs, even ones starting with an operation's name, still reach the id route."""
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("List", "1.00", 3), ("Create/x", "1.00", 4), ("Refund", "1", 1)])
+    operations = {
+        "/api/orders/": ("List", "Confirm", "Cancel", "Refund", "Update"),
+        "/api/products/": ("List", "Create"),
+    }
+    for prefix, names in operations.items():
+        for name in names:
+            for method in ("GET", "PUT", "DELETE", "PATCH"):
+                response = await api.request(method, prefix + name, headers=tenant.headers)
+                assert response.status_code == 405, (method, prefix + name, response.text)
+                assert response.headers["allow"] == "POST", (method, prefix + name)
+                assert problem(response)["code"] == "method-not-allowed"
+    listed = await api.get("/api/products/list", headers=tenant.headers)
+    assert listed.status_code == 200 and listed.json()["Product"]["Sku"] == "List", listed.text
+    slashed = await api.get("/api/products/Create/x", headers=tenant.headers)
+    assert slashed.status_code == 200 and slashed.json()["Product"]["Sku"] == "Create/x", slashed.text
+    assert (await api.get("/api/products/Listing", headers=tenant.headers)).status_code == 404
+    assert (await api.get("/api/products/Refund", headers=tenant.headers)).json()["Product"]["Sku"] == "Refund"
+    for path in ("/api/orders/list", "/api/orders/Lists"):  # not an operation: an order id nobody has
+        response = await api.get(path, headers=tenant.headers)
+        assert (response.status_code, problem(response)["title"]) == (404, "No order with this id."), path
+    assert (await api.get("/api/orders/List", headers={})).status_code == 405  # before authentication too
 
 
 async def test_non_json_body_is_415(rt: Runtime, api: httpx.AsyncClient) -> None:

@@ -1,6 +1,7 @@
 """POST /api/product-types/Search through the text index (migration 0015: SQLite FTS5 trigram, PostgreSQL pg_trgm)
-answers exactly what decision 0083's rule answers: the leaves whose lower-cased name contains the trimmed,
-lower-cased SearchText (wildcards literal), plus the leaf whose id equals a number, in tree order.
+answers exactly what decision 0083's rule answers: the leaves whose name's key contains the SearchText's key (lower
+case, each run of white space one space, none at the ends; wildcards literal), plus the leaf whose id equals a number,
+in tree order.
 
 The rule is written out below in Python and compared with the API on names and texts that an FTS query language or
 a case folding would treat specially: quotes, operators (AND, OR, NOT, NEAR, *, -, ^, :, parentheses), LIKE
@@ -45,6 +46,7 @@ TRICKY_NAMES = [
     "Kelvin \u212a Thermometers",
     "ﬁligree Ligature",
     "Double  Space",
+    "Tab\tSeparated \u00a0 Runs\n",
     "2024 Calendars",
     "x",
 ]
@@ -105,6 +107,15 @@ TEXTS = [
     "ﬁ",
     "double  space",
     "double space",
+    "DOUBLE \t SPACE",
+    "\u3000double\u00a0space\n",
+    "e s",
+    "e  s",
+    "tab separated runs",
+    "TAB\tSEPARATED\tRUNS",
+    "separated  runs ",
+    "s\u2003r",
+    "  2024  ",
     "2024",
     "20",
     "2",
@@ -140,10 +151,14 @@ def tricky_taxonomy() -> Taxonomy:
 
 def expected(leaves: list[CategorySpec], text: str | None) -> list[dict[str, str]]:
     """Decision 0083's rule, in Python."""
-    stripped = (text or "").strip()
+    stripped = " ".join((text or "").split())
     if stripped:
         needle = stripped.lower()
-        leaves = [c for c in leaves if needle in c.name.lower() or (stripped.isdigit() and c.category_id == stripped)]
+        leaves = [
+            c
+            for c in leaves
+            if needle in " ".join(c.name.lower().split()) or (stripped.isdigit() and c.category_id == stripped)
+        ]
     return [{"CategoryId": c.category_id, "Title": c.name, "Path": c.path} for c in leaves]
 
 
@@ -175,6 +190,9 @@ async def test_special_texts_and_names_answer_what_the_rule_answers(rt: Runtime,
     assert (await search(api, tenant, '"quoted"'))["TotalCount"] == 1
     assert (await search(api, tenant, "i̇stanbul"))["TotalCount"] == 1  # "İ".lower() is two code points
     assert (await search(api, tenant, "istanbul"))["TotalCount"] == 0
+    # White space runs are one space, in the text and in the name; the Title keeps the name as imported.
+    for text in ("DOUBLE \t SPACE", "double space", " Double  Space "):
+        assert [p["Title"] for p in (await search(api, tenant, text))["ProductTypes"]] == ["Double  Space"], text
 
 
 async def test_substrings_of_every_name_and_their_pages_answer_what_the_rule_answers(

@@ -307,6 +307,34 @@ async def test_one_failing_sku_does_not_stop_the_others(rt: Runtime, api: httpx.
     assert [entry["sku"] for entry in event["changed"]] == ["OK-1", "OK-2"]
 
 
+async def test_a_sku_with_surrounding_white_space_is_looked_up_as_sent(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Decision 0339: the push never trims a SKU nor refuses it for its white space (Create does: such a SKU is never
+    stored by the API). " PAD-1 " is a SKU no product carries: NotFound, echoed as sent, and the rest of the batch
+    is applied (rule 4); it is not Failed (nothing matched) and not a 400 (that would stop the whole batch)."""
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("PAD-1", "1", 1), ("PAD-2", "1", 1)])
+    body = await push_ok(
+        api,
+        tenant,
+        [
+            {"Sku": " PAD-1 ", "Quantity": 5},
+            {"Sku": "PAD-1", "Quantity": 3},
+            {"Sku": "PAD-2\t", "Quantity": 9},
+            {"Sku": "pad-2 ", "Price": 4},
+        ],
+    )
+    assert body["Results"] == [
+        {"Sku": " PAD-1 ", "Result": "NotFound"},
+        {"Sku": "PAD-1", "Result": "Updated"},
+        {"Sku": "PAD-2\t", "Result": "NotFound"},
+        {"Sku": "pad-2 ", "Result": "NotFound"},
+    ]
+    assert counts(body) == {"Updated": 1, "Unchanged": 0, "NotFound": 3, "Ambiguous": 0, "Failed": 0}
+    after = await stored(rt, tenant.account_id)
+    assert (after["PAD-1"][1], after["PAD-2"][:2]) == (3, (Decimal("1"), 1))
+    assert (await push(api, tenant, [{"Sku": "  ", "Quantity": 1}])).status_code == 400  # blank: still a 400
+
+
 async def test_propagation_schedules_one_job_per_affected_active_connection(
     rt: Runtime, api: httpx.AsyncClient
 ) -> None:
