@@ -9,9 +9,9 @@ the range of "bkp-", "café-1" after "cafê" and outside the range of "café". D
 the query instead would not use the index, which is in the column's collation: the search would read every product
 of the account.
 
-No table rewrite (the type stays VARCHAR(200)); PostgreSQL rebuilds the index on the column, in the statement's lock
-(writes and reads of products wait for the build; its time was not measured): not online, an exception to decision
-0306 that 0336 explains. SQLite: nothing to do.
+No table rewrite (the type stays VARCHAR(200)); PostgreSQL rebuilds the index on the column, in the statement's
+lock (writes and reads of products wait for the build: ~3 s a million products, measured in 0336): not online, an
+exception to decision 0306 that 0336 explains. SQLite: nothing to do.
 
 Revision ID: 0027
 Revises: 0026
