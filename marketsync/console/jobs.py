@@ -19,7 +19,6 @@ from marketsync.jobs import service as jobs
 from marketsync.jobs.types import JobStatus, JobType
 from marketsync.kinds import marketplace_name
 from marketsync.marketplaces import service as marketplaces
-from marketsync.models import Job
 from marketsync.people.service import Person
 
 router = page_router()
@@ -61,12 +60,13 @@ async def jobs_page(
     cursor = _cursor(before) if before else None
     if before and cursor is None:
         errors["before"] = ["Not a page of this list; start again from the first page."]
-    listed: list[Job] = []
     if not errors or set(errors) == {"JobId"}:
         async with runtime_of(request).db.read() as session:
             listed = await jobs.recent_jobs(
                 session, person.account_id, JOBS_PAGE, status=status or None, job_type=job_type or None, before=cursor
             )
+    else:
+        listed = []
     filters = {name: value for name, value in (("status", status), ("type", job_type)) if value}
     older = None
     if len(listed) == JOBS_PAGE:
