@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import json
 import os
 import secrets
@@ -214,8 +215,26 @@ def _write_key_file(path: Path) -> None:
         os.link(draft, path)  # fails if the name exists: the first process's keys are everyone's
     except FileExistsError:
         pass
+    except OSError as exc:  # a file system without hard links (some network and host-shared mounts)
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+        _write_in_place(path, keys)
     finally:
         draft.unlink(missing_ok=True)
+
+
+# What os.link raises where the file system has no hard links: the keys are then written in place, as before 0334.
+_NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV})
+
+
+def _write_in_place(path: Path, keys: dict[str, str]) -> None:
+    """The keys under their own name, O_EXCL: a process losing the race uses the winner's file."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w") as fh:
+        json.dump(keys, fh)
 
 
 def _read_key_file(path: Path) -> dict[str, str]:

@@ -11,10 +11,11 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import event, text
+from sqlalchemy import ColumnElement, and_, event, or_, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import ExceptionContext, make_url
@@ -341,6 +342,13 @@ def insert_for(session: AsyncSession, table: Any) -> sqlite.Insert | postgresql.
     if name == "sqlite":
         return sqlite.insert(table)
     return postgresql.insert(table)
+
+
+def older_than(at: Any, row_id: Any, before: tuple[datetime, str]) -> ColumnElement[bool]:
+    """The rows after `before` (the (time, id) of a page's last row) in a newest-first list ordered by (at, id)
+    descending: the keyset of the app's jobs, imports and webhook attempt pages."""
+    at_value, id_value = before
+    return or_(at < at_value, and_(at == at_value, row_id < id_value))
 
 
 def dialect_of(session: AsyncSession) -> str:

@@ -139,3 +139,25 @@ def test_a_process_losing_the_race_to_mint_keys_uses_the_winners(
     assert (second.hash_key, second.encryption_keyring) == winner
     assert sorted(p.name for p in (tmp_path / "var").iterdir()) == ["keys.json"]
     assert (tmp_path / "var" / "keys.json").stat().st_mode & 0o777 == 0o600
+
+
+def test_keys_are_minted_where_the_file_system_has_no_hard_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Some mounts (network shares, host-shared volumes) refuse os.link with EPERM: the first start then wrote
+    nothing and failed with a traceback. The keys are written in place there, 0600, as before 0334."""
+    import errno
+    import os
+
+    from marketsync.config import Settings
+
+    def no_link(source: object, target: object) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_link)
+    first = Settings(database_url=f"sqlite:///{tmp_path}/k.db", var_dir=tmp_path / "var")
+    assert first.hash_key
+    assert sorted(p.name for p in (tmp_path / "var").iterdir()) == ["keys.json"]
+    assert (tmp_path / "var" / "keys.json").stat().st_mode & 0o777 == 0o600
+    again = Settings(database_url=f"sqlite:///{tmp_path}/k.db", var_dir=tmp_path / "var")
+    assert (again.hash_key, again.encryption_keyring) == (first.hash_key, first.encryption_keyring)

@@ -88,25 +88,30 @@ async def _authenticated(request: Request) -> Caller:
 
 
 def _refuse_unknown_query(scope: MutableMapping[str, Any]) -> None:
-    """A query parameter the operation does not define, or one given twice, is a 400 naming it (0326): names are
-    case-exact as body fields are (0008), and `IncludeCustomerData=true` must not read as "no customer block".
-    Checked once the caller is known (a 401 or 403 comes first), before the operation's own parameters."""
+    """A query parameter spelt as one the operation defines but in another letter case, or a defined one given
+    twice, is a 400 naming it (0326): names are case-exact as body fields are (0008), and `IncludeCustomerData=true`
+    must not read as "no customer block". Any other name is not this API's and is ignored (0340): a cache buster
+    (`_=1732822000000`), a tracking parameter, a proxy's addition. Checked once the caller is known (a 401 or 403
+    comes first), before the operation's own parameters."""
     route = scope.get("route")
     if not isinstance(route, APIRoute):
         return
-    names: tuple[str, ...] | None = getattr(route, _QUERY_NAMES, None)
-    if names is None:
-        names = tuple(parameter.alias for parameter in route.dependant.query_params)
-        setattr(route, _QUERY_NAMES, names)
+    known: tuple[tuple[str, ...], dict[str, str]] | None = getattr(route, _QUERY_NAMES, None)
+    if known is None:
+        declared = tuple(parameter.alias for parameter in route.dependant.query_params)
+        known = declared, {name.casefold(): name for name in declared}
+        setattr(route, _QUERY_NAMES, known)
+    names, folded = known
     errors: dict[str, list[str]] = {}
     seen: set[str] = set()
     for name, _ in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
-        if name not in names:
-            takes = f"takes: {', '.join(names)}." if names else "takes no query parameters."
-            errors.setdefault(name, [f"Unknown query parameter; names are case-exact. This operation {takes}"])
-        elif name in seen:
-            errors.setdefault(name, [DUPLICATE_KEY])
-        seen.add(name)
+        if name in names:
+            if name in seen:
+                errors.setdefault(name, [DUPLICATE_KEY])
+            seen.add(name)
+        elif name.casefold() in folded:
+            takes = ", ".join(names)
+            errors.setdefault(name, [f"Unknown query parameter; names are case-exact. This operation takes: {takes}."])
     if errors:
         raise ValidationFailed(errors=errors)
 

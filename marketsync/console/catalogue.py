@@ -4,7 +4,6 @@ as the CLI imports them; older imports a page at a time."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -15,7 +14,7 @@ from starlette.datastructures import UploadFile
 from marketsync.auth.dependencies import runtime_of
 from marketsync.catalog import service as catalog
 from marketsync.console.guards import SignedIn, checked_form
-from marketsync.console.render import errors_of, is_partial, page, page_router, see_other
+from marketsync.console.render import cursor_text, errors_of, is_partial, page, page_cursor, page_router, see_other
 from marketsync.errors import ValidationFailed
 from marketsync.inventory import rules
 from marketsync.inventory import service as inventory
@@ -107,20 +106,11 @@ async def edit_product(request: Request, person: SignedIn, sku: SkuParameter) ->
 # -- imports ----------------------------------------------------------------------------------------------------
 
 
-def _import_cursor(before: str) -> tuple[datetime, str] | None:
-    """`<ISO time>|<import id>` of the last import shown: the next (older) page starts after it (as the jobs list)."""
-    created, _, import_id = before.partition("|")
-    try:
-        return datetime.fromisoformat(created).astimezone(UTC), import_id
-    except ValueError:
-        return None
-
-
 async def _imports_page(
     request: Request, person: Person, status: int = 200, *, before: str = "", **context: Any
 ) -> Response:
     rt = runtime_of(request)
-    cursor = _import_cursor(before) if before else None
+    cursor = page_cursor(before) if before else None
     imports: list[tuple[InventoryImport, JobInfo]] = []
     if before and cursor is None:
         status, context["errors"] = 400, {"before": ["Not a page of this list; start again from the first page."]}
@@ -130,7 +120,7 @@ async def _imports_page(
     older = None
     if len(imports) == IMPORTS_PAGE:
         last = imports[-1][0]
-        older = urlencode({"before": f"{last.created_at.isoformat()}|{last.id}"})
+        older = urlencode({"before": cursor_text(last.created_at, last.id)})
     template = "_imports.html" if is_partial(request) else "imports.html"
     return page(
         request, template, person, status, title="Imports", imports=imports, max_bytes=rt.settings.max_body_bytes,

@@ -4,7 +4,6 @@ section 2, Job; docs/decisions/0311-job-page.md)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
@@ -13,7 +12,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from marketsync.auth.dependencies import runtime_of
 from marketsync.console.guards import SignedIn, checked_form
-from marketsync.console.render import errors_of, is_partial, page, page_router, see_other
+from marketsync.console.render import cursor_text, errors_of, is_partial, page, page_cursor, page_router, see_other
 from marketsync.errors import ApiError, NotFound
 from marketsync.jobs import service as jobs
 from marketsync.jobs.types import JobStatus, JobType
@@ -25,15 +24,6 @@ router = page_router()
 JOBS_PAGE = 50
 STATUSES = [status.value for status in JobStatus]
 TYPES = [job_type.value for job_type in JobType]
-
-
-def _cursor(before: str) -> tuple[datetime, str] | None:
-    """`<ISO time>|<JobId>` of the last job shown: the next (older) page starts after it."""
-    created, _, job_id = before.partition("|")
-    try:
-        return datetime.fromisoformat(created).astimezone(UTC), job_id
-    except ValueError:
-        return None
 
 
 @router.get("/jobs", response_class=HTMLResponse)
@@ -57,7 +47,7 @@ async def jobs_page(
         errors["Status"] = [f"One of {', '.join(STATUSES)}."]
     if job_type and job_type not in TYPES:
         errors["Type"] = [f"One of {', '.join(TYPES)}."]
-    cursor = _cursor(before) if before else None
+    cursor = page_cursor(before) if before else None
     if before and cursor is None:
         errors["before"] = ["Not a page of this list; start again from the first page."]
     if not errors or set(errors) == {"JobId"}:
@@ -71,7 +61,7 @@ async def jobs_page(
     older = None
     if len(listed) == JOBS_PAGE:
         last = listed[-1]
-        older = urlencode({**filters, "before": f"{last.created_at.isoformat()}|{last.id}"})
+        older = urlencode({**filters, "before": cursor_text(last.created_at, last.id)})
     return page(
         request, "jobs.html", person, 400 if errors else 200, title="Jobs", jobs=listed, errors=errors,
         status_filter=status, type_filter=job_type, statuses=STATUSES, types=TYPES, older=older, paged=bool(before),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,21 @@ NO_STORE = {"Cache-Control": "no-store"}
 MAX_QUERY_PARAMETERS = 30
 MAX_QUERY_VALUE = 500
 MAX_QUERY_STRING = 4096
+
+
+def page_cursor(before: str) -> tuple[datetime, str] | None:
+    """The (time, id) of the last row a newest-first list showed (jobs, imports, webhook attempts), from its
+    `<ISO time>|<id>`: the next, older, page starts after it. None when the text is not one."""
+    at, _, row_id = before.partition("|")
+    try:
+        return datetime.fromisoformat(at).astimezone(UTC), row_id
+    except ValueError:
+        return None
+
+
+def cursor_text(at: datetime, row_id: str) -> str:
+    """`page_cursor`'s text for the row at `at` with `row_id`."""
+    return f"{at.isoformat()}|{row_id}"
 
 
 async def bounded_query(request: Request) -> None:

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from marketsync.auth.dependencies import runtime_of
 from marketsync.console.guards import SignedIn, checked_form
-from marketsync.console.render import errors_of, page, page_router, see_other
+from marketsync.console.render import cursor_text, errors_of, page, page_cursor, page_router, see_other
 from marketsync.errors import ApiError, ValidationFailed
 from marketsync.people.service import Person
 from marketsync.webhooks import service as webhooks
@@ -22,20 +22,11 @@ router = page_router()
 LOG_PAGE = 100
 
 
-def _cursor(before: str) -> tuple[datetime, str] | None:
-    """`<ISO time>|<attempt id>` of the last attempt shown: the next (older) page starts after it."""
-    started, _, attempt_id = before.partition("|")
-    try:
-        return datetime.fromisoformat(started).astimezone(UTC), attempt_id
-    except ValueError:
-        return None
-
-
 async def _webhooks_page(request: Request, person: Person, status: int = 200, **context: Any) -> Response:
     rt = runtime_of(request)
     subscription_id = request.query_params.get("subscription") or None
     delivery_id = request.query_params.get("delivery") or None
-    before = _cursor(request.query_params.get("before", ""))
+    before = page_cursor(request.query_params.get("before", ""))
     async with rt.db.read() as session:
         subscriptions = await webhooks.list_subscriptions(session, person.account_id)
     attempts = await webhooks.attempt_log(
@@ -44,7 +35,7 @@ async def _webhooks_page(request: Request, person: Person, status: int = 200, **
     older = None
     if len(attempts) == LOG_PAGE:
         last = attempts[-1]
-        older = f"{last.started_at.isoformat()}|{last.id}"
+        older = cursor_text(last.started_at, last.id)
     return page(
         request, "webhooks.html", person, status, title="Webhooks", subscriptions=subscriptions, attempts=attempts,
         older=older, event_types=EVENT_TYPES, subscription_filter=subscription_id, delivery_filter=delivery_id,

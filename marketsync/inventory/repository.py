@@ -20,7 +20,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 
-from marketsync.db import dialect_of, insert_for
+from marketsync.db import dialect_of, insert_for, older_than
 from marketsync.db_fast import POSTGRES_UNAVAILABLE, DriverReader, DriverSql, session_driver
 from marketsync.inventory.rules import (
     DATA_KINDS,
@@ -526,13 +526,7 @@ async def recent_imports(
     query = select(InventoryImport).options(defer(InventoryImport.content))
     query = query.where(InventoryImport.account_id == account_id)
     if before is not None:
-        created_at, import_id = before
-        query = query.where(
-            or_(
-                InventoryImport.created_at < created_at,
-                and_(InventoryImport.created_at == created_at, InventoryImport.id < import_id),
-            )
-        )
+        query = query.where(older_than(InventoryImport.created_at, InventoryImport.id, before))
     query = query.order_by(InventoryImport.created_at.desc(), InventoryImport.id.desc()).limit(limit)
     return (await session.execute(query)).scalars().all()
 

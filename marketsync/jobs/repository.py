@@ -10,7 +10,7 @@ from sqlalchemy import ColumnElement, and_, case, exists, func, or_, select, typ
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from marketsync.db import dialect_of, insert_for
+from marketsync.db import dialect_of, insert_for, older_than
 from marketsync.db_fast import DriverSql, session_driver
 from marketsync.jobs.types import QUEUED, JobStatus, JobType
 from marketsync.kit import jsonio
@@ -41,8 +41,7 @@ async def recent(
     if job_type is not None:
         query = query.where(Job.type == job_type)
     if before is not None:
-        created_at, job_id = before
-        query = query.where(or_(Job.created_at < created_at, and_(Job.created_at == created_at, Job.id < job_id)))
+        query = query.where(older_than(Job.created_at, Job.id, before))
     query = query.order_by(Job.created_at.desc(), Job.id.desc())
     return list((await session.execute(query.limit(limit))).scalars())
 

@@ -11,7 +11,7 @@ from sqlalchemy import ColumnElement, and_, bindparam, delete, exists, func, or_
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import BindParameter
 
-from marketsync.db import Database, DriverReader, PreparedRead, insert_for
+from marketsync.db import Database, DriverReader, PreparedRead, insert_for, older_than
 from marketsync.db_fast import DriverSql, SessionDriver, session_driver
 from marketsync.models import Event
 from marketsync.models.base import UTCDateTime
@@ -613,13 +613,7 @@ async def list_attempts(
     if delivery_id is not None:
         query = query.where(WebhookAttempt.delivery_id == delivery_id)
     if before is not None:
-        started_at, attempt_id = before
-        query = query.where(
-            or_(
-                WebhookAttempt.started_at < started_at,
-                and_(WebhookAttempt.started_at == started_at, WebhookAttempt.id < attempt_id),
-            )
-        )
+        query = query.where(older_than(WebhookAttempt.started_at, WebhookAttempt.id, before))
     result = await session.execute(
         query.order_by(WebhookAttempt.started_at.desc(), WebhookAttempt.id.desc()).limit(limit)
     )

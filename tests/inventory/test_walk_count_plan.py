@@ -3,9 +3,7 @@ sequential scan from the table's start, and counts what it counted before."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from sqlalchemy import text
 
@@ -15,23 +13,10 @@ from marketsync.models import Product
 from marketsync.runtime import Runtime
 from tests.support.bulk import insert_many
 from tests.support.factories import make_account
+from tests.support.plans import Explaining
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 PRODUCTS = 20_000
-
-
-class Explaining:
-    """A DriverReader that keeps each statement's plan before running it."""
-
-    def __init__(self, reader: DriverReader) -> None:
-        self.reader = reader
-        self.postgres = reader.postgres
-        self.plans: list[str] = []
-
-    async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
-        plan = await self.reader.fetch(("EXPLAIN " if self.postgres else "EXPLAIN QUERY PLAN ") + sql, arguments)
-        self.plans.append("\n".join(str(row[-1]) for row in plan))
-        return await self.reader.fetch(sql, arguments)
 
 
 async def bounded_count(rt: Runtime, account_id: str, since: datetime, at_most: int) -> tuple[int, str]:

@@ -6,9 +6,7 @@ subscription not active is still skipped (0316)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy import text, update
 
@@ -20,25 +18,12 @@ from marketsync.webhooks import repository
 from marketsync.webhooks.repository import PER_SUBSCRIPTION_CLAIMS
 from tests.support.bulk import insert_many
 from tests.support.factories import make_account
+from tests.support.plans import Explaining
 from tests.webhooks.support import add_subscription, queue_due
 
 IDLE = 2_000
 LEASE_S = 30.0
 LIMIT = 32
-
-
-class Explaining:
-    """A DriverReader that keeps each statement's plan before running it."""
-
-    def __init__(self, reader: DriverReader) -> None:
-        self.reader = reader
-        self.postgres = reader.postgres
-        self.plans: list[str] = []
-
-    async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
-        plan = await self.reader.fetch(("EXPLAIN " if self.postgres else "EXPLAIN QUERY PLAN ") + sql, arguments)
-        self.plans.append("\n".join(str(row[-1]) for row in plan))
-        return await self.reader.fetch(sql, arguments)
 
 
 def walks_subscriptions(plan: str, postgres: bool) -> list[str]:
