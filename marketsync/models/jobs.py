@@ -17,6 +17,7 @@ class Job(Base):
         Index("ix_jobs_claim", "status", "run_after"),
         Index("ix_jobs_lease", "status", "lease_expires_at"),
         Index("ix_jobs_account", "account_id", "created_at"),
+        Index("ix_jobs_account_status", "account_id", "status", "created_at", "id"),  # the app's list by status
         Index("ix_jobs_marketplace", "marketplace_id", "status"),
     )
 

@@ -10,6 +10,7 @@ import re
 import httpx
 from sqlalchemy import update
 
+from marketsync.db_fast import DriverSql
 from marketsync.jobs import registry
 from marketsync.jobs import service as jobs_service
 from marketsync.jobs.run import JobRun
@@ -227,3 +228,25 @@ async def test_push_again_is_refused_for_a_paused_marketplace_another_job_type_a
     assert [job.id for job in listed if job.status != "Cancelled"] == [failed]  # nothing queued by the refusals
     await owner.client.aclose()
     await other.client.aclose()
+
+
+async def test_the_jobs_list_filtered_by_status_reads_its_own_index(rt: Runtime) -> None:
+    """The page of one status, newest first (jobs.repository.recent with a status), is one range of
+    ix_jobs_account_status (migration 0029): with (account_id, created_at) alone, "Failed" read every job the
+    account kept to find a few."""
+    sql = DriverSql(not rt.db.is_sqlite)
+    query = (
+        f"SELECT id FROM jobs WHERE account_id = {sql.bind('A')} AND status = {sql.bind('Failed')} "
+        "ORDER BY created_at DESC, id DESC LIMIT 50"
+    )
+    async with rt.db.transaction() as session:
+        connection = await session.connection()
+        if rt.db.is_sqlite:
+            rows = await connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {query}", tuple(sql.params))
+            plan = "\n".join(str(row[3]) for row in rows)
+        else:
+            await connection.exec_driver_sql("SET LOCAL enable_seqscan = off")
+            rows = await connection.exec_driver_sql(f"EXPLAIN {query}", tuple(sql.params))
+            plan = "\n".join(str(row[0]) for row in rows)
+    assert "ix_jobs_account_status" in plan, plan
+    assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan  # the index's order is the page's
