@@ -142,7 +142,7 @@ async def test_a_listing_rejected_for_images_goes_live_once_they_are_filled_in(
     async with browser_page(str(api.base_url)) as page:
         await sign_in(page, person.email, person.password)
         await page.get_by_role("link", name="Catalogue").click()
-        await page.get_by_label("Find a product by SKU").fill("tee-browser")
+        await page.get_by_label("Find products by SKU").fill("tee-browser")
         await page.keyboard.press("Enter")
         await page.get_by_role("link", name="TEE-BROWSER").click()
         await expect(page.locator("table")).to_contain_text("Rejected")
