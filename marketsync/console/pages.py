@@ -255,7 +255,9 @@ async def _dataflow_page(
     request: Request, person: Person, status: int = 200, typed: dict[str, str] | None = None, **context: Any
 ) -> Response:
     async with runtime_of(request).db.read() as session:
-        owners = {**await inventory.data_owners(session, person.account_id), **(typed or {})}
+        stored = await inventory.data_owners(session, person.account_id)
+    owners: dict[str, str] = {kind: owner for kind, owner in stored.items()}
+    owners.update(typed or {})  # a refused form shows what the person chose
     return page(request, "dataflow.html", person, status, title="Data Flow", owners=owners, **context)
 
 

@@ -291,7 +291,7 @@ async def test_a_phone_never_scrolls_sideways_and_a_refresh_keeps_the_keyboards_
                 assert await buttons.count() == 6  # Reauthorise, Pause, Disconnect of P1 UK and of P2 DE
                 for button in await buttons.all():
                     box = await button.bounding_box()
-                    assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= PHONE["width"], box
+                    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], box
 
     async with browser_page(str(api.base_url)) as page:
         await sign_in(page, person.email, person.password)
