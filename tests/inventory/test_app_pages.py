@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.inventory import service
+from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
 from tests.console.support import Browser, make_person, signed_in
@@ -198,3 +199,23 @@ async def test_an_import_interrupted_by_a_crash_resumes_after_its_last_committed
     assert report.rows == 1200 and report.counts["Updated"] == 1200 and report.counts["Unchanged"] == 0
     assert all(quantity == 5 for _, quantity, _ in (await stored(rt, tenant.account_id)).values())
     assert len(await inventory_events(rt, tenant.account_id)) == 3  # one per batch, none repeated
+
+
+async def test_a_hand_edits_warnings_are_on_the_page_after_its_redirect(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """The edit answers with a redirect (decision 0341): the page it leads to says what the push said, the zero
+    price P1 refuses and the connection that needs reconnecting included, derived again from the account's state."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    ids = await add_products(rt, tenant.account_id, [("MUG", "9.50", 4)])
+    await add_listing(rt, tenant.account_id, ids["MUG"], tenant.marketplace("P1").id)
+    async with rt.db.transaction() as session:
+        connection = await session.get(MarketplaceConnection, tenant.marketplace("P1").id)
+        assert connection is not None
+        connection.requires_reauthorization = True
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    posted = await _edit(person, "MUG", price="0")
+    assert posted.status_code == 303
+    shown = (await person.client.get(posted.headers["location"])).text
+    assert "Saved." in shown and "(1 push job)" in shown
+    assert "refuses a price of zero" in shown and "needs to be reconnected" in shown
+    assert "Data Flow: Stock" not in shown  # the stock was not sent
+    await person.client.aclose()
