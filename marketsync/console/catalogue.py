@@ -73,9 +73,25 @@ async def _product_page(request: Request, person: Person, sku: str, status: int 
 
 
 @router.get("/product", response_class=HTMLResponse)
-async def product_page(request: Request, person: SignedIn, sku: SkuParameter) -> Response:
+async def product_page(
+    request: Request,
+    person: SignedIn,
+    sku: SkuParameter,
+    edited: str = "",
+    sent: str = "",
+    pushes: Annotated[int, Query(ge=0, le=1000)] = 0,
+) -> Response:
     # The SKU is a query parameter: a SKU may hold any character, a slash included.
-    return await _product_page(request, person, sku)
+    if edited not in rules.PUSH_OUTCOMES:
+        return await _product_page(request, person, sku)
+    # After a hand edit's redirect: what it did, from the address; its warnings derived again (decision 0341).
+    async with runtime_of(request).db.read() as session:
+        product = (await inventory.get_product(session, person.account_id, sku)).product
+        warnings = await inventory.hand_edit_warnings(
+            session, person.account_id, product, sent_price="price" in sent.split(","),
+            sent_quantity="quantity" in sent.split(","), pushed=pushes > 0,
+        )  # fmt: skip
+    return await _product_page(request, person, sku, outcome=edited, warnings=warnings, pushes=pushes)
 
 
 @router.post("/product", response_class=HTMLResponse)
@@ -98,9 +114,10 @@ async def edit_product(request: Request, person: SignedIn, sku: SkuParameter) ->
         result = await inventory.push_price_quantity(
             rt, session, person.account_id, [inventory.PushItem(product.sku, price, quantity)], propagate=True
         )
-    return await _product_page(
-        request, person, product.sku, outcome=result.results[0].result, warnings=result.warnings, job_ids=result.job_ids
-    )
+    # Post/redirect/get: reloading the page after the edit does not push again.
+    sent = ",".join(name for name, value in (("price", price), ("quantity", quantity)) if value is not None)
+    edited = {"sku": product.sku, "edited": result.results[0].result, "sent": sent, "pushes": len(result.job_ids)}
+    return see_other(f"/app/product?{urlencode(edited)}")
 
 
 # -- imports ----------------------------------------------------------------------------------------------------

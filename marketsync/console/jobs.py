@@ -87,8 +87,12 @@ async def _job_page(request: Request, person: Person, job_id: str, status: int =
     )  # fmt: skip
 
 
-@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+# `path`: an id holding a slash (the find box sends it as one segment, %2F, which the server decodes) reaches this
+# page and is answered "No job with this id.", not the app's generic "No such page.".
+@router.get("/jobs/{job_id:path}", response_class=HTMLResponse)
 async def job_page(request: Request, job_id: str, person: SignedIn, again: str = "") -> Response:
+    if not job_id:
+        return see_other("/app/jobs")
     return await _job_page(request, person, job_id, pushed_again_from=again if again.isalnum() else "")
 
 

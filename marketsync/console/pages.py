@@ -251,28 +251,41 @@ async def change_marketplace(request: Request, marketplace_id: str, action: str,
 # -- Data Flow --------------------------------------------------------------------------------------------------
 
 
-async def _dataflow_page(request: Request, person: Person, status: int = 200, **context: Any) -> Response:
+async def _dataflow_page(
+    request: Request, person: Person, status: int = 200, typed: dict[str, str] | None = None, **context: Any
+) -> Response:
     async with runtime_of(request).db.read() as session:
-        owners = await inventory.data_owners(session, person.account_id)
+        stored = await inventory.data_owners(session, person.account_id)
+    owners: dict[str, str] = {kind: owner for kind, owner in stored.items()}
+    owners.update(typed or {})  # a refused form shows what the person chose
     return page(request, "dataflow.html", person, status, title="Data Flow", owners=owners, **context)
 
 
 @router.get("/dataflow", response_class=HTMLResponse)
-async def dataflow_page(request: Request, person: SignedIn) -> Response:
-    return await _dataflow_page(request, person)
+async def dataflow_page(request: Request, person: SignedIn, saved: str = "") -> Response:
+    return await _dataflow_page(request, person, saved=saved == "1")
 
 
 @router.post("/dataflow", response_class=HTMLResponse)
 async def set_dataflow(request: Request, person: SignedIn) -> Response:
     form = await checked_form(request, person)
+    chosen = {kind: str(form.get(kind) or "") for kind in ("Price", "Stock")}
     rt = runtime_of(request)
+    errors: dict[str, list[str]] = {}
     try:
         async with rt.db.transaction() as session:
-            for kind in ("Price", "Stock"):
-                await inventory.set_data_owner(rt, session, person.account_id, kind, str(form.get(kind) or ""))
+            for kind, owner in chosen.items():
+                try:
+                    await inventory.set_data_owner(rt, session, person.account_id, kind, owner)
+                except ValidationFailed as exc:  # beside the kind it is about
+                    errors[kind] = [message for messages in exc.errors.values() for message in messages]
+            if errors:
+                raise ValidationFailed(errors=errors)  # neither kind is saved
     except ValidationFailed as exc:
-        return await _dataflow_page(request, person, 400, errors=errors_of(exc))
-    return await _dataflow_page(request, person, saved=True)
+        # The form again with its errors and what the person chose (a value the form cannot show stays as stored).
+        typed = {kind: owner for kind, owner in chosen.items() if owner in ("Merchant", "Marketplace")}
+        return await _dataflow_page(request, person, 400, typed=typed, errors=errors_of(exc))
+    return see_other("/app/dataflow?saved=1")  # post/redirect/get: reloading the page does not post again
 
 
 # -- a listing's off-API fields --------------------------------------------------------------------------------

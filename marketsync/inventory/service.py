@@ -61,6 +61,7 @@ __all__ = [
     "data_owners",
     "get_import",
     "get_product",
+    "hand_edit_warnings",
     "import_inventory",
     "import_inventory_file",
     "list_products",
@@ -317,6 +318,28 @@ async def data_flow_warnings(
     """The drift message of each kind sent that a marketplace owns (spec sections 1 and 4, Data Flow)."""
     owners = await repository.data_flows(session, account_id)
     return rules.drift_warnings(owners, sends_price=sends_price, sends_quantity=sends_quantity)
+
+
+async def hand_edit_warnings(
+    session: AsyncSession, account_id: str, product: Product, *, sent_price: bool, sent_quantity: bool, pushed: bool
+) -> list[str]:
+    """The warnings a push of this one product carried, derived again from the account's state (the app's page
+    after the redirect of a hand edit, docs/decisions/0341): Data Flow drift, a zero price a marketplace refuses,
+    a connection that needs reauthorisation (only when its push was scheduled)."""
+    warnings = await data_flow_warnings(session, account_id, sends_price=sent_price, sends_quantity=sent_quantity)
+    zero_priced = {product.id: product.sku} if sent_price and product.price == 0 else {}
+    if not (pushed or zero_priced):
+        return warnings
+    listed = await repository.listed_on_active_connections(session, account_id, [product.id])
+    warnings += rules.zero_price_warnings(
+        [(on.platform, on.country, product.id) for on in listed.values()], zero_priced
+    )
+    if pushed:
+        warnings += [
+            rules.reauthorization_warning(name)
+            for name in sorted({(on.platform, on.country) for on in listed.values() if on.requires_reauthorization})
+        ]
+    return warnings
 
 
 @dataclass(frozen=True)

@@ -267,7 +267,8 @@ async def test_a_phone_never_scrolls_sideways_and_a_refresh_keeps_the_keyboards_
     rt: Runtime, api: httpx.AsyncClient
 ) -> None:
     """A table's visually hidden "Actions" heading once widened the page on a phone (the table scrolled, the page
-    too); the connections table's refresh every 3 s once sent the keyboard's focus back to the top of the page."""
+    too); the connections' Pause and Disconnect buttons sat off-screen in that table's sideways scroll; the
+    connections table's refresh every 3 s once sent the keyboard's focus back to the top of the page."""
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P2", "DE")))
     person = await make_person(rt, tenant.account_id)
     long_sku = "WAREHOUSE-NORTH-AISLE-12-SHELF-3-BIN-7-BACKPACK-ROLLTOP-BLACK-30L"
@@ -285,6 +286,12 @@ async def test_a_phone_never_scrolls_sideways_and_a_refresh_keeps_the_keyboards_
             await phone.goto(path)
             width = await phone.evaluate("document.documentElement.scrollWidth")
             assert width <= PHONE["width"], path
+            if path == "/app/marketplaces":  # each connection's buttons on screen, not off in the table's scroll
+                buttons = phone.locator("#connections button")
+                assert await buttons.count() == 6  # Reauthorise, Pause, Disconnect of P1 UK and of P2 DE
+                for button in await buttons.all():
+                    box = await button.bounding_box()
+                    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], box
 
     async with browser_page(str(api.base_url)) as page:
         await sign_in(page, person.email, person.password)

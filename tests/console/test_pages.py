@@ -15,8 +15,9 @@ from marketsync.marketplaces import service as marketplaces
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
 from tests.console.support import make_person, signed_in
+from tests.inventory.support import add_listing, add_products
 from tests.marketplaces import support as marketplace_support
-from tests.support.factories import make_account, make_connection
+from tests.support.factories import make_account, make_connection, make_tenant
 
 
 class ExplodingPayload(JobPayload):
@@ -111,11 +112,18 @@ async def test_reauthorising_after_revocation_goes_through_the_consent_page(
 async def test_data_flow_is_set_in_the_app(rt: Runtime, api: httpx.AsyncClient) -> None:
     account_id = await make_account(rt)
     owner = await signed_in(api, await make_person(rt, account_id))
-    saved = await owner.post("/app/dataflow", {"Price": "Merchant", "Stock": "Marketplace"})
+    posted = await owner.post("/app/dataflow", {"Price": "Merchant", "Stock": "Marketplace"})
+    assert posted.status_code == 303  # post/redirect/get: reloading the page shown does not post again
+    saved = await owner.page(posted.headers["location"])
     assert saved.status_code == 200 and "Saved." in saved.text
     assert 'name="Price" value="Merchant" checked' in saved.text
-    refused = await owner.post("/app/dataflow", {"Price": "Nobody", "Stock": "Marketplace"})
-    assert refused.status_code == 400 and 'id="error-Owner"' in refused.text
+    assert "Saved." not in (await owner.page("/app/dataflow")).text
+    # Refused: the form again, the error beside its kind, the choices as typed, nothing saved.
+    refused = await owner.post("/app/dataflow", {"Price": "Nobody", "Stock": "Merchant"})
+    assert refused.status_code == 400 and 'id="error-Price"' in refused.text and 'id="error-Stock"' not in refused.text
+    assert '<fieldset aria-describedby="error-Price">' in refused.text and "<fieldset><legend>Stock" in refused.text
+    assert 'name="Stock" value="Merchant" checked' in refused.text
+    assert 'name="Stock" value="Marketplace" checked' in (await owner.page("/app/dataflow")).text
     await owner.client.aclose()
 
 
@@ -132,4 +140,39 @@ async def test_a_failed_jobs_reason_is_visible_in_the_app_only(rt: Runtime, api:
     page = await owner.page("/app/jobs")
     assert job.id in page.text and "Failed" in page.text
     assert "the marketplace refused the feed: currency mismatch" in page.text
+    await owner.client.aclose()
+
+
+def _dangling_descriptions(html: str) -> list[str]:
+    """The ids an aria-describedby names that no element of the page carries."""
+    ids = set(re.findall(r'\sid="([^"]+)"', html))
+    named = [name for value in re.findall(r'aria-describedby="([^"]*)"', html) for name in value.split()]
+    return [name for name in named if name not in ids]
+
+
+async def test_a_field_is_described_only_by_elements_on_the_page(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Every field named `error-<Field>` in aria-describedby, shown or not: a screen reader followed a broken
+    reference on every page without an error. Now the error's id is named only when the error is shown."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    ids = await add_products(rt, tenant.account_id, [("MUG", "9.50", 4)])
+    await add_listing(rt, tenant.account_id, ids["MUG"], tenant.marketplace("P1").id)
+    owner = await signed_in(api, await make_person(rt, tenant.account_id))
+    product = await owner.page("/app/product?sku=MUG")
+    listing_id = re.search(r'href="/app/listings/([^"]+)"', product.text).group(1)  # type: ignore[union-attr]
+    paths = (
+        "/app/marketplaces", "/app/dataflow", "/app/credentials", "/app/webhooks", "/app/jobs", "/app/orders",
+        "/app/imports", "/app/catalogue", "/app/product?sku=MUG", f"/app/listings/{listing_id}",
+    )  # fmt: skip
+    for path in paths:
+        shown = await owner.page(path)
+        assert shown.status_code == 200, path
+        assert _dangling_descriptions(shown.text) == [], path
+    # With errors: named, and on the page.
+    refused = await owner.post("/app/marketplaces", {"platform": "P1", "country": "ZZ"})
+    assert refused.status_code == 400 and 'aria-describedby="country-sites error-Country"' in refused.text
+    bad_filters = await owner.page("/app/jobs?status=Nope&type=Nope")
+    assert 'aria-describedby="error-Status"' in bad_filters.text and 'aria-describedby="error-Type"' in bad_filters.text
+    credential = await owner.post("/app/credentials", {"name": ""}, csrf_from="/app/credentials")
+    for response in (refused, bad_filters, credential):
+        assert response.status_code == 400 and _dangling_descriptions(response.text) == []
     await owner.client.aclose()

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.inventory import service
+from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
 from tests.console.support import Browser, make_person, signed_in
@@ -61,8 +62,11 @@ async def test_a_hand_edit_goes_through_the_push_event_and_marketplace_jobs(
     await add_listing(rt, tenant.account_id, ids["MUG"], tenant.marketplace("P1").id)
     person = await signed_in(api, await make_person(rt, tenant.account_id, "Staff"))
 
-    edited = await _edit(person, "MUG", quantity="7")
+    posted = await _edit(person, "MUG", quantity="7")
+    assert posted.status_code == 303  # post/redirect/get: a reload of the page shown does not push again
+    edited = await person.client.get(posted.headers["location"])
     assert edited.status_code == 200 and 'id="product-quantity">7<' in edited.text and "Saved." in edited.text
+    assert "(1 push job)" in edited.text
     assert (await stored(rt, tenant.account_id))["MUG"][:2] == (Decimal("9.50"), 7)
     [event] = payloads(await inventory_events(rt, tenant.account_id))
     assert event["source"] == {"writer": "MerchantPush", "channel": "Api", "userPlatformId": None}
@@ -70,8 +74,15 @@ async def test_a_hand_edit_goes_through_the_push_event_and_marketplace_jobs(
     assert [job.type for job in await jobs_of(rt, tenant.account_id)] == ["PriceStockPush"]
     assert "Data Flow: Stock is owned by the marketplace" in edited.text  # the API's drift warning, shown
 
-    same = await _edit(person, "MUG", quantity="7")
+    reloaded = await person.client.get(posted.headers["location"])
+    assert "Data Flow: Stock is owned by the marketplace" in reloaded.text
+    assert len(await inventory_events(rt, tenant.account_id)) == 1 and len(await jobs_of(rt, tenant.account_id)) == 1
+
+    same = await person.client.get((await _edit(person, "MUG", quantity="7")).headers["location"])
     assert "Nothing changed" in same.text and len(await inventory_events(rt, tenant.account_id)) == 1
+    assert "Data Flow: Stock" in same.text and "push job" not in same.text
+    plain = await person.client.get("/app/product", params={"sku": "MUG"})  # the page itself says no outcome
+    assert 'id="edit-outcome"' not in plain.text and "Data Flow: Stock" not in plain.text
     await person.client.aclose()
 
 
@@ -81,6 +92,8 @@ async def test_a_bad_hand_edit_names_its_fields_and_writes_nothing(rt: Runtime, 
     person = await signed_in(api, await make_person(rt, tenant.account_id))
     refused = await _edit(person, "MUG", price="9,99", quantity="-1")
     assert refused.status_code == 400 and 'id="error-Price"' in refused.text and 'id="error-Quantity"' in refused.text
+    assert 'value="9,99"' in refused.text and 'value="-1"' in refused.text  # what was typed, to correct
+    assert 'aria-describedby="error-Price"' in refused.text
     empty = await _edit(person, "MUG")
     assert empty.status_code == 400 and "Enter a price, a quantity or both." in empty.text
     assert (await stored(rt, tenant.account_id))["MUG"][:2] == (Decimal("9.50"), 4)
@@ -186,3 +199,23 @@ async def test_an_import_interrupted_by_a_crash_resumes_after_its_last_committed
     assert report.rows == 1200 and report.counts["Updated"] == 1200 and report.counts["Unchanged"] == 0
     assert all(quantity == 5 for _, quantity, _ in (await stored(rt, tenant.account_id)).values())
     assert len(await inventory_events(rt, tenant.account_id)) == 3  # one per batch, none repeated
+
+
+async def test_a_hand_edits_warnings_are_on_the_page_after_its_redirect(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """The edit answers with a redirect (decision 0341): the page it leads to says what the push said, the zero
+    price P1 refuses and the connection that needs reconnecting included, derived again from the account's state."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    ids = await add_products(rt, tenant.account_id, [("MUG", "9.50", 4)])
+    await add_listing(rt, tenant.account_id, ids["MUG"], tenant.marketplace("P1").id)
+    async with rt.db.transaction() as session:
+        connection = await session.get(MarketplaceConnection, tenant.marketplace("P1").id)
+        assert connection is not None
+        connection.requires_reauthorization = True
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    posted = await _edit(person, "MUG", price="0")
+    assert posted.status_code == 303
+    shown = (await person.client.get(posted.headers["location"])).text
+    assert "Saved." in shown and "(1 push job)" in shown
+    assert "refuses a price of zero" in shown and "needs to be reconnected" in shown
+    assert "Data Flow: Stock" not in shown  # the stock was not sent
+    await person.client.aclose()

@@ -220,7 +220,7 @@ async def test_a_stock_value_edited_in_the_app_reaches_a_subscriber_as_inventory
     page = await person.client.get("/app/product", params={"sku": "MUG"})
     token = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)  # type: ignore[union-attr]
     edited = await person.client.post("/app/product", params={"sku": "MUG"}, data={"csrf": token, "quantity": "0"})
-    assert edited.status_code == 200 and "Saved." in edited.text
+    assert edited.status_code == 303 and "Saved." in (await person.client.get(edited.headers["location"])).text
     await pump(rt, lambda: len(receiver.received) >= 1)
     body = jsonio.loads(receiver.received[0].body)
     assert body["source"] == {"writer": "MerchantPush", "channel": "Api", "userPlatformId": None}
