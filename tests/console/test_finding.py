@@ -18,6 +18,7 @@ from tests.console.support import make_person, signed_in
 from tests.inventory.support import add_products
 from tests.orders.support import ingest, pulled_order, tenant_with
 from tests.support.factories import make_account, make_tenant
+from tests.support.plans import plan_of
 
 # Neighbours of each other in code point order, and in a linguistic order (where "-" and "." weigh less than
 # letters) not: a range under en_US would miss "BKP-X" when searching "bkp-".
@@ -89,22 +90,15 @@ async def test_the_search_reads_one_range_of_the_sku_index(rt: Runtime) -> None:
         f"SELECT id FROM products WHERE account_id = {sql.bind(account_id)} "
         f"AND sku_lower >= {sql.bind('p-01')} AND sku_lower < {sql.bind('p-02')} ORDER BY sku_lower, sku LIMIT 51"
     )
-    async with rt.db.transaction() as session:
-        connection = await session.connection()
-        if rt.db.is_sqlite:
-            rows = await connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {query}", tuple(sql.params))
-            plan = "\n".join(str(row[3]) for row in rows)
-            bounded = "USING INDEX uq_products_account_sku_lower_sku (account_id=? AND sku_lower>? AND sku_lower<?)"
-            assert bounded in plan, plan
-            assert "TEMP B-TREE" not in plan, plan
-        else:
-            await connection.exec_driver_sql("ANALYZE products")
-            await connection.exec_driver_sql("SET LOCAL enable_seqscan = off")
-            rows = await connection.exec_driver_sql(f"EXPLAIN {query}", tuple(sql.params))
-            plan = "\n".join(str(row[0]) for row in rows)
-            assert "uq_products_account_sku_lower_sku" in plan and "Sort" not in plan, plan
-            condition = next(line for line in plan.splitlines() if "Index Cond" in line)
-            assert "(sku_lower)::text >=" in condition and "(sku_lower)::text <" in condition, plan
+    plan = await plan_of(rt, query, sql.params, analyze="products")
+    if rt.db.is_sqlite:
+        bounded = "USING INDEX uq_products_account_sku_lower_sku (account_id=? AND sku_lower>? AND sku_lower<?)"
+        assert bounded in plan, plan
+        assert "TEMP B-TREE" not in plan, plan
+    else:
+        assert "uq_products_account_sku_lower_sku" in plan and "Sort" not in plan, plan
+        condition = next(line for line in plan.splitlines() if "Index Cond" in line)
+        assert "(sku_lower)::text >=" in condition and "(sku_lower)::text <" in condition, plan
 
 
 async def test_the_catalogue_page_searches_by_the_start_of_a_sku_and_pages_on(
@@ -164,15 +158,7 @@ async def test_the_lookup_by_marketplace_order_id_uses_its_index(rt: Runtime) ->
         f"SELECT id FROM orders WHERE account_id = {sql.bind('A')} "
         f"AND marketplace_order_id = {sql.bind('MO-1')} ORDER BY id LIMIT 50"
     )
-    async with rt.db.transaction() as session:
-        connection = await session.connection()
-        if rt.db.is_sqlite:
-            rows = await connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {query}", tuple(sql.params))
-            plan = "\n".join(str(row[3]) for row in rows)
-        else:
-            await connection.exec_driver_sql("SET LOCAL enable_seqscan = off")
-            rows = await connection.exec_driver_sql(f"EXPLAIN {query}", tuple(sql.params))
-            plan = "\n".join(str(row[0]) for row in rows)
+    plan = await plan_of(rt, query, sql.params)
     assert "ix_orders_account_marketplace_order" in plan, plan
 
 

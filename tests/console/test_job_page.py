@@ -21,6 +21,7 @@ from marketsync.worker import Worker
 from tests.console.support import make_person, signed_in
 from tests.inventory.support import add_products
 from tests.support.factories import make_account, make_tenant
+from tests.support.plans import plan_of
 
 REASON = "the marketplace refused the feed: currency mismatch"
 
@@ -242,14 +243,6 @@ async def test_the_jobs_list_filtered_by_status_reads_its_own_index(rt: Runtime)
         f"SELECT id FROM jobs WHERE account_id = {sql.bind('A')} AND status = {sql.bind('Failed')} "
         "ORDER BY created_at DESC, id DESC LIMIT 50"
     )
-    async with rt.db.transaction() as session:
-        connection = await session.connection()
-        if rt.db.is_sqlite:
-            rows = await connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {query}", tuple(sql.params))
-            plan = "\n".join(str(row[3]) for row in rows)
-        else:
-            await connection.exec_driver_sql("SET LOCAL enable_seqscan = off")
-            rows = await connection.exec_driver_sql(f"EXPLAIN {query}", tuple(sql.params))
-            plan = "\n".join(str(row[0]) for row in rows)
+    plan = await plan_of(rt, query, sql.params)
     assert "ix_jobs_account_status" in plan, plan
     assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan  # the index's order is the page's
