@@ -49,9 +49,12 @@ def page_cursor(before: str) -> tuple[datetime, str] | None:
     `<ISO time>|<id>`: the next, older, page starts after it. None when the text is not one."""
     at, _, row_id = before.partition("|")
     try:
-        return datetime.fromisoformat(at).astimezone(UTC), row_id
+        moment = datetime.fromisoformat(at)
     except ValueError:
         return None
+    if moment.tzinfo is None or not row_id:  # the app's links carry both; a time without an offset has no meaning
+        return None
+    return moment.astimezone(UTC), row_id
 
 
 def cursor_text(at: datetime, row_id: str) -> str:

@@ -150,8 +150,9 @@ async def test_the_jobs_list_finds_an_old_failure_under_recurring_work_and_pages
 
     wrong = await staff.page("/app/jobs?status=Broken&type=Nope")
     assert wrong.status_code == 400 and 'id="error-Status"' in wrong.text and 'id="error-Type"' in wrong.text
-    lost = await staff.page("/app/jobs?before=yesterday")
-    assert lost.status_code == 400 and 'id="error-before"' in lost.text
+    for lost_cursor in ("yesterday", "2026-11-28T10:00:00|01JOB", "2026-11-28T10:00:00%2B00:00|"):
+        lost = await staff.page(f"/app/jobs?before={lost_cursor}")  # unreadable, without an offset, without an id
+        assert lost.status_code == 400 and 'id="error-before"' in lost.text, lost_cursor
     await staff.client.aclose()
 
 
