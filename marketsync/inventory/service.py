@@ -535,15 +535,7 @@ async def _walk_page_postgres(
                 {"Sku": sku_, "Quantity": quantity, "LastModifiedDate": _wire_time(modified_at), "Listings": listings}
             )
         if listing_id is not None:  # NULL: the product has no listing at a marketplace (the query keeps no other)
-            listings.append(
-                {
-                    "Platform": platform,
-                    "Country": country,
-                    "ListingId": listing_id,
-                    "ExternalSku": external_sku,
-                    "ListingUrl": url,
-                }
-            )
+            listings.append(repository.listing_document(platform, country, listing_id, external_sku, url))
     return {"Products": products, "TotalCount": int(rows[0][0])}
 
 
