@@ -18,8 +18,6 @@ from marketsync.console.render import cursor_text, errors_of, is_partial, page, 
 from marketsync.errors import ValidationFailed
 from marketsync.inventory import rules
 from marketsync.inventory import service as inventory
-from marketsync.jobs.service import JobInfo
-from marketsync.models.inventory import InventoryImport
 from marketsync.people.service import Person
 
 router = page_router()
@@ -128,9 +126,9 @@ async def _imports_page(
 ) -> Response:
     rt = runtime_of(request)
     cursor = page_cursor(before) if before else None
-    imports: list[tuple[InventoryImport, JobInfo]] = []
     if before and cursor is None:
         status, context["errors"] = 400, {"before": ["Not a page of this list; start again from the first page."]}
+        imports = []
     else:
         async with rt.db.read() as session:
             imports = await inventory.recent_imports(session, person.account_id, IMPORTS_PAGE, before=cursor)
