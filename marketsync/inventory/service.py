@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
@@ -483,14 +484,14 @@ async def products_page(
 ) -> dict[str, Any]:
     """The products List response (spec §4) on the raw driver, one snapshot: the page, TotalCount, the listings."""
     key = rules.sku_key(sku) if sku is not None else None
-    if modified_since is not None and reader.postgres:
-        return await _walk_page_postgres(reader, account_id, key, modified_since, limit, offset)
-    rows = await repository.page_of_products(
-        reader, account_id, key=key, modified_since=modified_since, limit=limit, offset=offset
-    )
     # A ModifiedSince walk counts at most WALK_COUNT_AHEAD products past Offset, so a page's cost does not grow
     # with the catalogue (docs/decisions/0241-walk-total-count.md); exact whenever fewer remain.
     at_most = offset + WALK_COUNT_AHEAD if modified_since is not None else None
+    if reader.postgres:
+        return await _products_page_postgres(reader, account_id, key, modified_since, limit, offset, at_most)
+    rows = await repository.page_of_products(
+        reader, account_id, key=key, modified_since=modified_since, limit=limit, offset=offset
+    )
     total = await repository.count_of_products(
         reader, account_id, key=key, modified_since=modified_since, at_most=at_most
     )
@@ -509,34 +510,45 @@ async def products_page(
     }
 
 
-async def _walk_page_postgres(
-    reader: DriverReader, account_id: str, key: str | None, modified_since: datetime, limit: int, offset: int
+async def _products_page_postgres(
+    reader: DriverReader,
+    account_id: str,
+    key: str | None,
+    modified_since: datetime | None,
+    limit: int,
+    offset: int,
+    at_most: int | None,
 ) -> dict[str, Any]:
-    """`products_page` of a ModifiedSince walk on PostgreSQL: the same response from one statement (one snapshot and
-    one round trip where the driver reader's autocommit took three of each: docs/decisions/0323)."""
-    rows = await repository.walk_page(
-        reader,
-        account_id,
-        key=key,
-        modified_since=modified_since,
-        limit=limit,
-        offset=offset,
-        at_most=offset + WALK_COUNT_AHEAD,
+    """`products_page` on PostgreSQL: the same response from one statement, whose rows come unordered (one snapshot
+    and one round trip where the driver reader's autocommit took three of each: docs/decisions/0342)."""
+    rows = await repository.page_statement(
+        reader, account_id, key=key, modified_since=modified_since, limit=limit, offset=offset, at_most=at_most
     )
-    products: list[dict[str, Any]] = []
-    listings: list[dict[str, Any]] = []
-    last_id = None
-    for _total, product_id, sku_, quantity, modified_at, platform, country, listing_id, external_sku, url in rows:
-        if product_id is None:  # an empty page: the count alone
-            break
-        if product_id != last_id:
-            last_id, listings = product_id, []
-            products.append(
-                {"Sku": sku_, "Quantity": quantity, "LastModifiedDate": _wire_time(modified_at), "Listings": listings}
-            )
-        if listing_id is not None:  # NULL: the product has no listing at a marketplace (the query keeps no other)
-            listings.append(repository.listing_document(platform, country, listing_id, external_sku, url))
-    return {"Products": products, "TotalCount": int(rows[0][0])}
+    total = 0
+    products: dict[int, dict[str, Any]] = {}
+    listings: list[Sequence[Any]] = []
+    for row in rows:
+        if row[2] is not None:  # a product: position, sku, quantity, modified_at
+            products[row[1]] = {
+                "Sku": row[2],
+                "Quantity": row[3],
+                "LastModifiedDate": _wire_time(row[4]),
+                "Listings": [],
+            }
+        elif row[0] is None:
+            listings.append(row)
+        else:
+            total = row[0]
+    # Each product's listings by platform then country, as the separate read's ORDER BY: both are codes in ASCII
+    # capitals and digits (kinds.MarketplaceKind: P1, UK), which every collation orders as code points.
+    listings.sort(key=_LISTING_ORDER)
+    for row in listings:
+        products[row[1]]["Listings"].append(repository.listing_document(row[5], row[6], row[7], row[8], row[9]))
+    return {"Products": [products[position] for position in sorted(products)], "TotalCount": int(total)}
+
+
+# A listing row of `repository.page_statement_sql`: its product's position, platform, country.
+_LISTING_ORDER = itemgetter(1, 5, 6)
 
 
 async def product_document(reader: DriverReader, account_id: str, sku: str) -> dict[str, Any]:

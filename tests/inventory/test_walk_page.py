@@ -1,5 +1,5 @@
-"""A ModifiedSince page of POST /api/products/List (spec §4): on PostgreSQL its page, bounded TotalCount and listings
-are one statement (docs/decisions/0323-walk-page-in-one-statement.md); the answer is the one the three separate
+"""A page of POST /api/products/List (spec §4), with ModifiedSince or by Offset: on PostgreSQL its page, TotalCount and
+listings are one statement (docs/decisions/0342-products-page-statement.md); the answer is the one the three separate
 reads give, on both databases."""
 
 from __future__ import annotations
@@ -24,14 +24,13 @@ LIST = "/api/products/List"
 async def three_reads(
     reader: DriverReader, account_id: str, *, sku: str | None, since: Any, limit: int, offset: int
 ) -> dict[str, Any]:
-    """The page as the three separate reads build it (the SQLite path, and PostgreSQL's before 0323)."""
+    """The page as the three separate reads build it (the SQLite path, and PostgreSQL's before 0323 and 0342)."""
     key = rules.sku_key(sku) if sku is not None else None
+    at_most = offset + service.WALK_COUNT_AHEAD if since is not None else None
     rows = await repository.page_of_products(
         reader, account_id, key=key, modified_since=since, limit=limit, offset=offset
     )
-    total = await repository.count_of_products(
-        reader, account_id, key=key, modified_since=since, at_most=offset + service.WALK_COUNT_AHEAD
-    )
+    total = await repository.count_of_products(reader, account_id, key=key, modified_since=since, at_most=at_most)
     listings = await repository.listing_documents(reader, account_id, [row[0] for row in rows])
     return {
         "Products": [
@@ -90,13 +89,17 @@ async def test_walk_pages_answer_as_the_three_reads(rt: Runtime, api: httpx.Asyn
         {"sku": "nothing", "limit": 200, "offset": 0},
     ]
     for case in cases:
+        for modified_since in (since, None):
 
-        async def both(reader: DriverReader, case: dict[str, Any] = case) -> tuple[dict[str, Any], dict[str, Any]]:
-            page = await service.products_page(reader, tenant.account_id, modified_since=since, **case)
-            return page, await three_reads(reader, tenant.account_id, since=since, **case)
+            async def both(
+                reader: DriverReader, case: dict[str, Any] = case, modified_since: datetime | None = modified_since
+            ) -> tuple[dict[str, Any], dict[str, Any]]:
+                page = await service.products_page(reader, tenant.account_id, modified_since=modified_since, **case)
+                return page, await three_reads(reader, tenant.account_id, since=modified_since, **case)
 
-        page, expected = await rt.db.driver_read(both)
-        assert page == expected, case
+            page, expected = await rt.db.driver_read(both)
+            assert page == expected, (case, modified_since)
+            assert page["Products"] or case["offset"] >= 30 or case["sku"] == "nothing", case
 
     whole = await api.post(LIST, json={"ModifiedSince": wire_timestamp(since), "Limit": 200}, headers=tenant.headers)
     assert whole.status_code == 200, whole.text
@@ -126,12 +129,13 @@ async def test_walk_pages_answer_as_the_three_reads(rt: Runtime, api: httpx.Asyn
     assert past.json() == {"Products": [], "TotalCount": 30}
 
 
-async def test_walk_page_is_one_statement_on_postgresql(rt: Runtime) -> None:
+@pytest.mark.parametrize("walk", [True, False], ids=["ModifiedSince", "Offset"])
+async def test_a_page_is_one_statement_on_postgresql(rt: Runtime, walk: bool) -> None:
     """One statement, so one snapshot on the driver reader's autocommit connection (three statements were three
     snapshots: a push between them could show a page whose count or listings were read after it)."""
     if rt.db.dialect != "postgresql":
         pytest.skip("SQLite reads the three statements inside one transaction of its file")
-    since = rt.clock.now() - timedelta(days=2)
+    since = rt.clock.now() - timedelta(days=2) if walk else None
 
     async def work(reader: DriverReader) -> int:
         counting = Counting(reader)
