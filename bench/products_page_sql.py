@@ -21,7 +21,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -100,7 +100,7 @@ async def main() -> None:
             timings: dict[str, list[float]] = {}
             for round_number in range(args.rounds):
                 # The walk stands somewhere in the first 10% of the catalogue; the Offset page within 0-9,800.
-                since = datetime(2026, 1, 1, 0, 0, 0, (round_number * 977) % (args.products // 10))
+                since = datetime(2026, 1, 1, 0, 0, 0, (round_number * 977) % (args.products // 10), tzinfo=UTC)
                 offset = (round_number * 977) % 9_800
                 for kind, at, skip in (("walk", since, 0), ("offset", None, offset)):
                     database, building = await statement(reader, account, at, skip)

@@ -4,6 +4,7 @@ reads give, on both databases."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -59,7 +60,7 @@ class Counting:
         return await self.reader.fetch(sql, arguments)
 
 
-async def test_walk_pages_answer_as_the_three_reads(rt: Runtime, api: httpx.AsyncClient) -> None:
+async def test_pages_answer_as_the_three_reads(rt: Runtime, api: httpx.AsyncClient) -> None:
     """Products with several listings (in platform then country order), with only a listing not yet at the
     marketplace, with none; pages at Offsets, past the end (empty, TotalCount still counted), a Sku filter, and
     another account's products left out."""
@@ -137,12 +138,103 @@ async def test_a_page_is_one_statement_on_postgresql(rt: Runtime, walk: bool) ->
         pytest.skip("SQLite reads the three statements inside one transaction of its file")
     since = rt.clock.now() - timedelta(days=2) if walk else None
 
-    async def work(reader: DriverReader) -> int:
+    async def work(reader: DriverReader) -> tuple[dict[str, Any], int]:
         counting = Counting(reader)
-        await service.products_page(counting, "acct", sku=None, modified_since=since, limit=200, offset=0)
-        return counting.statements
+        page = await service.products_page(counting, "acct", sku=None, modified_since=since, limit=200, offset=0)
+        return page, counting.statements
 
-    assert await rt.db.driver_read(work) == 1
+    page, statements = await rt.db.driver_read(work)
+    assert statements == 1
+    assert page == {"Products": [], "TotalCount": 0}, "an account without products (nor their count's row)"
+
+
+async def test_walk_and_offset_orders_hold_where_they_differ(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Changes made in another order than the SKUs', several at one instant with ids not in SKU order, SKUs that
+    differ only by case or by punctuation, and page boundaries between them: each page is the three reads' page, the
+    walk in (modified_at, id) order and the Offset pages in SKU order ignoring case, then exact SKU."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P2", "DE"), ("P1", "UK")))
+    base = rt.clock.now() - timedelta(days=1)
+    # (sku, microseconds after base), created in this order: ids grow down the list.
+    specs = [("b", 5), ("TWO", 1), ("a.b", 3), ("Two", 1), ("B", 3), ("a-b", 1), ("zed", 0), ("Alpha", 3)]
+    ids: dict[str, str] = {}
+    for sku, after in specs:
+        ids |= await add_products(
+            rt, tenant.account_id, [(sku, "1", len(ids))], modified_at=base + timedelta(microseconds=after)
+        )
+    for sku in ("TWO", "a.b", "Alpha"):
+        for platform in ("P2", "P1"):
+            await add_listing(
+                rt, tenant.account_id, ids[sku], tenant.marketplace(platform).id, listing_id=f"{platform}-{sku}"
+            )
+    since = base - timedelta(seconds=1)
+    pages: dict[str | None, list[str]] = {}
+    for modified_since in (since, None):
+        for limit, offset in ((200, 0), (3, 0), (3, 1), (2, 3), (2, 5), (1, 7), (4, 8)):
+
+            async def both(
+                reader: DriverReader, modified_since: datetime | None = modified_since, limit: int = limit,
+                offset: int = offset,
+            ) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+                case = {"sku": None, "limit": limit, "offset": offset}
+                page = await service.products_page(reader, tenant.account_id, modified_since=modified_since, **case)
+                return page, await three_reads(reader, tenant.account_id, since=modified_since, **case)
+
+            page, expected = await rt.db.driver_read(both)
+            assert page == expected, (modified_since, limit, offset)
+            if limit == 200:
+                pages["walk" if modified_since else "offset"] = [p["Sku"] for p in page["Products"]]
+    assert pages["offset"] == ["a-b", "a.b", "Alpha", "B", "b", "TWO", "Two", "zed"]
+    at_one_microsecond = sorted(("TWO", "Two", "a-b"), key=lambda sku: ids[sku])
+    at_three = sorted(("a.b", "B", "Alpha"), key=lambda sku: ids[sku])
+    assert pages["walk"] == ["zed", *at_one_microsecond, *at_three, "b"]
+    listed = await api.post(LIST, json={"Limit": 3, "Offset": 1}, headers=tenant.headers)
+    assert listed.status_code == 200, listed.text
+    assert [(p["Sku"], [x["Platform"] for x in p["Listings"]]) for p in listed.json()["Products"]] == [
+        ("a.b", ["P1", "P2"]),
+        ("Alpha", ["P1", "P2"]),
+        ("B", []),
+    ]
+
+
+async def test_the_page_is_built_whatever_order_the_rows_arrive_in() -> None:
+    """`page_statement_sql`'s rows carry no order (a UNION ALL): the page is the same from rows in any order."""
+    stamp = datetime(2026, 11, 28, 21, 0, 0, 1)
+    rows: list[tuple[Any, ...]] = [
+        (7, None, None, None, None, None, None, None, None, None),
+        *[(None, n, f"S-{n}", n, stamp + timedelta(microseconds=n), None, None, None, None, None) for n in (1, 2, 3)],
+        *[
+            (None, n, None, None, None, platform, country, f"{platform}{country}-{n}", f"S-{n}", None)
+            for n in (1, 3)
+            for platform, country in (("P1", "UK"), ("P2", "DE"), ("P1", "DE"))
+        ],
+    ]
+
+    class Rows:
+        postgres = True
+
+        def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+            self.rows = rows
+
+        async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
+            return list(self.rows)
+
+    async def page_of(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+        return await service._products_page_postgres(Rows(rows), "acct", None, None, 200, 0, None)  # type: ignore[arg-type]
+
+    expected = await page_of(rows)
+    assert expected["TotalCount"] == 7
+    assert [p["Sku"] for p in expected["Products"]] == ["S-1", "S-2", "S-3"]
+    assert [(x["Platform"], x["Country"]) for x in expected["Products"][0]["Listings"]] == [
+        ("P1", "DE"),
+        ("P1", "UK"),
+        ("P2", "DE"),
+    ]
+    assert expected["Products"][1]["Listings"] == []
+    for seed in range(20):
+        shuffled = list(rows)
+        random.Random(seed).shuffle(shuffled)
+        assert await page_of(shuffled) == expected, seed
+    assert await page_of(list(reversed(rows))) == expected
 
 
 @pytest.mark.parametrize(
