@@ -184,7 +184,7 @@ class Database:
                 max_overflow=max_overflow,
                 pool_pre_ping=False,
                 hide_parameters=True,
-                connect_args=bounded_waits(command_timeout_s),
+                connect_args=connection_options(command_timeout_s),
                 **JSON_COLUMNS,
             )
             _treat_timeouts_as_lost_connections(self.engine)
@@ -201,13 +201,13 @@ class Database:
             sqlite_file=sqlite_file,
             engine=self.engine,
             read_session=self.read,
-            driver_waits=bounded_waits(command_timeout_s),
+            driver_options=connection_options(command_timeout_s),
         )
 
     def driver_connect_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """asyncpg.connect's arguments for a connection of this database outside the pool, its waits bounded."""
         args, kwargs = asyncpg_connect_args(self.url, self.engine.dialect)
-        return args, {**kwargs, **bounded_waits(self.command_timeout_s)}
+        return args, {**kwargs, **connection_options(self.command_timeout_s)}
 
     @asynccontextmanager
     async def unbounded_engine(self) -> AsyncIterator[AsyncEngine]:
@@ -312,6 +312,15 @@ def _background_statements_wait(engine: AsyncEngine, requests_first: RequestsFir
     def _before(*_args: Any) -> None:
         if requests_first.background_waits():
             await_only(requests_first.wait(requests_first.statement_max_wait_s))
+
+
+def connection_options(command_timeout_s: float | None) -> dict[str, Any]:
+    """asyncpg arguments of every PostgreSQL connection the service keeps: its waits bounded, and no JIT compilation.
+
+    The service's statements are short reads and writes, which JIT compilation never pays back; and a prepared
+    statement's generic plan, not knowing its LIMIT, can be costed far above `jit_above_cost` and compiled on every
+    run (~250 ms for a 3 ms products page at 1,000,000 products: docs/decisions/0343-no-jit.md)."""
+    return {**bounded_waits(command_timeout_s), "server_settings": {"jit": "off"}}
 
 
 def bounded_waits(command_timeout_s: float | None) -> dict[str, Any]:

@@ -235,11 +235,11 @@ class _PostgresReadConnections:
     Connections are opened with the arguments SQLAlchemy's asyncpg dialect would use.
     """
 
-    def __init__(self, url: str, dialect: Dialect, size: int, waits: Mapping[str, Any]) -> None:
+    def __init__(self, url: str, dialect: Dialect, size: int, options: Mapping[str, Any]) -> None:
         args, kwargs = asyncpg_connect_args(url, dialect)
-        # `waits`: asyncpg's command_timeout and connect timeout (db.bounded_waits): a silent connection raises
-        # TimeoutError (an OSError: lost, so discarded) instead of holding the read forever.
-        self._connect_args = args, {**kwargs, **waits}
+        # `options` (db.connection_options): asyncpg's command_timeout and connect timeout, so a silent connection
+        # raises TimeoutError (an OSError: lost, so discarded) instead of holding the read forever; JIT off.
+        self._connect_args = args, {**kwargs, **options}
         self.dialect = dialect
         # First come, first served (asyncio.Semaphore queues fairly; a queue of connections let newcomers overtake
         # woken waiters: p99 500 ms under 32 connections).
@@ -313,10 +313,10 @@ class FastReads:
         sqlite_file: str | None,
         engine: AsyncEngine,
         read_session: Callable[[], AbstractAsyncContextManager[AsyncSession]],
-        driver_waits: Mapping[str, Any] | None = None,
+        driver_options: Mapping[str, Any] | None = None,
     ) -> None:
         postgres = dialect.name == "postgresql"
-        waits = driver_waits or {}
+        options = driver_options or {}
         self._read_session = read_session
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         # An in-memory database is private to its connection: a second one would see no tables.
@@ -324,10 +324,10 @@ class FastReads:
         # Driver reads have connections of their own: a token lookup never runs inside a page's snapshot.
         self._sqlite_driver_reads = _SqliteReadConnections(sqlite_file, dialect) if sqlite_file else None
         self._postgres_prepared = (
-            _PostgresReadConnections(url, dialect, _POSTGRES_PREPARED_CONNECTIONS, waits) if postgres else None
+            _PostgresReadConnections(url, dialect, _POSTGRES_PREPARED_CONNECTIONS, options) if postgres else None
         )
         self._postgres_driver_reads = (
-            _PostgresReadConnections(url, dialect, _POSTGRES_DRIVER_READ_CONNECTIONS, waits) if postgres else None
+            _PostgresReadConnections(url, dialect, _POSTGRES_DRIVER_READ_CONNECTIONS, options) if postgres else None
         )
         self._batches: dict[int, _Batches] = {}
 

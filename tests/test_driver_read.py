@@ -121,3 +121,21 @@ async def test_an_error_of_the_work_keeps_the_postgres_connection(rt: Runtime) -
         with pytest.raises(LookupError):
             await rt.db.driver_read(not_found)
     assert await rt.db.driver_read(backend_pid) == first
+
+
+async def test_postgresql_connections_compile_no_jit(rt: Runtime) -> None:
+    """Every connection the service keeps runs with JIT off: the pool's sessions, the driver reads and the wake-ups'
+    connection arguments (a generic plan costed over jit_above_cost compiled on every run: decision 0343)."""
+    if rt.db.is_sqlite:
+        pytest.skip("PostgreSQL only: SQLite compiles no query")
+
+    async def setting(reader: DriverReader) -> str:
+        return str((await reader.fetch("SHOW jit", []))[0][0])
+
+    assert await rt.db.driver_read(setting) == "off"
+    async with rt.db.read() as session:
+        assert (await session.execute(sa.text("SHOW jit"))).scalar_one() == "off"
+    async with rt.db.transaction() as session:
+        assert (await session.execute(sa.text("SHOW jit"))).scalar_one() == "off"
+    _, options = rt.db.driver_connect_args()
+    assert options["server_settings"] == {"jit": "off"}
