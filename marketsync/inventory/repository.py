@@ -655,18 +655,23 @@ def page_statement_sql(
         f"row_number() OVER (ORDER BY {_page_order(modified_since)}) AS position FROM ({chosen}) AS chosen"
     )
     count = _count_sql(sql, account_id, key, modified_since, at_most)
-    # Each product's listings by a probe of its id, in every plan: OFFSET 0 keeps the lateral subquery from being
-    # flattened into a join the planner costs on its own. The generic plan a prepared statement gets after five runs,
-    # not knowing the LIMIT, hashed every listing of the account (15 ms at 40,000 listings instead of 2.8 ms; the
-    # `= ANY` of the page's ids was 0.6-0.9 ms slower a page in both plans: docs/decisions/0342).
-    listings = _listings_of_sql(sql.bind(account_id), "l.product_id = p.id") + " OFFSET 0"
+    # Each product's listings by one probe of its id, in every plan, then their connections: OFFSET 0 keeps the
+    # lateral subquery from being flattened into a join the planner costs on its own. The generic plan a prepared
+    # statement gets after five runs, not knowing the LIMIT, hashed every listing of the account (15 ms at 40,000
+    # listings); with the connections inside the subquery, a probe per product and connection (4.8 ms against
+    # 3.4 ms at 4,000,000 listings). The filter is `_listings_of_sql`'s (docs/decisions/0342).
+    listings = (
+        "SELECT l.marketplace_id, l.listing_id, l.external_sku, l.listing_url FROM listings l "  # noqa: S608
+        f"WHERE l.account_id = {sql.bind(account_id)} AND l.product_id = p.id AND l.listing_id IS NOT NULL OFFSET 0"
+    )
     return (
         f"WITH page AS MATERIALIZED ({page}) "  # noqa: S608
         f"SELECT ({count}), NULL::bigint, NULL::varchar, NULL::integer, NULL::timestamp, "
         "NULL::varchar, NULL::varchar, NULL::varchar, NULL::varchar, NULL::varchar "
         "UNION ALL SELECT NULL, position, sku, quantity, modified_at, NULL, NULL, NULL, NULL, NULL FROM page "
-        "UNION ALL SELECT NULL, p.position, NULL, NULL, NULL, x.platform, x.country, x.listing_id, x.external_sku, "
-        f"x.listing_url FROM page p CROSS JOIN LATERAL ({listings}) AS x"
+        "UNION ALL SELECT NULL, p.position, NULL, NULL, NULL, c.platform, c.country, x.listing_id, x.external_sku, "
+        f"x.listing_url FROM page p CROSS JOIN LATERAL ({listings}) AS x "
+        "JOIN marketplace_connections c ON c.id = x.marketplace_id"
     )
 
 
