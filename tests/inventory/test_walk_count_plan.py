@@ -23,6 +23,22 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 PRODUCTS = 20_000
 
 
+def _products(account_id: str, count: int) -> list[dict[str, object]]:
+    """`count` products of the account changed one second apart from START, ids in change order."""
+    return [
+        {
+            "id": f"P{i:025d}",
+            "account_id": account_id,
+            "sku": f"W-{i}",
+            "sku_lower": f"w-{i}",
+            "quantity": 1,
+            "modified_at": START + timedelta(seconds=i),
+            "created_at": START + timedelta(seconds=i),
+        }
+        for i in range(count)
+    ]
+
+
 async def bounded_count(rt: Runtime, account_id: str, since: datetime, at_most: int) -> tuple[int, str]:
     async def work(reader: DriverReader) -> tuple[int, str]:
         explaining = Explaining(reader)
@@ -38,24 +54,8 @@ async def test_the_bounded_count_reads_the_index_from_the_walk_position(rt: Runt
     """Products stored in change order, most of them changed after `since`: the count of a walk standing at the
     12,000th change reads the index there (PostgreSQL planned a sequential scan over the 12,000 older rows)."""
     account_id = await make_account(rt)
-    stamps = [START + timedelta(seconds=i) for i in range(PRODUCTS)]
     async with rt.db.transaction() as session:
-        await insert_many(
-            session,
-            Product,
-            [
-                {
-                    "id": f"P{i:025d}",
-                    "account_id": account_id,
-                    "sku": f"W-{i}",
-                    "sku_lower": f"w-{i}",
-                    "quantity": 1,
-                    "modified_at": stamp,
-                    "created_at": stamp,
-                }
-                for i, stamp in enumerate(stamps)
-            ],
-        )
+        await insert_many(session, Product, _products(account_id, PRODUCTS))
         await session.execute(text("ANALYZE products"))
     since = START + timedelta(seconds=12_000)
     count, plan = await bounded_count(rt, account_id, since, 1_000)
@@ -75,22 +75,7 @@ async def test_the_page_statement_probes_the_pages_listings_in_its_generic_plan(
     connections = [(await make_connection(rt, account_id, "P1", country)).id for country in ("UK", "DE", "FR")]
     count = 4_000
     async with rt.db.transaction() as session:
-        await insert_many(
-            session,
-            Product,
-            [
-                {
-                    "id": f"P{i:025d}",
-                    "account_id": account_id,
-                    "sku": f"G-{i}",
-                    "sku_lower": f"g-{i}",
-                    "quantity": 1,
-                    "modified_at": START + timedelta(seconds=i),
-                    "created_at": START,
-                }
-                for i in range(count)
-            ],
-        )
+        await insert_many(session, Product, _products(account_id, count))
         await insert_many(
             session,
             Listing,
