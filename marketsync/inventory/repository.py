@@ -659,10 +659,11 @@ def page_statement_sql(
     # lateral subquery from being flattened into a join the planner costs on its own. The generic plan a prepared
     # statement gets after five runs, not knowing the LIMIT, hashed every listing of the account (15 ms at 40,000
     # listings); with the connections inside the subquery, a probe per product and connection (4.8 ms against
-    # 3.4 ms at 4,000,000 listings). The filter is `_listings_of_sql`'s (docs/decisions/0342).
+    # 3.4 ms at 4,000,000 listings: docs/decisions/0342).
+    listed = _listed_where(sql.bind(account_id), "l.product_id = p.id")
     listings = (
         "SELECT l.marketplace_id, l.listing_id, l.external_sku, l.listing_url FROM listings l "  # noqa: S608
-        f"WHERE l.account_id = {sql.bind(account_id)} AND l.product_id = p.id AND l.listing_id IS NOT NULL OFFSET 0"
+        f"WHERE {listed} OFFSET 0"
     )
     return (
         f"WITH page AS MATERIALIZED ({page}) "  # noqa: S608
@@ -711,8 +712,14 @@ def _listings_of_sql(account: str, products: str) -> str:
     return (
         "SELECT l.product_id, c.platform, c.country, l.listing_id, l.external_sku, l.listing_url "  # noqa: S608
         "FROM listings l JOIN marketplace_connections c ON c.id = l.marketplace_id "
-        f"WHERE l.account_id = {account} AND {products} AND l.listing_id IS NOT NULL"
+        f"WHERE {_listed_where(account, products)}"
     )
+
+
+def _listed_where(account: str, products: str) -> str:
+    """The listings a catalogue read sends: the account's (bound as `account`), of the products the condition
+    `products` on `l.product_id` names, existing at their marketplace (a listing id)."""
+    return f"l.account_id = {account} AND {products} AND l.listing_id IS NOT NULL"
 
 
 def listing_document(
