@@ -95,13 +95,14 @@ class DeliveryHttp:
         else:  # beyond the hosts or connections kept: used once
             await client.aclose()
 
-    async def post(self, target: ssrf.Target, headers: dict[str, str], body: bytes) -> tuple[int, str]:
-        """POST once to the checked address: the status and the start of the answer (SNIPPET_BYTES at most).
+    async def post(self, target: ssrf.Target, headers: dict[str, str], body: bytes, deadline: float) -> tuple[int, str]:
+        """POST once to the checked address by `deadline` (loop time): the status and the start of the answer
+        (SNIPPET_BYTES at most). Raises TimeoutError when no status came by then.
 
         Sent once, whatever happens: a request that got no answer may still have been read and acted on, so it is
         never sent again here, not even when a kept-alive connection closed under it (decision 0305)."""
         async with self.client(target.host) as client:
-            return await _exchange(client, target, headers, body)
+            return await _exchange(client, target, headers, body, deadline)
 
     async def aclose(self) -> None:
         self._closed = True
@@ -121,18 +122,38 @@ def http_of(rt: Runtime) -> DeliveryHttp:
 
 
 async def _exchange(
-    client: httpx.AsyncClient, target: ssrf.Target, headers: dict[str, str], body: bytes
+    client: httpx.AsyncClient, target: ssrf.Target, headers: dict[str, str], body: bytes, deadline: float
 ) -> tuple[int, str]:
-    response = await client.send(_pinned_request(client, target, headers, body), stream=True)
+    async with asyncio.timeout_at(deadline):
+        response = await client.send(_pinned_request(client, target, headers, body), stream=True)
     try:
-        snippet = bytearray()
-        async for chunk in response.aiter_raw():
-            snippet.extend(chunk)
-            if len(snippet) >= rules.SNIPPET_BYTES:
-                break
+        snippet = await _snippet(response, deadline)
     finally:
         await response.aclose()
-    return response.status_code, bytes(snippet[: rules.SNIPPET_BYTES]).decode("utf-8", errors="replace")
+    return response.status_code, snippet
+
+
+async def _snippet(response: httpx.Response, deadline: float) -> str:
+    """The start of the answer, as much of it as came by the deadline: the status is the receiver's answer (a 2xx
+    within the deadline is a success), the body only goes to the attempt log."""
+    read = bytearray()
+    try:
+        async with asyncio.timeout_at(deadline):
+            async for chunk in response.aiter_raw():
+                read.extend(chunk)
+                if len(read) >= rules.SNIPPET_BYTES:
+                    break
+    except (TimeoutError, httpx.HTTPError):
+        pass
+    text = storable(bytes(read[: rules.SNIPPET_BYTES]).decode("utf-8", errors="replace"))
+    # Each byte that is not UTF-8 became a 3-byte mark: cut again to SNIPPET_BYTES, at a character boundary.
+    return text.encode()[: rules.SNIPPET_BYTES].decode("utf-8", errors="ignore")
+
+
+def storable(text: str) -> str:
+    """A receiver's text as a database keeps it: PostgreSQL's text holds no U+0000 (the attempt would never be
+    recorded, and the delivery sent again each time its lease expired)."""
+    return text.replace("\x00", "\ufffd")
 
 
 def _pinned_request(
@@ -171,7 +192,7 @@ async def attempt(rt: Runtime, url: str, headers: dict[str, str], body: bytes) -
         status: int | None, error_class: str | None, detail: str | None, snippet: str | None = None
     ) -> AttemptResult:
         elapsed = int((time.perf_counter() - began) * 1000)
-        return AttemptResult(started_at, elapsed, status, error_class, detail and detail[:500], snippet)
+        return AttemptResult(started_at, elapsed, status, error_class, detail and storable(detail[:500]), snippet)
 
     # One deadline for the whole attempt, name resolution included: a slow resolver must not stretch it.
     deadline = asyncio.get_running_loop().time() + rt.settings.webhook_timeout_s
@@ -186,8 +207,7 @@ async def attempt(rt: Runtime, url: str, headers: dict[str, str], body: bytes) -
         return result(None, "Timeout", "the host name did not resolve within the deadline")
 
     try:
-        async with asyncio.timeout_at(deadline):
-            status, text = await http_of(rt).post(target, headers, body)
+        status, text = await http_of(rt).post(target, headers, body, deadline)
         if 200 <= status < 300:
             return result(status, None, None, text)
         error_class = "Redirect" if 300 <= status < 400 else "HttpStatus"

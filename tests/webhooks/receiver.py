@@ -41,6 +41,9 @@ class Receiver:
     script: list[int] = field(default_factory=list)
     behaviour: Behaviour | None = None
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    # The answer's body (default: "status N " repeated), and a pause before the end of that body.
+    answer: bytes | None = None
+    body_after_s: float = 0.0
 
     def url(self, path: str = "/hook", host: str = HOSTNAME) -> str:
         return f"https://{host}:{self.port}{path}"
@@ -82,7 +85,12 @@ class Receiver:
         await send(
             {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain"), *extra]}
         )
-        await send({"type": "http.response.body", "body": f"status {status} ".encode() * 200})
+        answer = self.answer if self.answer is not None else f"status {status} ".encode() * 200
+        if self.body_after_s:  # the answer at once, the end of its body late
+            await send({"type": "http.response.body", "body": answer, "more_body": True})
+            await asyncio.sleep(self.body_after_s)
+            answer = b" (late)"
+        await send({"type": "http.response.body", "body": answer})
 
 
 @contextlib.asynccontextmanager

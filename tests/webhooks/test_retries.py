@@ -85,6 +85,43 @@ async def test_timeouts_are_retried(rt: Runtime, api: httpx.AsyncClient, receive
     assert (second.status_code, second.outcome) == (200, "Succeeded")
 
 
+async def test_a_2xx_in_time_is_a_success_though_its_body_ends_late(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    """Spec section 6: "The receiver must answer any 2xx within 10 seconds": the status is the answer. A body still
+    coming at the deadline is logged as far as it came; the delivery is not sent again."""
+    tenant = await make_tenant(rt, api)
+    await subscribe(api, tenant, receiver.url())
+    receiver.answer, receiver.body_after_s = b"accepted", rt.settings.webhook_timeout_s + 1
+    await fire(rt, tenant.account_id)
+    await pump(rt, lambda: len(receiver.received) >= 1)
+    await pump(rt, lambda: True)
+    [logged] = await attempts(rt)
+    assert (logged.status_code, logged.outcome, logged.error_class) == (200, "Succeeded", None)
+    assert logged.response_snippet == "accepted"
+    assert logged.duration_ms < (rt.settings.webhook_timeout_s + 1) * 1000
+    assert await delivery_statuses(rt) == ["Succeeded"] and len(receiver.received) == 1
+
+
+async def test_an_answer_holding_nul_bytes_is_logged_and_ends_the_delivery(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    """PostgreSQL's text holds no U+0000: a receiver's binary answer once made the attempt unrecordable, and the
+    delivery was sent again each time its lease expired. Bytes that are not UTF-8 are marked, within 1 KiB."""
+    tenant = await make_tenant(rt, api)
+    await subscribe(api, tenant, receiver.url())
+    receiver.answer = b"ok\x00\x01" + b"\xff" * 2000
+    await fire(rt, tenant.account_id)
+    await pump(rt, lambda: len(receiver.received) >= 1)
+    await pump(rt, lambda: True)
+    [logged] = await attempts(rt)
+    assert (logged.status_code, logged.outcome) == (200, "Succeeded")
+    snippet = logged.response_snippet
+    assert snippet is not None and snippet.startswith("ok\ufffd\x01\ufffd") and "\x00" not in snippet
+    assert len(snippet.encode()) <= 1024
+    assert await delivery_statuses(rt) == ["Succeeded"] and len(receiver.received) == 1
+
+
 async def test_refused_connections_are_retried(rt: Runtime, api: httpx.AsyncClient) -> None:
     tenant = await make_tenant(rt, api)
     created = await subscribe(api, tenant, f"https://{HOSTNAME}:{closed_port()}/hook")
