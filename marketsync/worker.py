@@ -20,13 +20,17 @@ from marketsync import requests_first
 from marketsync.jobs import registry, repository
 from marketsync.jobs.run import JobRun, execute
 from marketsync.kit.ids import new_id
+from marketsync.models.jobs import LEASE_OWNER_LENGTH
 from marketsync.runtime import Runtime
 
 log = structlog.get_logger("marketsync.worker")
 
 
 def worker_identity() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{new_id()[-6:]}"
+    """host:pid:random, within what a lease owner holds: a long host name (a pod's, up to 63 characters) is cut,
+    never the pid and random part that keep two workers apart (a longer identity failed every claim on PostgreSQL)."""
+    unique = f":{os.getpid()}:{new_id()[-6:]}"
+    return socket.gethostname()[: LEASE_OWNER_LENGTH - len(unique)] + unique
 
 
 class Worker:

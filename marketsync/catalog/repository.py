@@ -242,7 +242,7 @@ async def search_leaves(
             "SELECT category_id, position FROM taxonomy_categories "  # noqa: S608
             f"WHERE {site()} AND is_leaf = {leaf} AND name_lower LIKE {sql.bind(pattern)} ESCAPE '{_ESCAPE}'"
         )
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         hits += (
             " UNION SELECT category_id, position FROM taxonomy_categories "  # noqa: S608
             f"WHERE {site()} AND is_leaf = {leaf} AND category_id = {sql.bind(text)}"

@@ -10,10 +10,11 @@ tests/unit/test_inventory_rules.py.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from decimal import ROUND_DOWN, Decimal, InvalidOperation
+from decimal import ROUND_DOWN, Decimal
 from typing import Any, Literal, NamedTuple
 
 from marketsync.kinds import KINDS, marketplace_name
@@ -338,25 +339,30 @@ def import_header_problem(fieldnames: Sequence[str] | None) -> str | None:
     return None
 
 
+# What a person or a spreadsheet writes for a number, in ASCII digits: Python's own spellings ("1e3", "1_000", "NaN",
+# "²", "+-5") are not prices or quantities, and int() refuses some of what str.isdigit() lets through.
+_TYPED_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+_TYPED_WHOLE = re.compile(r"[+-]?[0-9]+")
+
+
 def parse_values(raw_price: str, raw_quantity: str) -> tuple[Decimal | None, int | None, dict[str, str]]:
     """Price and quantity typed by a person (an import cell, the app's form): empty means not provided (never
     zero). Returns the values and a problem per field."""
     problems: dict[str, str] = {}
     price: Decimal | None = None
     if raw_price:
-        try:
-            price = Decimal(raw_price)
-        except InvalidOperation:
+        if not _TYPED_DECIMAL.fullmatch(raw_price):
             problems["Price"] = "Not a decimal number (use a dot, e.g. 12.50)."
         else:
+            price = Decimal(raw_price)
             if problem := price_problem(price):
                 problems["Price"] = problem
             else:
                 price = unsigned_zero(price)
     quantity: int | None = None
     if raw_quantity:
-        if raw_quantity.lstrip("+-").isdigit():
-            quantity = int(raw_quantity)
+        if _TYPED_WHOLE.fullmatch(raw_quantity):
+            quantity = int(Decimal(raw_quantity))  # int() of a string refuses more than 4,300 digits
             if problem := quantity_problem(quantity):
                 problems["Quantity"] = problem
         else:

@@ -10,6 +10,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from marketsync.models.base import ID, Base
 
+# A worker's identity (worker.worker_identity) fits in this.
+LEASE_OWNER_LENGTH = 64
+
 
 class Job(Base):
     __tablename__ = "jobs"
@@ -34,7 +37,7 @@ class Job(Base):
     progress_total: Mapped[int | None] = mapped_column(Integer)
     recovery_count: Mapped[int] = mapped_column(Integer, default=0)
     run_after: Mapped[datetime]
-    lease_owner: Mapped[str | None] = mapped_column(String(64))
+    lease_owner: Mapped[str | None] = mapped_column(String(LEASE_OWNER_LENGTH))
     lease_expires_at: Mapped[datetime | None]
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
@@ -62,5 +65,5 @@ class Schedule(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     next_run_at: Mapped[datetime]
     last_run_at: Mapped[datetime | None]
-    lease_owner: Mapped[str | None] = mapped_column(String(64))
+    lease_owner: Mapped[str | None] = mapped_column(String(LEASE_OWNER_LENGTH))
     lease_expires_at: Mapped[datetime | None]

@@ -8,6 +8,7 @@ from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, 
 from sqlalchemy.orm import Mapped, mapped_column
 
 from marketsync.models.base import ID, Base
+from marketsync.models.jobs import LEASE_OWNER_LENGTH
 
 
 class WebhookSubscription(Base):
@@ -64,7 +65,7 @@ class WebhookDelivery(Base):
     status: Mapped[str] = mapped_column(String(16))
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime]
-    lease_owner: Mapped[str | None] = mapped_column(String(64))
+    lease_owner: Mapped[str | None] = mapped_column(String(LEASE_OWNER_LENGTH))
     lease_expires_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]

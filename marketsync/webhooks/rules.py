@@ -62,6 +62,9 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
     return None
 
 
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+
+
 def verify(
     secret: str,
     headers: Mapping[str, str],
@@ -75,7 +78,8 @@ def verify(
     """
     raw_timestamp = _header(headers, HEADER_TIMESTAMP)
     given = _header(headers, HEADER_SIGNATURE)
-    if raw_timestamp is None or given is None or not raw_timestamp.strip().isdigit():
+    # ASCII digits only, a Unix time's count of them at most: int() refuses "²", which isdigit() lets through.
+    if raw_timestamp is None or given is None or not _TIMESTAMP.fullmatch(raw_timestamp.strip()):
         return False
     timestamp = int(raw_timestamp.strip())
     if now is None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import signal
+import socket
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,8 +20,9 @@ from marketsync.jobs import service as job_service
 from marketsync.jobs.run import JobRun, RetryLater
 from marketsync.jobs.types import JobPayload, payload_for
 from marketsync.models import Account, Job, Schedule
+from marketsync.models.jobs import LEASE_OWNER_LENGTH
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
+from marketsync.worker import Worker, worker_identity
 from tests.support import tasks as test_tasks
 from tests.support.factories import make_account, make_tenant
 from tests.support.processes import spawn
@@ -76,6 +79,20 @@ async def test_completed_job_counts_progress(rt: Runtime, api: httpx.AsyncClient
     assert (body["Status"], body["IsComplete"], body["IsSuccessful"]) == ("Completed", True, True)
     assert (body["ProgressDone"], body["ProgressTotal"]) == (1, 1)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", body["StartedAt"])  # UTC, milliseconds
+
+
+async def test_a_worker_on_a_host_with_a_long_name_runs_jobs(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pod's host name may be 63 characters: the identity the worker writes as lease owner is cut to fit (it failed
+    every claim on PostgreSQL, and the worker ran nothing), keeping the pid and random part that tell workers apart."""
+    host = "marketsync-worker-production-eu-west-1-7d9f8b6c5d-x2x9k-abcdef"
+    monkeypatch.setattr(socket, "gethostname", lambda: host)
+    first, second = worker_identity(), worker_identity()
+    assert len(first) <= LEASE_OWNER_LENGTH and first.startswith(host[:20]) and first != second
+    assert first.split(":")[1] == str(os.getpid())
+    tenant_account = await make_account(rt)
+    job_id = await enqueue(rt, tenant_account, test_tasks.SLOW_EFFECT)
+    await Worker(rt).drain()
+    assert (await job_row(rt, job_id)).status == "Completed"
 
 
 async def test_failed_job_is_complete_unsuccessful_and_hides_its_reason(rt: Runtime, api: httpx.AsyncClient) -> None:

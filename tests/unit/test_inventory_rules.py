@@ -165,6 +165,19 @@ def test_import_rows() -> None:
     assert rules.normalise_choice("colour", rules.DATA_KINDS) is None
 
 
+def test_typed_numbers_are_plain_ascii_decimals() -> None:
+    """A person's or a spreadsheet's numbers: Python's own spellings are refused, never crash the parse."""
+    for typed, price in (("12.50", "12.50"), ("12", "12"), ("12.", "12"), (".5", "0.5"), ("+3.10", "3.10")):
+        assert rules.parse_values(typed, "") == (Decimal(price), None, {}), typed
+    for typed in ("1e3", "1_000", "NaN", "Infinity", "1,5", "²", "١٢", " 12", "0x10", "."):
+        assert set(rules.parse_values(typed, "")[2]) == {"Price"}, typed
+    assert rules.parse_values("", "+7")[1] == 7
+    for typed in ("²", "+-5", "--5", "1_000", "1e3", "7.0", "٧"):
+        assert rules.parse_values("", typed)[2] == {"Quantity": "Not a whole number."}, typed
+    assert rules.parse_values("", "9" * 5000)[2] == {"Quantity": f"Must not exceed {rules.MAX_QUANTITY}."}
+    assert rules.parse_values("", "-" + "0" * 5000 + "1")[2] == {"Quantity": "Must not be negative."}
+
+
 def test_zero_price_and_reauthorisation_warnings_name_the_marketplace() -> None:
     listings = [("P1", "UK", "p-1"), ("P1", "UK", "p-2"), ("P2", "DE", "p-1"), ("P1", "UK", "p-3")]
     warnings = rules.zero_price_warnings(listings, {"p-1": "SKU-1", "p-3": "SKU-3"})

@@ -70,3 +70,6 @@ async def test_verify_refuses_tampering_wrong_keys_and_stale_or_future_timestamp
     assert not verify(secret, {**headers, "x-svc-timestamp": str(ts + 1)}, body)
     missing = {k: v for k, v in headers.items() if k != "x-svc-signature"}
     assert not verify(secret, missing, body)
+    # A hostile timestamp is refused, never raised on: digits int() refuses, more digits than a Unix time has.
+    for hostile in ("17²", "١٧٠٠٠٠٠٠٠٠", "1" * 5000, "-1", "+1700000000", ""):
+        assert not verify(secret, {**headers, "x-svc-timestamp": hostile}, body, now=ts)

@@ -141,7 +141,7 @@ async def listings_page(
     after, total = cursor, None
     if cursor:
         resume_after, separator, counted = cursor.rpartition(CURSOR_SEPARATOR)
-        if separator and counted.isdigit():
+        if separator and counted.isascii() and counted.isdigit():
             after, total = resume_after, int(counted)
     query = select(SandboxListing).where(SandboxListing.connection_id == connection_id)
     if after:
