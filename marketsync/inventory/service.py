@@ -669,14 +669,25 @@ def read_import_rows(handle: TextIO) -> Iterator[tuple[int, PushItem | ImportRow
 
 
 def _raw_import_rows(handle: TextIO) -> Iterator[tuple[int, dict[str, str | None]]]:
-    """(line number, cells by column) for each data row, blank lines skipped; a bad header raises ValidationFailed."""
-    reader = csv.DictReader(handle)
-    if problem := rules.import_header_problem(reader.fieldnames):
-        raise ValidationFailed(problem, errors={"File": [problem]})
-    for row in reader:
-        if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
-            continue  # blank line
-        yield reader.line_num, {k: v for k, v in row.items() if isinstance(v, str | None)}
+    """(line number, cells by column) for each data row, blank lines skipped; a bad header or a line that is not CSV
+    raises ValidationFailed."""
+    reader = csv.DictReader(handle, strict=True)
+    try:
+        if problem := rules.import_header_problem(reader.fieldnames):
+            raise ValidationFailed(problem, errors={"File": [problem]})
+        for row in reader:
+            if not any((value or "").strip() for value in row.values() if isinstance(value, str)):
+                continue  # blank line
+            yield reader.line_num, {k: v for k, v in row.items() if isinstance(v, str | None)}
+    except csv.Error as exc:
+        raise _not_csv(reader.line_num, exc) from None  # DictReader counts the lines of the rows it returned
+
+
+def _not_csv(lines_read: int, exc: csv.Error) -> ValidationFailed:
+    """Strict CSV: an unclosed quote would otherwise take every later row into one cell, and `"1"2` read as 12. The
+    bad row starts on the line after the rows read."""
+    problem = f"The row on line {lines_read + 1} is not valid CSV ({exc}); check its quotes."
+    return ValidationFailed(problem, errors={"File": [problem]})
 
 
 def _sku_cell(row: dict[str, str | None]) -> str:
@@ -798,18 +809,24 @@ async def _superseded_rows(rt: Runtime, account_id: str, handle: TextIO) -> dict
     # The SKU cells alone first (parsing every row's values would double the import's parsing), then the rows of
     # the repeated SKUs in full: an invalid row replaces nothing.
     start = handle.tell()
-    reader = csv.reader(handle)
-    header = [(name or "").strip().lower() for name in next(reader, [])]
-    if "sku" not in header:
-        return {}  # the import's own read refuses the header
-    column = len(header) - 1 - header[::-1].index("sku")  # the last Sku column, as the row parser reads it
+    reader = csv.reader(handle, strict=True)
     seen: set[str] = set()
     repeated_keys: set[str] = set()
-    for cells in reader:
-        key = rules.sku_key(cells[column].strip()) if column < len(cells) else ""
-        if key in seen:
-            repeated_keys.add(key)
-        seen.add(key)
+    lines_read = 0  # by the rows returned: the reader's own count includes the lines of a row it refused
+    try:
+        header = [(name or "").strip().lower() for name in next(reader, [])]
+        lines_read = reader.line_num
+        if "sku" not in header:
+            return {}  # the import's own read refuses the header
+        column = len(header) - 1 - header[::-1].index("sku")  # the last Sku column, as the row parser reads it
+        for cells in reader:
+            lines_read = reader.line_num
+            key = rules.sku_key(cells[column].strip()) if column < len(cells) else ""
+            if key in seen:
+                repeated_keys.add(key)
+            seen.add(key)
+    except csv.Error as exc:
+        raise _not_csv(lines_read, exc) from None
     repeated_keys.discard("")  # rows without a SKU are invalid (and blank lines): they replace nothing
     if not repeated_keys:
         return {}
@@ -861,10 +878,6 @@ def _file_text(content: bytes) -> str:
     return text
 
 
-def _data_rows(text: str) -> int:
-    return max(sum(1 for line in text.splitlines() if line.strip()) - 1, 0)
-
-
 async def start_import(
     rt: Runtime,
     session: AsyncSession,
@@ -876,15 +889,13 @@ async def start_import(
     created_by: str | None,
 ) -> InventoryImport:
     """Store the file and queue the InventoryImport job that applies it: the same import as the CLI's, run by a
-    worker. A file that is not a price/stock CSV at all (encoding, header) is refused here, with nothing saved."""
+    worker. A file that is not a price/stock CSV at all (encoding, header, a line that is not CSV) is refused here,
+    with nothing saved: read whole once, which also counts its rows."""
     text = _file_text(content)
-    for _ in read_import_rows(io.StringIO(text, newline="")):
-        break  # the header is checked before the first row
+    rows = sum(1 for _ in _raw_import_rows(io.StringIO(text, newline="")))
     now = rt.clock.now()
     import_id = new_id()
-    job = jobs.enqueue(
-        session, now, account_id, InventoryImportPayload(ImportId=import_id), progress_total=_data_rows(text)
-    )
+    job = jobs.enqueue(session, now, account_id, InventoryImportPayload(ImportId=import_id), progress_total=rows)
     upload = InventoryImport(
         id=import_id,
         account_id=account_id,

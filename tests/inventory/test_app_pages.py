@@ -132,6 +132,11 @@ async def test_an_uploaded_file_is_imported_by_a_worker_with_progress_and_a_per_
         (b"Name,Stock\nA,1\n", "Sku"),
         (b"\xff\xfeS\x00k\x00u\x00", "not UTF-8"),
         (b"", "The file is empty"),
+        # Not CSV: an unclosed quote took every later row into one cell (and one past 128 KiB was a 500); a value
+        # after a closing quote read "1"2 as 12.
+        (b'Sku,Price\nA,"12.50,3\nB,1\nC,2\n', "The row on line 2 is not valid CSV (unexpected end of data)"),
+        (b'Sku,Price\nA,"12.50,3\n' + b"B,1\n" * 40_000, "line 2 is not valid CSV (field larger than field limit"),
+        (b'Sku,Price\nA,1\nB,"1"2\nC,3\n', "The row on line 3 is not valid CSV"),
     ],
 )
 async def test_a_file_that_is_no_price_list_is_refused_with_nothing_saved(

@@ -78,6 +78,20 @@ async def test_import_applies_good_rows_and_reports_bad_ones(
     assert report.events == 1
 
 
+async def test_a_file_with_a_row_that_is_not_csv_is_refused_before_any_row_is_applied(
+    rt: Runtime, api: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """The CLI's import reads the file ahead (superseded rows) before its first batch: a row that is not CSV, 600
+    rows in, is refused there, with the rows before it not applied either."""
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("A", "1.00", 1)])
+    rows = ["Sku,Price,Quantity", *["A,2.00,2"] * 600, 'B,"3.00"x,3', "C,1,1"]
+    with pytest.raises(ValidationFailed, match="The row on line 602 is not valid CSV"):
+        await service.import_inventory_file(rt, tenant.account_id, write_csv(tmp_path / "stock.csv", rows))
+    assert (await stored(rt, tenant.account_id))["A"][:2] == (Decimal("1.00"), 1)
+    assert await inventory_events(rt, tenant.account_id) == []
+
+
 async def test_import_yields_one_event_per_batch_of_500(rt: Runtime, api: httpx.AsyncClient, tmp_path: Path) -> None:
     tenant = await make_tenant(rt, api)
     skus = [f"BULK-{i:05d}" for i in range(1_200)]
