@@ -90,7 +90,7 @@ def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
         RequestContextMiddleware,
         max_body_bytes=rt.settings.max_body_bytes,
         requests_first=rt.db.requests_first,
-        app_error_page=error_page,
+        app_error_page=lambda status, message: error_page(status, message=message),
     )
     app.openapi = lambda: _openapi(app, rt)  # type: ignore[method-assign]
     return app

@@ -15,7 +15,6 @@ from marketsync.db import database_unavailable
 from marketsync.errors import (
     BodyRefused,
     ValidationFailed,
-    error_response,
     internal_error_response,
     payload_too_large,
     problem_response,
@@ -45,6 +44,16 @@ _CHILDREN: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
 _JSON_BODY_METHODS = {b"POST", b"PUT", b"PATCH"}
 # PostgreSQL text cannot hold U+0000 (and SQLite would truncate on it): refused at the edge for every route.
 _NUL_MESSAGE = "Strings must not contain the NUL character (U+0000)."
+_TOO_LARGE_PAGE = "What was sent is larger than the {:.1f} MB the service accepts: go back and choose a smaller file."
+
+# The merchant app's error page: a status and, when it has one, the refusal's own message.
+AppErrorPage = Callable[[int, str | None], Response]
+
+
+def _refusal_message(refused: BodyRefused) -> str:
+    return " ".join(message for messages in refused.errors.values() for message in messages) or refused.title
+
+
 _JSON_NUL = b"\\u0000"
 _NO_STORE = (b"cache-control", b"no-store")
 # The merchant app (/app) is never framed (clickjacking), and its pages load only its own files: no CDN, no inline
@@ -102,10 +111,11 @@ class RequestContextMiddleware:
         *,
         max_body_bytes: int,
         requests_first: RequestsFirst | None = None,
-        app_error_page: Callable[[int], Response] | None = None,
+        app_error_page: AppErrorPage | None = None,
     ) -> None:
         self.app = app
-        # The merchant app's error page (HTML) for a 500 or 503 under /app: a browser shows it, not a problem.
+        # The merchant app's error page (HTML) under /app for a 500, a 503 or a request refused here: a browser shows
+        # it, not a problem document.
         self.app_error_page = app_error_page
         self.max_body_bytes = max_body_bytes
         # Counts the requests in flight: background work in this process lets them go first (requests_first.py).
@@ -142,12 +152,14 @@ class RequestContextMiddleware:
         rejection = self._reject(scope, headers)
         self.requests_first.request_started()
         try:
-            if rejection is not None:
+            if isinstance(rejection, BodyRefused):
+                await self._refused(scope, app_page, rejection)(scope, receive, send_with_id)
+            elif rejection is not None:
                 await rejection(scope, receive, send_with_id)
             else:
                 await self.app(scope, self._limited(receive), send_with_id)
         except BodyRefused as exc:  # raised where the app's own handlers could not render it
-            await exc.response(scope)(scope, receive, send_with_id)
+            await self._refused(scope, app_page, exc)(scope, receive, send_with_id)
         except Exception as exc:
             if started_response[0]:
                 log.exception("unhandled_error", error_class=type(exc).__name__)
@@ -171,16 +183,21 @@ class RequestContextMiddleware:
 
     def _failure(self, scope: Scope, app_page: bool, status: int) -> Response:
         if app_page and self.app_error_page is not None:
-            return self.app_error_page(status)
+            return self.app_error_page(status, None)
         return unavailable_response(scope) if status == 503 else internal_error_response(scope)
+
+    def _refused(self, scope: Scope, app_page: bool, refused: BodyRefused) -> Response:
+        if app_page and self.app_error_page is not None:
+            message = _TOO_LARGE_PAGE.format(self.max_body_bytes / 1048576) if refused.status_code == 413 else None
+            return self.app_error_page(refused.status_code, message or _refusal_message(refused))
+        return refused.response(scope)
 
     def _reject(self, scope: Scope, headers: dict[bytes, bytes]) -> Any:
         if "\x00" in scope["path"] or b"%00" in scope.get("query_string", b""):
-            errors = {"request": [_NUL_MESSAGE]}
-            return error_response(scope, 400, "validation-failed", ValidationFailed.title, errors)
+            return BodyRefused(400, "validation-failed", ValidationFailed.title, {"request": [_NUL_MESSAGE]})
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
-            return payload_too_large(self.max_body_bytes).response(scope)
+            return payload_too_large(self.max_body_bytes)
         path: str = scope["path"]
         if path.startswith("/api/") and scope["method"].encode() in _JSON_BODY_METHODS:
             media = headers.get(b"content-type", b"").split(b";")[0].strip().lower()

@@ -152,9 +152,12 @@ async def imports_page(request: Request, person: SignedIn, before: str = "") -> 
 async def upload_import(request: Request, person: SignedIn) -> Response:
     form = await checked_form(request, person)
     upload = form.get("file")
+    # A refused upload shows the form again as it was sent: an unticked box ticked again would push on resubmit.
+    propagate = bool(form.get("propagate"))
     if not isinstance(upload, UploadFile) or not upload.filename:
         await form.close()
-        return await _imports_page(request, person, 400, errors={"File": ["Choose a CSV file to import."]})
+        errors = {"File": ["Choose a CSV file to import."]}
+        return await _imports_page(request, person, 400, errors=errors, propagate=propagate)
     rt = runtime_of(request)
     try:
         content = await upload.read()
@@ -163,11 +166,10 @@ async def upload_import(request: Request, person: SignedIn) -> Response:
     try:
         async with rt.db.transaction() as session:
             started = await inventory.start_import(
-                rt, session, person.account_id, upload.filename, content, propagate=bool(form.get("propagate")),
-                created_by=person.email,
-            )  # fmt: skip
+                rt, session, person.account_id, upload.filename, content, propagate=propagate, created_by=person.email
+            )
     except ValidationFailed as exc:
-        return await _imports_page(request, person, 400, errors=errors_of(exc))
+        return await _imports_page(request, person, 400, errors=errors_of(exc), propagate=propagate)
     return see_other(f"/app/imports/{started.id}")
 
 

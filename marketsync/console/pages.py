@@ -347,7 +347,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        if is_app_path(request.url.path) and not isinstance(exc, BodyRefused):
+        if is_app_path(request.url.path):
+            if isinstance(exc, BodyRefused):  # refused while it streamed in: the middleware's own page
+                raise exc
             return error_page(exc.status_code, dict(http_error_headers(request, exc) or {}))  # a 405 keeps its Allow
         return http_problem(request, exc)
 

@@ -105,9 +105,11 @@ ERROR_PAGES = {
 }
 
 
-def error_page(status: int, headers: dict[str, str] | None = None) -> Response:
-    """An error page without a request: also what the outermost middleware answers for an unexpected error."""
-    title, message = ERROR_PAGES.get(status, ("Something went wrong", "The request failed."))
+def error_page(status: int, headers: dict[str, str] | None = None, *, message: str | None = None) -> Response:
+    """An error page without a request: also what the outermost middleware answers for an unexpected error, or for
+    a request it refused before the app (too large, a NUL character)."""
+    title, standard = ERROR_PAGES.get(status, ("Something went wrong", "The request failed."))
+    message = message or standard
     html = templates.get_template("error.html").render(person=None, title=title, message=message)
     extra = {"Retry-After": "1"} if status == 503 else {}
     return HTMLResponse(html, status_code=status, headers={**NO_STORE, **extra, **(headers or {})})

@@ -119,3 +119,35 @@ async def _account_of(rt: Runtime, browser: Browser) -> str:
     person = await people.person_for(rt, str(browser.client.cookies["msc_session"]))
     assert person is not None
     return person.account_id
+
+
+async def test_a_refused_upload_or_nul_address_is_the_apps_page_and_the_apis_stays_a_problem(
+    rt: Runtime, api: httpx.AsyncClient, owner: Browser
+) -> None:
+    """Refused before or while the body streams in (too large, a NUL character): under /app a person saw raw
+    problem+json in the browser."""
+    limit = rt.settings.max_body_bytes
+    too_large = b"Sku,Price\n" + b"A,1\n" * (limit // 4)
+    megabytes = f"{limit / 1048576:.1f} MB"
+    declared = await owner.client.post("/app/imports", files={"file": ("big.csv", too_large, "text/csv")})
+    assert_app_page(declared, 413, "Too large", megabytes, "choose a smaller file")
+
+    form = (
+        b'--x\r\nContent-Disposition: form-data; name="file"; filename="big.csv"\r\nContent-Type: text/csv\r\n\r\n'
+        + too_large
+        + b"\r\n--x--\r\n"
+    )
+
+    async def streamed() -> AsyncIterator[bytes]:  # chunked: no Content-Length to refuse it by
+        for start in range(0, len(form), 65536):
+            yield form[start : start + 65536]
+
+    chunked = await owner.client.post(
+        "/app/imports", content=streamed(), headers={"Content-Type": "multipart/form-data; boundary=x"}
+    )
+    assert_app_page(chunked, 413, "Too large", megabytes)
+    assert_app_page(await owner.page("/app/catalogue?sku=%00"), 400, "NUL character")
+    api_refusal = await api.post("/api/products/List", content=b"{" + b" " * limit + b"}")
+    assert api_refusal.status_code == 413 and api_refusal.headers["content-type"] == "application/problem+json"
+    api_nul = await api.get("/api/products/A?x=%00")
+    assert api_nul.status_code == 400 and api_nul.headers["content-type"] == "application/problem+json"

@@ -170,9 +170,10 @@ async def drop_failure_trigger(rt: Runtime) -> None:
             await session.execute(text("DROP FUNCTION IF EXISTS inventory_test_fail()"))
 
 
-async def upload_file(person: Browser, content: bytes, name: str = "stock.csv") -> httpx.Response:
+async def upload_file(
+    person: Browser, content: bytes, name: str = "stock.csv", *, propagate: bool = True
+) -> httpx.Response:
     """A price list uploaded in the app, as a person would (the imports page's form, its CSRF token)."""
     token = re.search(r'name="csrf" value="([^"]+)"', (await person.page("/app/imports")).text).group(1)  # type: ignore[union-attr]
-    return await person.client.post(
-        "/app/imports", data={"csrf": token, "propagate": "1"}, files={"file": (name, content, "text/csv")}
-    )
+    data = {"csrf": token, **({"propagate": "1"} if propagate else {})}
+    return await person.client.post("/app/imports", data=data, files={"file": (name, content, "text/csv")})

@@ -150,6 +150,19 @@ async def test_a_file_that_is_no_price_list_is_refused_with_nothing_saved(
     await person.client.aclose()
 
 
+async def test_a_refused_upload_keeps_the_marketplaces_box_as_it_was_sent(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """The form comes back as sent: an unticked "Update the marketplaces" ticked again would push on resubmit."""
+    tenant = await make_tenant(rt, api)
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    box = re.compile(r'<input type="checkbox" name="propagate" value="1"( checked)?>')
+    assert box.search((await person.page("/app/imports")).text).group(1)  # type: ignore[union-attr]
+    unticked = await upload_file(person, b"Name,Stock\nA,1\n", propagate=False)
+    assert unticked.status_code == 400 and box.search(unticked.text).group(1) is None  # type: ignore[union-attr]
+    ticked = await upload_file(person, b"Name,Stock\nA,1\n")
+    assert ticked.status_code == 400 and box.search(ticked.text).group(1)  # type: ignore[union-attr]
+    await person.client.aclose()
+
+
 async def test_a_file_name_with_a_nul_character_is_refused_with_nothing_saved(
     rt: Runtime, api: httpx.AsyncClient
 ) -> None:
