@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from marketsync.models.base import ID, Base
@@ -69,6 +69,8 @@ class WebhookDelivery(Base):
     lease_expires_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
+    # Sent again by a person (resend, recover): a failed attempt is final, never a new backoff schedule (0122).
+    resent: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class WebhookAttempt(Base):

@@ -278,7 +278,8 @@ async def record(rt: Runtime, session: AsyncSession, worker_id: str, sent: list[
             log.info("webhook_delivery_dropped", delivery_id=claimed.id, reason=reason.reason)
     scale = rt.settings.webhook_retry_scale
     decided = [
-        (claimed, result, rules.decide(result.status_code, claimed.attempt, scale)) for claimed, result in results
+        (claimed, result, rules.decide(result.status_code, claimed.attempt, scale, final=claimed.resent))
+        for claimed, result in results
     ]
     next_times = [now + d.next_attempt_in if d.next_attempt_in is not None else None for _, _, d in decided]
     # Deliveries first: disabling below cancels whatever is still Pending, retries included.

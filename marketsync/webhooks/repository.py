@@ -126,6 +126,7 @@ class ClaimedDelivery:
     url: str
     secret_encrypted: str
     body: bytes
+    resent: bool  # sent again by a person: a failed attempt is final
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ async def _exists(db: Database, prepared: PreparedRead, params: dict[str, Any]) 
 
 _CLAIM_COLUMNS = (
     "d.id, d.account_id, d.subscription_id, d.event_id, d.event_type, d.attempts, d.lease_owner, "
-    "s.url, s.secret_encrypted, e.body"
+    "s.url, s.secret_encrypted, e.body, d.resent"
 )
 _CLAIM_FROM = (
     "FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id "
@@ -318,7 +319,9 @@ async def claim_due(
         await driver.execute(_LEASE_POSTGRES, (worker_id, expires, ids))
     else:
         await driver.execute(_LEASE_SQLITE.format(marks=",".join("?" * len(ids))), (worker_id, expires, *ids))
-    claimed = [ClaimedDelivery(r[0], r[1], r[2], r[3], r[4], int(r[5]) + 1, r[7], r[8], bytes(r[9])) for r in rows]
+    claimed = [
+        ClaimedDelivery(r[0], r[1], r[2], r[3], r[4], int(r[5]) + 1, r[7], r[8], bytes(r[9]), bool(r[10])) for r in rows
+    ]
     abandoned = [
         AbandonedAttempt(c.id, c.account_id, c.subscription_id, c.event_id, c.event_type, c.attempt - 1)
         for c, r in zip(claimed, rows, strict=True)
@@ -577,7 +580,8 @@ async def requeue(
     finished_since: datetime | None = None,
 ) -> int:
     """Make deliveries due now: one by id (any state), or a subscription's Failed and Cancelled ones finished
-    since a time. Same delivery id and bytes; the attempt number goes on counting."""
+    since a time. Same delivery id and bytes; the attempt number goes on counting; marked resent, so a failed
+    attempt is final (decision 0122)."""
     query = update(WebhookDelivery).where(WebhookDelivery.account_id == account_id, _not_in_flight(now))
     if delivery_id is not None:
         query = query.where(WebhookDelivery.id == delivery_id)
@@ -589,7 +593,9 @@ async def requeue(
     if finished_since is not None:
         query = query.where(WebhookDelivery.finished_at >= finished_since)
     result = await session.execute(
-        query.values(status=PENDING, next_attempt_at=now, finished_at=None, lease_owner=None, lease_expires_at=None)
+        query.values(
+            status=PENDING, next_attempt_at=now, finished_at=None, lease_owner=None, lease_expires_at=None, resent=True
+        )
     )
     return _rowcount(result)
 

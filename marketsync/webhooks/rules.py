@@ -138,12 +138,13 @@ class AttemptDecision:
     delivery_failed: bool  # the logical delivery ended without success: counts toward disabling
 
 
-def decide(status: int | None, attempt: int, scale: float) -> AttemptDecision:
-    """What one attempt's result means for its logical delivery (see docs/decisions/0101)."""
+def decide(status: int | None, attempt: int, scale: float, *, final: bool = False) -> AttemptDecision:
+    """What one attempt's result means for its logical delivery (see docs/decisions/0101). `final`: a person sent
+    it again, and a failed manual attempt gets no new backoff schedule (docs/decisions/0122)."""
     verdict = classify_status(status)
     if verdict is Verdict.SUCCEEDED:
         return AttemptDecision("Succeeded", None, False)
-    delay = retry_delay(attempt, scale) if verdict is Verdict.RETRY else None
+    delay = retry_delay(attempt, scale) if verdict is Verdict.RETRY and not final else None
     if delay is None:
         return AttemptDecision("Failed", None, True)
     return AttemptDecision("Retrying", delay, False)

@@ -57,6 +57,13 @@ async def pump(rt: Runtime, until: Callable[[], bool], timeout: float = 30.0, wo
             await asyncio.sleep(0.005)
 
 
+async def settle(rt: Runtime, seconds: float) -> None:
+    """Keep the engine running a while (longer than any remaining scaled backoff) to show nothing more happens."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    await pump(rt, lambda: loop.time() > deadline, timeout=seconds + 10)
+
+
 async def attempts(rt: Runtime, subscription_id: str | None = None) -> list[WebhookAttempt]:
     async with rt.db.read() as session:
         query = select(WebhookAttempt).order_by(WebhookAttempt.started_at, WebhookAttempt.attempt)

@@ -17,7 +17,7 @@ from tests.console.support import Browser, make_person, signed_in
 from tests.inventory.support import add_products
 from tests.support.factories import Tenant, make_tenant
 from tests.webhooks.receiver import HOSTNAME, Receiver
-from tests.webhooks.support import fire, pump, subscribe, subscription_row
+from tests.webhooks.support import attempts, deliveries, fire, pump, settle, subscribe, subscription_row
 
 PAGE = "/app/webhooks"
 
@@ -72,6 +72,36 @@ async def test_the_log_shows_each_attempt_and_resend_sends_the_same_delivery_aga
     one = await person.page(f"/app/webhooks?delivery={delivery_id}")
     assert one.text.count('<tr class="attempt-') == 3
     assert subscription["SubscriptionId"]
+    await person.client.aclose()
+
+
+async def test_a_resent_delivery_that_fails_again_is_final_and_counts_as_a_failed_delivery(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    """Decision 0122: "A failed manual attempt is final (no new backoff schedule) and counts as a failed delivery."
+    A 500 at the resend's attempt 2 is within the schedule's length: it went back on the schedule."""
+    tenant = await make_tenant(rt, api)
+    subscription = await subscribe(api, tenant, receiver.url())
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    receiver.script = [400, 500, 200]
+    await fire(rt, tenant.account_id)
+    await pump(rt, lambda: len(receiver.received) >= 1)
+    await pump(rt, lambda: True)
+    [failed] = await deliveries(rt)
+    assert failed.status == "Failed" and not failed.resent
+    await person.post(f"/app/webhooks/deliveries/{failed.id}/resend", csrf_from=PAGE)
+    await pump(rt, lambda: len(receiver.received) >= 2)
+    await pump(rt, lambda: True)
+    [resent] = await deliveries(rt)
+    assert (resent.status, resent.resent, resent.attempts) == ("Failed", True, 2)
+    assert [(a.attempt, a.status_code, a.outcome, a.next_attempt_at) for a in await attempts(rt)] == [
+        (1, 400, "Failed", None),
+        (2, 500, "Failed", None),
+    ]
+    row = await subscription_row(rt, subscription["SubscriptionId"])
+    assert row is not None and row.consecutive_failures == 2  # each failed delivery counts
+    await settle(rt, 1.0)  # far past any scaled backoff (scale 0.0001)
+    assert len(receiver.received) == 2  # never sent again on its own
     await person.client.aclose()
 
 

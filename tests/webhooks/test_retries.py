@@ -12,7 +12,7 @@ from marketsync.webhooks import verify
 from marketsync.webhooks.ssrf import StaticResolver
 from tests.support.factories import make_tenant
 from tests.webhooks.receiver import HOSTNAME, Received, Receiver
-from tests.webhooks.support import attempts, deliveries, fire, pump, subscribe, subscription_row
+from tests.webhooks.support import attempts, deliveries, fire, pump, settle, subscribe, subscription_row
 
 
 def closed_port() -> int:
@@ -23,13 +23,6 @@ def closed_port() -> int:
 
 async def delivery_statuses(rt: Runtime) -> list[str]:
     return [d.status for d in await deliveries(rt)]
-
-
-async def settle(rt: Runtime, seconds: float) -> None:
-    """Keep the engine running a while (longer than any remaining scaled backoff) to show nothing more happens."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    await pump(rt, lambda: loop.time() > deadline, timeout=seconds + 10)
 
 
 async def test_400_is_not_retried(rt: Runtime, api: httpx.AsyncClient, receiver: Receiver) -> None:
