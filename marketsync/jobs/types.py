@@ -19,6 +19,7 @@ class JobType(StrEnum):
     LISTING_PUBLISH = "ListingPublish"
     ORDER_WRITE_BACK = "OrderWriteBack"
     INVENTORY_IMPORT = "InventoryImport"
+    TAXONOMY_LOAD = "TaxonomyLoad"
 
 
 class JobStatus(StrEnum):
@@ -111,6 +112,13 @@ class InventoryImportPayload(JobPayload):
 
     job_type = JobType.INVENTORY_IMPORT
     ImportId: str
+
+
+class TaxonomyLoadPayload(JobPayload):
+    """The category tree of a newly authorised connection's site, when that site has none yet (decision 0221)."""
+
+    job_type = JobType.TAXONOMY_LOAD
+    MarketplaceId: str
 
 
 def payload_for(job_type: str, data: dict[str, Any] | None = None) -> JobPayload:

@@ -36,7 +36,13 @@ def connect(
     async def body(rt: Runtime) -> dict[str, object]:
         async with rt.db.transaction() as session:
             connection = await service.connect(rt, session, account, platform, country)
-        return {"MarketplaceId": connection.id, "Platform": connection.platform, "Country": connection.country}
+            loading = await service.load_categories_if_missing(rt, session, connection)
+        connected: dict[str, object] = {
+            "MarketplaceId": connection.id, "Platform": connection.platform, "Country": connection.country,
+        }  # fmt: skip
+        if loading is not None:  # the site had no category tree: a worker loads it
+            connected["CategoriesJobId"] = loading
+        return connected
 
     emit(run_command(body, as_json=as_json), as_json)
 

@@ -14,10 +14,18 @@ from collections.abc import Callable, Sequence
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from marketsync.catalog import repository as catalog_repository
 from marketsync.errors import Conflict, NotFound, ValidationFailed
 from marketsync.jobs import service as jobs_service
 from marketsync.jobs.run import JobRun
-from marketsync.jobs.types import JobPayload, JobStatus, JobType, OrderPullPayload, PriceStockPushPayload
+from marketsync.jobs.types import (
+    JobPayload,
+    JobStatus,
+    JobType,
+    OrderPullPayload,
+    PriceStockPushPayload,
+    TaxonomyLoadPayload,
+)
 from marketsync.kinds import KINDS, ConnectionState, kind_of
 from marketsync.kit.ids import new_id
 from marketsync.marketplaces import events, repository
@@ -64,6 +72,18 @@ async def connect(
     if await repository.find(session, account_id, platform, country) is not None:
         raise Conflict(f"{platform} {country} is already connected.")
     return await _new_connection(rt, session, account_id, platform, country, ACTIVE)
+
+
+async def load_categories_if_missing(
+    rt: Runtime, session: AsyncSession, connection: MarketplaceConnection
+) -> str | None:
+    """A connection just authorised on a site with no category tree yet: queue the load of that site's tree (a job:
+    seconds of work, not the connect's transaction), so search and create work there without an operator. The job id,
+    or None when the site has its tree already."""
+    if await catalog_repository.latest_import(session, connection.platform, connection.country) is not None:
+        return None
+    payload = TaxonomyLoadPayload(MarketplaceId=connection.id)
+    return jobs_service.enqueue(session, rt.clock.now(), connection.account_id, payload).id
 
 
 async def begin_connect(
@@ -321,6 +341,7 @@ async def grant_consent(rt: Runtime, account_id: str, marketplace_id: str) -> He
         seller.auth_revoked = False
         if connection.state == AWAITING_CONSENT:
             connection.state = ACTIVE
+            await load_categories_if_missing(rt, session, connection)
     if connection.state != ACTIVE:
         return None
     return await check_health(rt, connection)
