@@ -8,6 +8,7 @@ The push enqueues `PriceStockPush` jobs, whose handler sends the feed and lives 
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from decimal import Decimal
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -51,11 +52,17 @@ def _match_product(listing: MarketplaceListing, candidates: list[Product]) -> Pr
 
 
 async def _mirror_page(
-    rt: Runtime, session: AsyncSession, connection: MarketplaceConnection, page: list[MarketplaceListing]
+    rt: Runtime,
+    session: AsyncSession,
+    connection: MarketplaceConnection,
+    page: list[MarketplaceListing],
+    read_at: datetime,
 ) -> int:
     """Record one page in the listings map; where the marketplace owns a kind, overwrite the catalogue.
 
-    Returns how many SKUs of the catalogue moved.
+    A listing recorded after the page was asked for (`read_at`: a push's feed applied meanwhile) keeps what was
+    recorded: the page is older, and writing it would undo the push (the push back to the page's value would then
+    look needless and never be sent). The next mirror reads it again. Returns how many SKUs of the catalogue moved.
     """
     now = rt.clock.now()
     by_listing_id = await repository.listings_for_mirror(session, connection.id, [item.listing_id for item in page])
@@ -74,8 +81,12 @@ async def _mirror_page(
     by_product = await repository.listings_by_product(
         session, connection.id, [p.id for item, p in matched if item.listing_id not in by_listing_id]
     )
+    recorded: list[tuple[MarketplaceListing, Product]] = []
     for item, product in matched:
         row = by_listing_id.get(item.listing_id) or by_product.get(product.id)
+        if row is not None and row.updated_at is not None and row.updated_at > read_at:
+            continue  # recorded since the page was asked for: newer than the page
+        recorded.append((item, product))
         if row is None:
             row = Listing(
                 id=new_id(),
@@ -103,7 +114,7 @@ async def _mirror_page(
     owners = await service.data_owners(session, connection.account_id)  # both kinds in one read
     price_owned, stock_owned = owners["Price"] == "Marketplace", owners["Stock"] == "Marketplace"
     changes = []
-    for item, product in matched:
+    for item, product in recorded:
         price: Decimal | None = item.price if price_owned and item.price is not None else None
         quantity = item.quantity if stock_owned and item.quantity is not None else None
         if (price is not None and price != product.price) or (quantity is not None and quantity != product.quantity):
@@ -137,13 +148,14 @@ async def mirror_listings(rt: Runtime, job: JobRun) -> int:
     done = moved = 0
     try:
         while True:
+            read_at = rt.clock.now()
             page = await feeds.call(rt, connection, connector.pull_listings(cursor, LISTING_PAGE))
             async with rt.db.transaction() as session:
                 current = await repository.connection_for_update(session, connection.id)
                 if current is None:
                     await job.finish(session, JobStatus.CANCELLED, "connection disconnected")
                     return moved
-                moved += await _mirror_page(rt, session, current, page.listings)
+                moved += await _mirror_page(rt, session, current, page.listings, read_at)
                 done += len(page.listings)
                 current.last_pull_total_skus, current.last_pull_current_sku = page.total, done
                 await job.progress_in(session, done, page.total)

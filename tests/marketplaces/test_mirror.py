@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from decimal import Decimal
 
 import httpx
+import pytest
 
 from marketsync.inventory import service as inventory_service
 from marketsync.inventory import tasks
 from marketsync.jobs import service as jobs_service
+from marketsync.marketplaces.connector import ListingPage
 from marketsync.marketplaces.sandbox import state as sandbox_state
+from marketsync.marketplaces.sandbox.connector import SandboxConnector
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
@@ -240,3 +244,51 @@ async def test_two_marketplaces_owning_stock_flip_flop_the_catalogue_on_each_mir
         held = [await sandbox_state.listing_by_sku(session, c.id, "FLIP-1") for c in (p1, p2)]
     assert [remote.quantity for remote in held if remote is not None] == [5, 7]
     assert [job.type for job in await jobs_of(rt, tenant.account_id)] == ["ListingMirror"] * 4
+
+
+async def test_a_page_read_before_a_push_was_recorded_does_not_undo_the_push(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mirror asked for a page (quantity 5), a push of 7 was sent and recorded meanwhile, then the page arrived:
+    writing its 5 as what the marketplace holds made the push back to 5 look needless, never sent, and the
+    marketplace kept 7 for good."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    connection = tenant.marketplace("P1")
+    async with rt.db.transaction() as session:
+        for kind in ("Stock", "Price"):
+            await inventory_service.set_data_owner(rt, session, tenant.account_id, kind, "Merchant")
+    product = await support.listed_product(rt, connection, "RACE-1", price="10.00", quantity=5)
+    page_read, release = asyncio.Event(), asyncio.Event()
+    pull_listings = SandboxConnector.pull_listings
+
+    async def slow_page(self: SandboxConnector, cursor: str | None, limit: int = 200) -> ListingPage:
+        page = await pull_listings(self, cursor, limit)
+        page_read.set()
+        await release.wait()  # the answer still on its way back
+        return page
+
+    monkeypatch.setattr(SandboxConnector, "pull_listings", slow_page)
+
+    async def push(quantity: int) -> None:
+        pushed = await api.post(
+            "/api/inventory/price-quantity",
+            headers=tenant.headers,
+            json={"Items": [{"Sku": "RACE-1", "Quantity": quantity}]},
+        )
+        assert pushed.status_code == 200, pushed.text
+        for job_id in pushed.json()["JobIds"]:
+            await jobs_service.run_now(rt, job_id)
+
+    mirror_id = await support.enqueue(rt, tenant.account_id, "ListingMirror", {"MarketplaceId": connection.id})
+    mirror = asyncio.create_task(jobs_service.run_now(rt, mirror_id))
+    await asyncio.wait_for(page_read.wait(), 10)
+    await push(7)
+    assert (await support.sandbox_listings(rt, connection))["RACE-1"].quantity == 7
+    release.set()
+    await mirror
+    listing = await support.our_listing(rt, connection, product.id)
+    assert listing is not None and listing.marketplace_quantity == 7  # what the push recorded, not the older page
+
+    await push(5)
+    assert (await support.sandbox_listings(rt, connection))["RACE-1"].quantity == 5
+    assert (await support.product(rt, product.id)).quantity == 5
