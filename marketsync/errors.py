@@ -198,6 +198,19 @@ def _message(error: Mapping[str, Any]) -> str:
     return message[:1].upper() + message[1:] + ("" if message.endswith(".") else ".")
 
 
+def merged_errors(*maps: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """Error maps as one (keys in first-seen order, each message once): the `errors` of a 400 that names the
+    problems several checks found in one request."""
+    merged: dict[str, list[str]] = {}
+    for errors in maps:
+        for key, messages in errors.items():
+            listed = merged.setdefault(key, [])
+            for message in messages:
+                if message not in listed:
+                    listed.append(message)
+    return merged
+
+
 def validation_errors(errors: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = {}
     for error in errors:

@@ -276,7 +276,8 @@ IDEMPOTENCY_KEY: Schema = {
     "required": False,
     "description": "Makes a retry safe: a repeat with the same key and body within 24 hours replays the stored "
     "answer (header `Idempotent-Replayed: true`) instead of acting twice; the same key with another body is a 422, "
-    "while the first is still running a 409. Strongly advised on refunds.",
+    "while the first is still running a 409. Strongly advised on refunds. A key that is not 1 to 255 printable "
+    "characters is a 400 naming `Idempotency-Key` beside every other bad field of the request; nothing is applied.",
     "schema": {"type": "string", "minLength": 1, "maxLength": 255},
 }
 

@@ -35,7 +35,16 @@ router = APIRouter(tags=["Product types"])
     openapi_extra=request_body(SearchIn),
 )
 async def search_product_types(request: Request, caller: InventoryReader, rt: RuntimeDep) -> Response:
-    body = SearchIn.read(await request.body())
+    checked = SearchIn.check(await request.body())
+    if checked.request is None:
+        # An unknown MarketplaceId alone is a 404; beside a shape error, the 400 names it too (decision 0344).
+        marketplace_id = checked.fields.get("MarketplaceId")
+        checked.refuse(
+            await rt.db.driver_read(
+                lambda reader: service.unknown_marketplace(reader, caller.account_id, marketplace_id)
+            )
+        )
+    body = checked.valid()
     limit = body.Limit if body.Limit is not None else service.SEARCH_DEFAULT_LIMIT
     rows, total = await rt.db.driver_read(
         lambda reader: service.search(
@@ -77,12 +86,13 @@ async def create_product(request: Request, caller: InventoryWriter, rt: RuntimeD
         return Response(_create_body(outcome), media_type="application/json")
 
     validated: list[service.CreatePlan] = []
+    key_problems = idempotency.key_problems(request)  # a bad Idempotency-Key is named with the body's problems
 
     async def validate() -> None:
         # Read-only on the raw driver, before the write transaction: on SQLite the one writer is not held meanwhile.
         validated.append(
             await rt.db.driver_read(
-                lambda reader: service.validate_create(DriverCreateReads(reader), caller.account_id, raw)
+                lambda reader: service.validate_create(DriverCreateReads(reader), caller.account_id, raw, key_problems)
             )
         )
 

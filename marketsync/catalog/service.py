@@ -284,6 +284,21 @@ async def search(
     return await repository.search_leaves(reader, site.platform, site.country, text, limit, offset)
 
 
+NO_ACTIVE_CONNECTION = "No active marketplace connection with this MarketplaceId."
+
+
+async def unknown_marketplace(
+    reader: DriverReader, account_id: str, marketplace_id: str | None
+) -> dict[str, list[str]]:
+    """`MarketplaceId` named when it is well-formed and names none of the caller's active connections: the 404 a
+    search answers when nothing else is wrong, named in the 400 of one that has other bad fields (as create names
+    it: docs/decisions/0081, 0344)."""
+    if marketplace_id is None:
+        return {}
+    site = await repository.site_of_connection(reader, account_id, marketplace_id)
+    return {} if site is not None and site.active else {"MarketplaceId": [NO_ACTIVE_CONNECTION]}
+
+
 @dataclass(frozen=True)
 class Schema:
     view: ProductTypeView
@@ -376,13 +391,19 @@ async def create_product(
     return CreateOutcome(product_id, sku, action, existing_listing_id, job_id, plan.warnings + propagation_warnings)
 
 
-async def validate_create(reads: repository.CreateReads, account_id: str, raw: Any) -> CreatePlan:
+async def validate_create(
+    reads: repository.CreateReads, account_id: str, raw: Any, also: Mapping[str, Sequence[str]] | None = None
+) -> CreatePlan:
     """Every check of a create, collected; read-only. The endpoint runs it on the raw driver (DriverCreateReads)
     before the write transaction, so that on SQLite the one writer is not held while the schema, the category and the
     SKU are read and the attributes checked (docs/decisions/0265-create-validates-before-its-write.md). An unknown
     MarketplaceId or CategoryId alone is a 404 (spec section 7); with any other bad field it is named in the one 400
-    beside them, keyed by its field (docs/decisions/0081)."""
+    beside them, keyed by its field (docs/decisions/0081). `also`: problems of the request outside its body (a bad
+    Idempotency-Key), counted among the others (docs/decisions/0344)."""
     request, errors = rules.parse_create_request(raw)
+    for key, messages in (also or {}).items():
+        for message in messages:
+            rules.add_error(errors, key, message)
     not_found: dict[str, str] = {}  # field -> why it names nothing
     connection: MarketplaceConnection | None = None
     category: TaxonomyCategory | None = None
@@ -398,7 +419,7 @@ async def validate_create(reads: repository.CreateReads, account_id: str, raw: A
             connection = found
         else:
             category = None
-            not_found["MarketplaceId"] = "No active marketplace connection with this MarketplaceId."
+            not_found["MarketplaceId"] = NO_ACTIVE_CONNECTION
 
     if request.category_id is None and "CategoryId" not in errors:
         if request.attributes_sent:

@@ -18,20 +18,27 @@ caller's own log) may read it differently, and the caller meant one of the two.
 
 `read_body` gives the parsed object (exact decimals on request), for routes that check their fields by hand;
 `StrictRequest` is the base of every request model (strict JSON types, unknown fields refused), read with
-`Model.read(raw)`.
+`Model.read(raw)`, or with `Model.check(raw)` where the operation has checks of its own beyond the body's shape
+(an address, an existing id, a cursor): those still run on every field that is valid on its own, and
+`Checked.refuse` raises one 400 naming the shape errors and their problems together (spec section 7: one 400
+names every bad field; docs/decisions/0344).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, NoReturn, Self
+from functools import cache
+from typing import Annotated, Any, Generic, NoReturn, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError
+import orjson
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdapter, ValidationError
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
-from marketsync.errors import ValidationFailed, field_key, validation_errors
+from marketsync.errors import ValidationFailed, field_key, merged_errors, validation_errors
 
 REQUIRED = "Required."
 NOT_UTF8 = "The body is not valid UTF-8."
@@ -173,3 +180,73 @@ class StrictRequest(BaseModel):
             return cls.model_validate_json(raw if raw.strip() else b"{}")
         except ValidationError as exc:
             raise ValidationFailed(errors=validation_errors(exc.errors())) from None
+
+    @classmethod
+    def check(cls, raw: bytes, *, optional: bool = False, skip: str = "") -> Checked[Self]:
+        """The body read leniently: every shape error, and each top-level field that is valid on its own, so the
+        operation's own checks still run on those. A body that is not one JSON object is refused whole, as `read`
+        refuses it. `skip`: a field left out of `fields` (a batch whose entries the caller reads one by one)."""
+        data = read_body(raw, optional=optional)
+        try:
+            request = cls.model_validate_json(raw if raw.strip() else b"{}")
+        except ValidationError as exc:
+            return Checked(None, validation_errors(exc.errors()), valid_fields(cls, data, skip=skip))
+        return Checked(request, {})
+
+
+RequestT = TypeVar("RequestT", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Checked(Generic[RequestT]):
+    """A request body read leniently (`StrictRequest.check`).
+
+    `request` is the validated request when the body has no shape error. Otherwise `errors` names every shape
+    error and `fields` holds the top-level fields that are valid on their own (absent optional ones at their
+    default): a check that needs a field which failed its shape is skipped, every other one still runs."""
+
+    request: RequestT | None
+    errors: dict[str, list[str]]
+    valid_when_refused: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        return dict(self.request) if self.request is not None else self.valid_when_refused
+
+    def refuse(self, *problems: Mapping[str, Sequence[str]]) -> None:
+        """One 400 naming the shape errors and every problem the operation's checks found, if there is any."""
+        errors = merged_errors(self.errors, *problems)
+        if errors:
+            raise ValidationFailed(errors=errors)
+
+    def valid(self, *problems: Mapping[str, Sequence[str]]) -> RequestT:
+        """The validated request; or the one 400 of `refuse`."""
+        self.refuse(*problems)
+        assert self.request is not None  # no shape error, so the model validated
+        return self.request
+
+
+def valid_fields(model: type[BaseModel], data: Mapping[str, Any], skip: str = "") -> dict[str, Any]:
+    """The fields of `data` that `model` accepts, each validated on its own (strict, as JSON)."""
+    valid: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        if name == skip:
+            continue
+        if name not in data:
+            if not info.is_required():
+                valid[name] = info.get_default(call_default_factory=True)
+            continue
+        try:
+            # Re-encoded from the parsed value: exact for every value a caller would send; only the
+            # extra digits of a number beyond double precision are lost, and nothing is written from it.
+            valid[name] = _field_adapter(model, name).validate_json(orjson.dumps(data[name]))
+        except (ValidationError, orjson.JSONEncodeError):
+            continue
+    return valid
+
+
+@cache
+def _field_adapter(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
+    info = model.model_fields[name]
+    annotated: Any = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
+    return TypeAdapter(annotated, config=ConfigDict(strict=True))

@@ -7,6 +7,10 @@ Scope: (account, operation, key). The body's fingerprint is stored with the outc
 The claim is committed before the work starts, so concurrent duplicates race on the primary key and
 exactly one performs the effect. The stored response is written in the work's own transaction, so a
 crash leaves either nothing (the claim expires after IN_FLIGHT_TIMEOUT) or the complete outcome.
+
+A key that cannot be one (empty, over 255 characters, unprintable) is one more bad field of the request: nothing
+is claimed or applied, and the one 400 names `Idempotency-Key` beside every problem of the body
+(docs/decisions/0344).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NoReturn
 
 import orjson
 from fastapi import Request
@@ -23,11 +28,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
-from marketsync.errors import IdempotencyInFlight, IdempotencyMismatch, ValidationFailed
+from marketsync.errors import IdempotencyInFlight, IdempotencyMismatch, ValidationFailed, merged_errors
 from marketsync.models import IdempotencyRecord
 from marketsync.runtime import Runtime
 
 HEADER = "Idempotency-Key"
+KEY_PROBLEM = "Must be 1 to 255 printable characters."
 RETENTION = timedelta(hours=24)
 IN_FLIGHT_TIMEOUT = timedelta(minutes=2)
 
@@ -50,13 +56,15 @@ def fingerprint(operation: str, raw_body: bytes) -> str:
     return hashlib.sha256(operation.encode() + b"\0" + canonical).hexdigest()
 
 
-def read_key(request: Request) -> str | None:
+def _usable(key: str) -> bool:
+    return 1 <= len(key) <= 255 and key.isprintable()
+
+
+def key_problems(request: Request) -> dict[str, list[str]]:
+    """`{"Idempotency-Key": [...]}` when the request's key cannot be one, else `{}`: for an operation that checks
+    its body inside its work, to name the key among the body's problems and refuse before applying anything."""
     key = request.headers.get(HEADER)
-    if key is None:
-        return None
-    if not (1 <= len(key) <= 255) or not key.isprintable():
-        raise ValidationFailed(errors={HEADER: ["Must be 1 to 255 printable characters."]})
-    return key
+    return {} if key is None or _usable(key) else {HEADER: [KEY_PROBLEM]}
 
 
 async def run(
@@ -72,8 +80,12 @@ async def run(
     `prepare` runs before `work`, outside any transaction (checks that do network I/O, such as resolving a
     host; a create's read-only validation), and only once the key is known not to be a replay: a replay answers the
     stored response whatever `prepare` would say now. If it raises, nothing was applied and the key is freed.
+
+    An unusable key is refused by `_refuse_unusable_key`, in one 400 with the request's other problems.
     """
-    key = read_key(request)
+    key = request.headers.get(HEADER)
+    if key is not None and not _usable(key):
+        await _refuse_unusable_key(rt, work, prepare)
     if key is None:
         if prepare is not None:
             await prepare()
@@ -111,6 +123,30 @@ async def run(
             )
         raise
     return Response(outcome.body, status_code=outcome.status, media_type=outcome.media_type)
+
+
+async def _refuse_unusable_key(
+    rt: Runtime,
+    work: Callable[[AsyncSession], Awaitable[Outcome]],
+    prepare: Callable[[], Awaitable[None]] | None,
+) -> NoReturn:
+    """No replay can be looked up under a key that cannot be one, and nothing may be applied; the request is still
+    checked whole, so that its 400 names the key beside every other bad field. The checks are `prepare` when the
+    operation has one; otherwise its work's own, which validates everything before applying, in a transaction rolled
+    back whatever the work did. An operation whose checks would answer 404 alone, or check inside the work, is given
+    `key_problems` to name among its own (spec section 7: the 400 then names the unknown id too), so it refuses
+    before applying anything; this is the guard for the others."""
+    problems = {HEADER: [KEY_PROBLEM]}
+    try:
+        if prepare is not None:
+            await prepare()
+        else:
+            async with rt.db.transaction() as session:
+                await work(session)
+                raise ValidationFailed(errors=problems)  # rolls back whatever the work applied
+    except ValidationFailed as exc:
+        raise ValidationFailed(exc.title, errors=merged_errors(problems, exc.errors)) from None
+    raise ValidationFailed(errors=problems)
 
 
 def _identity(account_id: str, operation: str, key: str) -> tuple[ColumnElement[bool], ...]:

@@ -34,9 +34,12 @@ async def list_orders(request: Request, caller: OrdersReader, rt: RuntimeDep) ->
     skips one that existed when it began; orders changed during the walk come in the next walk, started
     with `UpdatedSince` = `NextUpdatedSince`. No body is the same as `{}`: the first page of everything.
     An empty `OrderStatuses` or `ServiceOrderIDs` array is a 400 (omit the field instead)."""
-    body = schemas.read_list_body(await request.body())
+    body = schemas.check_list_body(await request.body())
+    if body.request is None:
+        service.refuse_list(rt, caller.account_id, body)  # every shape error, and a bad Cursor beside them
+    query = body.valid()
     # A page is one bounded index range of stored documents: a driver read (docs/decisions/0066).
-    page = await rt.db.driver_read(lambda reader: service.list_orders(rt, reader, caller.account_id, body))
+    page = await rt.db.driver_read(lambda reader: service.list_orders(rt, reader, caller.account_id, query))
     return Response(page.json(), media_type="application/json")
 
 
@@ -71,7 +74,9 @@ def _write(
     + _WRITE_DOC,
 )
 async def confirm(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
-    body = schemas.read_write_body(await request.body(), schemas.ConfirmRequest, schemas.ConfirmItem)
+    body = schemas.read_write_body(
+        await request.body(), schemas.ConfirmRequest, schemas.ConfirmItem, also=idempotency.key_problems(request)
+    )
     return await idempotency.run(
         rt,
         request,
@@ -89,7 +94,9 @@ async def confirm(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Res
     description="Cancels units not yet shipped (all of them unless Quantity is given)." + _WRITE_DOC,
 )
 async def cancel(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
-    body = schemas.read_write_body(await request.body(), schemas.CancelRequest, schemas.CancelItem)
+    body = schemas.read_write_body(
+        await request.body(), schemas.CancelRequest, schemas.CancelItem, also=idempotency.key_problems(request)
+    )
     return await idempotency.run(
         rt,
         request,
@@ -107,7 +114,9 @@ async def cancel(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Resp
     description="Send an Idempotency-Key: a retried refund then never refunds twice." + _WRITE_DOC,
 )
 async def refund(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
-    body = schemas.read_write_body(await request.body(), schemas.RefundRequest, schemas.RefundItem)
+    body = schemas.read_write_body(
+        await request.body(), schemas.RefundRequest, schemas.RefundItem, also=idempotency.key_problems(request)
+    )
     return await idempotency.run(
         rt,
         request,
@@ -125,7 +134,7 @@ async def refund(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Resp
 )
 async def update(request: Request, caller: OrdersWriter, rt: RuntimeDep) -> Response:
     """Local bookkeeping only; nothing is sent to a marketplace."""
-    body = schemas.read_write_body(await request.body(), schemas.UpdateRequest)
+    body = schemas.read_write_body(await request.body(), schemas.UpdateRequest, also=idempotency.key_problems(request))
     return await idempotency.run(
         rt,
         request,

@@ -3,8 +3,9 @@ order on the wire.
 
 Request models are strict for JSON: a value of the wrong JSON type (`Limit: "5"`, `Limit: true`,
 `UpdatedSince: 1234`) is a 400 naming the field, never coerced; timestamps are ISO 8601 strings with an offset.
-Write bodies are read leniently (`read_write_body`): every shape error is collected, and the well-formed
-fields of every item are kept, so the service can add existence and state refusals to the same 400.
+Write bodies are read leniently (`read_write_body`, on kit.bodies `StrictRequest.check`): every shape error is
+collected, and the well-formed fields of every item are kept, so the service can add existence and state refusals
+to the same 400. So is the List body (`check_list_body`): a shape error does not hide a bad Cursor.
 
 `orders_json` renders the one shape of an order; each change stores it as the order's document
 (docs/decisions/0066-order-documents.md), and POST /api/orders/List and GET /api/orders/{id} answer with the
@@ -14,29 +15,24 @@ against them per request (a page of 200 orders is on the hot path).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from functools import cache
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-import orjson
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
     StringConstraints,
-    TypeAdapter,
-    ValidationError,
     WithJsonSchema,
 )
 from pydantic_core import PydanticCustomError
 
-from marketsync.errors import ValidationFailed, validation_errors
+from marketsync.errors import ValidationFailed, merged_errors
 from marketsync.kit import jsonio
-from marketsync.kit.bodies import NullIsDefault, StrictRequest, read_body
+from marketsync.kit.bodies import Checked, NullIsDefault, StrictRequest, read_body, valid_fields
 from marketsync.kit.clock import iso
 from marketsync.kit.numbers import JsonNumber
 from marketsync.kit.timestamps import UtcDatetime
@@ -125,7 +121,7 @@ class UpdateRequest(StrictRequest):
 
 # ---------------------------------------------------------------- reading request bodies
 
-RequestT = TypeVar("RequestT", bound=BaseModel)
+RequestT = TypeVar("RequestT", bound=StrictRequest)
 
 
 def read_list_body(raw: bytes) -> ListOrdersRequest:
@@ -133,14 +129,20 @@ def read_list_body(raw: bytes) -> ListOrdersRequest:
     return ListOrdersRequest.read(raw, optional=True)
 
 
+def check_list_body(raw: bytes) -> Checked[ListOrdersRequest]:
+    """The List filters read leniently: a shape error still lets the Cursor be checked (service.list_orders)."""
+    return ListOrdersRequest.check(raw, optional=True)
+
+
 @dataclass(frozen=True)
 class WriteBody(Generic[RequestT]):
-    """A write body read leniently.
+    """A write body read leniently (kit.bodies `StrictRequest.check`), its `OrderItems` entry by entry.
 
     `request` is the validated request when the body has no shape error. Otherwise `errors` names every
     shape error, `fields` holds the top-level fields that are valid and `items` the valid fields of each
     `OrderItems` entry (absent optional fields at their default), so existence and state checks can still
-    run for every item whose `OrderItemId` is well-formed.
+    run for every item whose `OrderItemId` is well-formed. `errors` also names a bad Idempotency-Key header
+    (`also`), so the service refuses the batch whole before applying anything.
     """
 
     request: RequestT | None
@@ -149,54 +151,29 @@ class WriteBody(Generic[RequestT]):
     items: list[dict[str, Any]]
 
     def valid(self) -> RequestT:
-        if self.request is None:
+        if self.request is None or self.errors:
             raise ValidationFailed(errors=self.errors)
         return self.request
 
 
 def read_write_body(
-    raw: bytes, model: type[RequestT], item_model: type[BaseModel] | None = None
+    raw: bytes,
+    model: type[RequestT],
+    item_model: type[BaseModel] | None = None,
+    also: Mapping[str, Sequence[str]] | None = None,
 ) -> WriteBody[RequestT]:
-    data = read_body(raw)  # a body that is not one JSON object is refused whole (kit.bodies)
-    try:
-        request = model.model_validate_json(raw)
-    except ValidationError as exc:
-        errors = validation_errors(exc.errors())
-    else:
-        return WriteBody(request, {}, dict(request), [dict(item) for item in getattr(request, "OrderItems", ())])
-    fields = _valid_fields(model, data, skip="OrderItems")
-    raw_items = data.get("OrderItems")
+    """`also`: problems of the request outside its body (a bad Idempotency-Key), named in the same 400."""
+    checked = model.check(raw, skip="OrderItems")
+    errors = merged_errors(also or {}, checked.errors)
+    if checked.request is not None:
+        request = checked.request
+        return WriteBody(request, errors, dict(request), [dict(item) for item in getattr(request, "OrderItems", ())])
+    raw_items = read_body(raw).get("OrderItems")
     items: list[dict[str, Any]] = []
     # Over the limit the batch is refused whole (named by its shape error): its items are not looked up.
     if item_model is not None and isinstance(raw_items, list) and len(raw_items) <= BATCH_MAX:
-        items = [_valid_fields(item_model, entry) if isinstance(entry, dict) else {} for entry in raw_items]
-    return WriteBody(None, errors, fields, items)
-
-
-def _valid_fields(model: type[BaseModel], data: dict[str, Any], skip: str = "") -> dict[str, Any]:
-    """The fields of `data` that `model` accepts, each validated on its own (strict, as JSON)."""
-    valid: dict[str, Any] = {}
-    for name, info in model.model_fields.items():
-        if name == skip:
-            continue
-        if name not in data:
-            if not info.is_required():
-                valid[name] = info.get_default(call_default_factory=True)
-            continue
-        try:
-            # Re-encoded from the parsed value: exact for every value a caller would send; only the
-            # extra digits of a number beyond double precision are lost, and no write happens here.
-            valid[name] = _field_adapter(model, name).validate_json(orjson.dumps(data[name]))
-        except (ValidationError, orjson.JSONEncodeError):
-            continue
-    return valid
-
-
-@cache
-def _field_adapter(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
-    info = model.model_fields[name]
-    annotated: Any = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
-    return TypeAdapter(annotated, config=ConfigDict(strict=True))
+        items = [valid_fields(item_model, entry) if isinstance(entry, dict) else {} for entry in raw_items]
+    return WriteBody(None, errors, checked.fields, items)
 
 
 # ---------------------------------------------------------------- the order on the wire

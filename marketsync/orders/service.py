@@ -25,6 +25,7 @@ from marketsync.errors import NotFound, ValidationFailed
 from marketsync.jobs.service import enqueue
 from marketsync.jobs.types import OrderWriteBackPayload
 from marketsync.kinds import ConnectionState, kind_of, marketplace_name
+from marketsync.kit.bodies import Checked
 from marketsync.kit.clock import iso
 from marketsync.kit.ids import new_id
 from marketsync.kit.requestid import current_request_id
@@ -44,6 +45,7 @@ __all__ = [
     "list_orders",
     "refresh_stale_documents",
     "refund",
+    "refuse_list",
     "render_documents",
     "store_documents",
     "update",
@@ -274,6 +276,36 @@ class OrderPage:
 
 
 FOREIGN_CURSOR = "Not a cursor this service issued to this account; start a new walk without Cursor."
+OTHER_FILTERS = (
+    "This cursor belongs to a walk with other filters; send the same filters, or start a new walk without Cursor."
+)
+_FILTERS = ("ServiceOrderIDs", "OrderStatuses", "UpdatedSince", "FromDate", "ToDate")
+
+
+def _cursor_of(rt: Runtime, account_id: str, text: str, fingerprint: str | None) -> rules.Cursor | str:
+    """The decoded Cursor, or what is wrong with it. `fingerprint`: the walk's filters, None when one of them is
+    malformed (named by its own shape error): whether the cursor belongs to them is then not checked."""
+    try:
+        cursor = rules.decode_cursor(text, rt.settings.hash_key, account_id)
+    except ValueError:
+        return FOREIGN_CURSOR
+    if fingerprint is not None and cursor.fingerprint != fingerprint:
+        return OTHER_FILTERS
+    return cursor
+
+
+def refuse_list(rt: Runtime, account_id: str, body: Checked[schemas.ListOrdersRequest]) -> None:
+    """A List body with a shape error: its 400 names a bad Cursor too (spec section 7: one 400 names every bad
+    field)."""
+    text = body.fields.get("Cursor")
+    problems: Problems = {}
+    if text is not None:
+        well_formed = all(name in body.fields for name in _FILTERS)  # optional: absent ones are there as None
+        fingerprint = rules.filter_fingerprint(*(body.fields.get(name) for name in _FILTERS)) if well_formed else None
+        cursor = _cursor_of(rt, account_id, text, fingerprint)
+        if isinstance(cursor, str):
+            problems["Cursor"] = [cursor]
+    body.refuse(problems)
 
 
 async def list_orders(
@@ -286,19 +318,9 @@ async def list_orders(
     if request.Cursor is None:
         high_water = rt.clock.now()
     else:
-        try:
-            cursor = rules.decode_cursor(request.Cursor, rt.settings.hash_key, account_id)
-        except ValueError:
-            raise ValidationFailed(errors={"Cursor": [FOREIGN_CURSOR]}) from None
-        if cursor.fingerprint != fingerprint:
-            raise ValidationFailed(
-                errors={
-                    "Cursor": [
-                        "This cursor belongs to a walk with other filters; send the same filters, "
-                        "or start a new walk without Cursor."
-                    ]
-                }
-            )
+        cursor = _cursor_of(rt, account_id, request.Cursor, fingerprint)
+        if isinstance(cursor, str):
+            raise ValidationFailed(errors={"Cursor": [cursor]})
         high_water, after = cursor.high_water, (cursor.last_updated_at, cursor.last_id)
     bounds = rules.changed_bounds(request.UpdatedSince, request.FromDate, request.ToDate)
     rows = await repository.page_of_documents(
@@ -783,9 +805,10 @@ async def update(
 ) -> dict[str, Any]:
     """Attach the caller's external reference: local bookkeeping, nothing is sent to a marketplace.
 
-    An unknown order alone is a 404; together with a shape error it is named in the same 400.
+    An unknown order alone is a 404; together with a shape error (or a bad Idempotency-Key) it is named in the same
+    400.
     """
-    if body.request is None:
+    if body.errors:
         problems: Problems = {}
         order_id = body.fields.get("ServiceOrderID")
         if order_id is not None and not await repository.lock_orders(session, account_id, [order_id]):

@@ -7,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
 from marketsync.auth.dependencies import RuntimeDep, WebhooksWriter
+from marketsync.errors import merged_errors
 from marketsync.kit import idempotency, jsonio
 from marketsync.kit.openapi import request_body
 from marketsync.kit.requestid import current_request_id
@@ -41,15 +42,19 @@ REPLAY_WARNING = (
     openapi_extra=request_body(CreateSubscriptionIn),
 )
 async def create_subscription(request: Request, caller: WebhooksWriter, rt: RuntimeDep) -> Response:
-    body = CreateSubscriptionIn.read(await request.body())
+    # Read leniently: a shape error in one field (or a bad Idempotency-Key) still lets the other field be checked,
+    # so that one 400 names every bad field (docs/decisions/0344).
+    body = CreateSubscriptionIn.check(await request.body())
 
     async def validate() -> None:
         # After the Idempotency-Key lookup: a replay returns the stored response even if the host's DNS
         # has changed since (every delivery checks the address again).
-        await service.validate_subscription(rt, body.Url, body.EventTypes)
+        shape_errors = merged_errors(idempotency.key_problems(request), body.errors)
+        await service.validate_subscription(rt, body.fields.get("Url"), body.fields.get("EventTypes"), shape_errors)
 
     async def work(session: AsyncSession) -> idempotency.Outcome:
-        created = await service.create_subscription(rt, session, caller.account_id, body.Url, body.EventTypes)
+        valid = body.valid()
+        created = await service.create_subscription(rt, session, caller.account_id, valid.Url, valid.EventTypes)
         public = SubscriptionOut.of(created.subscription)
         revealed = SubscriptionWithSecretOut(**public.model_dump(), Secret=created.secret)
         request_id = current_request_id()
@@ -80,11 +85,18 @@ async def list_subscriptions(request: Request, caller: WebhooksWriter, rt: Runti
     openapi_extra=request_body(DeleteSubscriptionIn),
 )
 async def delete_subscription(request: Request, caller: WebhooksWriter, rt: RuntimeDep) -> Response:
-    body = DeleteSubscriptionIn.read(await request.body())
+    body = DeleteSubscriptionIn.check(await request.body())
+    if body.request is None:
+        # An unknown SubscriptionId alone is a 404; beside a shape error, the 400 names it too (decision 0344).
+        async with rt.db.read() as reading:
+            body.refuse(
+                await service.unknown_subscription(reading, caller.account_id, body.fields.get("SubscriptionId"))
+            )
+    valid = body.valid()
     async with rt.db.transaction() as session:
-        await service.delete_subscription(session, caller.account_id, body.SubscriptionId)
+        await service.delete_subscription(session, caller.account_id, valid.SubscriptionId)
     deleted = DeleteSubscriptionOut(
-        SubscriptionId=body.SubscriptionId, Deleted=True, RequestId=current_request_id(), Warnings=[]
+        SubscriptionId=valid.SubscriptionId, Deleted=True, RequestId=current_request_id(), Warnings=[]
     )
     return Response(jsonio.dumps(deleted.model_dump(mode="json")), media_type="application/json")
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.errors import Conflict, NotFound, ValidationFailed
+from marketsync.errors import Conflict, NotFound, ValidationFailed, merged_errors
 from marketsync.kit import crypto, jsonio
 from marketsync.kit.ids import new_id
 from marketsync.models import Event
@@ -32,6 +32,7 @@ __all__ = [
     "rotate_keys",
     "send_sample",
     "stats",
+    "unknown_subscription",
     "validate_subscription",
 ]
 
@@ -39,6 +40,7 @@ __all__ = [
 SECRET_BYTES = 32  # 256-bit signing secrets
 RESOLVE_TIMEOUT_S = 5.0
 REFUSED_HOST = "The host resolves to a private or reserved address; webhooks need a publicly reachable host."
+NO_SUCH_SUBSCRIPTION = "No such webhook subscription."
 UNRESOLVABLE_HOST = "The host name does not resolve; webhooks need a publicly reachable host."
 
 
@@ -59,14 +61,23 @@ def reveal_secret(rt: Runtime, account_id: str, subscription_id: str, secret_enc
     )
 
 
-async def validate_subscription(rt: Runtime, url: str, event_types: Sequence[str]) -> None:
-    """Every problem at once, keyed by field; the address check resolves the host (outside any transaction)."""
+async def validate_subscription(
+    rt: Runtime,
+    url: str | None,
+    event_types: Sequence[str] | None,
+    shape_errors: Mapping[str, Sequence[str]] | None = None,
+) -> None:
+    """Every problem at once, keyed by field; the address check resolves the host (outside any transaction).
+
+    `url` or `event_types` is None when it failed its shape check (named in `shape_errors`, with the body's other
+    shape errors and a bad Idempotency-Key): its own checks are skipped, the other field's still run."""
     errors: dict[str, list[str]] = {}
-    url_problems = rules.url_problems(url)
+    url_problems = rules.url_problems(url) if url is not None else []
     if url_problems:
         errors["Url"] = url_problems
-    errors.update(rules.event_type_problems(event_types))
-    if not url_problems:
+    if event_types is not None:
+        errors.update(rules.event_type_problems(event_types))
+    if url is not None and not url_problems:
         try:
             async with asyncio.timeout(RESOLVE_TIMEOUT_S):
                 await ssrf.check(rt, url)
@@ -74,6 +85,7 @@ async def validate_subscription(rt: Runtime, url: str, event_types: Sequence[str
             errors["Url"] = [REFUSED_HOST]
         except (ssrf.ResolutionFailed, TimeoutError):
             errors["Url"] = [UNRESOLVABLE_HOST]
+    errors = merged_errors(shape_errors or {}, errors)
     if errors:
         raise ValidationFailed(errors=errors)
 
@@ -108,10 +120,20 @@ async def list_subscriptions(session: AsyncSession, account_id: str) -> Sequence
     return await repository.list_subscriptions(session, account_id)
 
 
+async def unknown_subscription(
+    session: AsyncSession, account_id: str, subscription_id: str | None
+) -> dict[str, list[str]]:
+    """`SubscriptionId` named when it is well-formed and names none of the account's subscriptions: the 404 it is
+    alone, named in the 400 of a request that has other bad fields (docs/decisions/0344)."""
+    if subscription_id is None or await repository.subscription_of(session, account_id, subscription_id) is not None:
+        return {}
+    return {"SubscriptionId": [NO_SUCH_SUBSCRIPTION]}
+
+
 async def delete_subscription(session: AsyncSession, account_id: str, subscription_id: str) -> None:
     """Permanent; queued deliveries and retries are removed in the same transaction, so delivery stops at once."""
     if not await repository.delete_subscription(session, account_id, subscription_id):
-        raise NotFound("No such webhook subscription.")
+        raise NotFound(NO_SUCH_SUBSCRIPTION)
 
 
 async def rotate_keys(rt: Runtime, batch: int = 500) -> dict[str, int | str]:
@@ -163,7 +185,7 @@ ACTIVE_NOT_REPLACED = "Only a disabled subscription is replaced; this one is act
 async def get_subscription(session: AsyncSession, account_id: str, subscription_id: str) -> WebhookSubscription:
     subscription = await repository.subscription_of(session, account_id, subscription_id)
     if subscription is None:
-        raise NotFound("No such webhook subscription.")
+        raise NotFound(NO_SUCH_SUBSCRIPTION)
     return subscription
 
 

@@ -6,9 +6,10 @@ from datetime import datetime
 from typing import Any
 
 import httpx
-from sqlalchemy import select
+import pytest
+from sqlalchemy import func, select
 
-from marketsync.models import Listing, Product
+from marketsync.models import IdempotencyRecord, Listing, Product
 from marketsync.runtime import Runtime
 from tests.catalog.support import (
     anchor_id,
@@ -464,3 +465,32 @@ async def test_scopes_and_bad_json(rt: Runtime, api: httpx.AsyncClient) -> None:
     assert response.status_code == 400
     assert set(problem(response)["errors"]) == {"body"}
     assert await counts(rt, writer.account_id) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("key", ["", "k" * 256])
+async def test_a_bad_idempotency_key_is_named_beside_every_bad_field(
+    rt: Runtime, api: httpx.AsyncClient, key: str
+) -> None:
+    """A bad Idempotency-Key used to be the only field named (the key was read before the body was checked); it is
+    one more bad field now, an unknown MarketplaceId (a 404 alone) is named beside it, and nothing is written."""
+    tenant = await _tenant(rt, api)
+    payload = await create_payload(api, tenant, "P2", "Smartphones", "PHONE-1")
+    headers = {"Idempotency-Key": key}
+    cases: list[tuple[dict[str, Any], set[str]]] = [
+        (
+            {**payload, "Sku": 42, "Attributes": {**payload["Attributes"], "Bogus": 1}},
+            {"Idempotency-Key", "Sku", "Attributes.Bogus"},
+        ),
+        ({**payload, "MarketplaceId": "no-such-marketplace"}, {"Idempotency-Key", "MarketplaceId"}),
+        ({**payload, "CategoryId": "999999999"}, {"Idempotency-Key", "CategoryId"}),
+        (payload, {"Idempotency-Key"}),  # nothing else wrong: the key alone
+    ]
+    for body, keys in cases:
+        response = await create(api, tenant, body, **headers)
+        assert response.status_code == 400, (keys, response.text)
+        errors = problem(response)["errors"]
+        assert set(errors) == keys, errors
+        assert errors["Idempotency-Key"] == ["Must be 1 to 255 printable characters."]
+    assert await counts(rt, tenant.account_id) == (0, 0, 0)
+    async with rt.db.read() as session:
+        assert (await session.execute(select(func.count()).select_from(IdempotencyRecord))).scalar_one() == 0

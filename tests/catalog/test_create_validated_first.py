@@ -4,7 +4,7 @@ backends."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -36,11 +36,13 @@ def _between_validation_and_write(
     validations: list[str] = []
     interfering: list[bool] = []
 
-    async def validate_then_interfere(reads: CreateReads, account_id: str, raw: Any) -> CreatePlan:
+    async def validate_then_interfere(
+        reads: CreateReads, account_id: str, raw: Any, also: Mapping[str, Sequence[str]] | None = None
+    ) -> CreatePlan:
         if interfering:
-            return await original(reads, account_id, raw)
+            return await original(reads, account_id, raw, also)
         validations.append(raw["Sku"])
-        plan = await original(reads, account_id, raw)
+        plan = await original(reads, account_id, raw, also)
         if len(validations) == 1:
             interfering.append(True)
             await meanwhile()

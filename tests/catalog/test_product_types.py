@@ -258,3 +258,32 @@ async def test_ids_fetched_for_one_site_are_refused_on_another_site_of_the_same_
     # A site of the kind with no taxonomy loaded has no categories (an operator loads it per site).
     bare = await make_connection(rt, tenant.account_id, "P1", "FR")
     assert await search(bare.id, "") == []
+
+
+async def test_search_names_an_unknown_marketplace_beside_a_shape_error(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """An unknown MarketplaceId alone is a 404; beside another bad field the 400 names it too, as create names it
+    (spec section 7: one 400 names every bad field; docs/decisions/0081, 0344)."""
+    await load_taxonomies(rt, ("P1",))
+    tenant = await make_tenant(rt, api, scopes=("InventoryRead",), marketplaces=(("P1", "UK"),))
+    other = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    paused = await make_connection(rt, tenant.account_id, "P3", "US", state="Paused")
+    for unknown in ("nope", other.marketplace("P1").id, paused.id):
+        for fields, keys in (
+            ({"Limit": 0}, {"Limit", "MarketplaceId"}),
+            ({"Offset": -1, "Limit": "5", "Extra": 1}, {"Offset", "Limit", "Extra", "MarketplaceId"}),
+        ):
+            response = await api.post(
+                "/api/product-types/Search", json={"MarketplaceId": unknown, **fields}, headers=tenant.headers
+            )
+            assert response.status_code == 400, response.text
+            errors = problem(response)["errors"]
+            assert set(errors) == keys, errors
+            assert errors["MarketplaceId"] == ["No active marketplace connection with this MarketplaceId."]
+    # A malformed MarketplaceId is named by its shape error alone; a known one is not named.
+    malformed = await api.post(
+        "/api/product-types/Search", json={"MarketplaceId": 5, "Limit": 0}, headers=tenant.headers
+    )
+    assert set(problem(malformed)["errors"]) == {"MarketplaceId", "Limit"}
+    assert "No active" not in problem(malformed)["errors"]["MarketplaceId"][0]
+    known = await _search(api, tenant, "P1", Limit=0)
+    assert set(problem(known)["errors"]) == {"Limit"}

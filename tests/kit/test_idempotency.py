@@ -136,6 +136,10 @@ async def test_bad_key_is_400(rt: Runtime, client: tuple[httpx.AsyncClient, str]
     response = await http.post("/api/test/effect", json={"Name": "x"}, headers={"Idempotency-Key": "k" * 300})
     assert response.status_code == 400
     assert "Idempotency-Key" in problem(response)["errors"]
+    # The work ran only to find its own refusals, in a transaction rolled back: nothing applied, nothing claimed.
+    assert await count_accounts(rt, "x") == 0
+    async with rt.db.read() as session:
+        assert (await session.execute(select(func.count()).select_from(IdempotencyRecord))).scalar_one() == 0
 
 
 async def test_twenty_concurrent_identical_requests_make_one_effect(

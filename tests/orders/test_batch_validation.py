@@ -7,8 +7,11 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
+import pytest
+from sqlalchemy import func, select
 
 from marketsync.kit.clock import iso
+from marketsync.models import IdempotencyRecord
 from marketsync.runtime import Runtime
 from tests.orders.support import ingest_one, item_ids, jobs_of, order_by_marketplace_id, post, tenant_with
 from tests.support.factories import Tenant, problem
@@ -236,3 +239,55 @@ async def test_ship_date_in_the_future_or_before_the_purchase_is_refused(rt: Run
         },
     )
     assert edges.status_code == 200, edges.text
+
+
+@pytest.mark.parametrize("key", ["", "k" * 256])
+async def test_a_bad_idempotency_key_is_named_beside_every_bad_field(
+    rt: Runtime, api: httpx.AsyncClient, key: str
+) -> None:
+    """A bad Idempotency-Key used to be the only field named (the key was read first); it is one more bad field of
+    the request now, and nothing is applied (docs/decisions/0344)."""
+    tenant = await tenant_with(rt, api, "P1")
+    order = await ingest_one(rt, api, tenant.headers, tenant.marketplace("P1"))  # 2 x 10.00 GBP
+    [item_id] = item_ids(order)
+    headers = {"Idempotency-Key": key}
+    bad = await post(
+        api, tenant, "Refund", {"Reason": "Nope", "OrderItems": [{"OrderItemId": "bogus", "Amount": -1}]}, **headers
+    )
+    assert bad.status_code == 400, bad.text
+    errors = problem(bad)["errors"]
+    assert set(errors) == {
+        "Idempotency-Key",
+        "Reason",
+        "Currency",
+        "OrderItems[0].Amount",
+        "OrderItems[0].OrderItemId",
+    }
+    assert errors["Idempotency-Key"] == ["Must be 1 to 255 printable characters."]
+    # A state refusal of a well-formed body is named too.
+    over = await post(
+        api,
+        tenant,
+        "Refund",
+        {"Reason": "Goodwill", "Currency": "GBP", "OrderItems": [{"OrderItemId": item_id, "Amount": 25}]},
+        **headers,
+    )
+    assert set(problem(over)["errors"]) == {"Idempotency-Key", "OrderItems[0].Amount"}
+    # A body with nothing wrong: the key alone, and the refund is not applied.
+    fine = await post(
+        api,
+        tenant,
+        "Refund",
+        {"Reason": "Goodwill", "Currency": "GBP", "OrderItems": [{"OrderItemId": item_id, "Amount": 5}]},
+        **headers,
+    )
+    assert fine.status_code == 400 and set(problem(fine)["errors"]) == {"Idempotency-Key"}
+    # Update: the unknown order (a 404 alone) is named beside the key.
+    update = await post(api, tenant, "Update", {"ServiceOrderID": "bogus", "ExternalReference": "ERP-1"}, **headers)
+    assert update.status_code == 400 and set(problem(update)["errors"]) == {"Idempotency-Key", "ServiceOrderID"}
+    confirm = await post(api, tenant, "Confirm", {"OrderItems": [{"OrderItemId": item_id}]}, **headers)
+    assert set(problem(confirm)["errors"]) == {"Idempotency-Key", "OrderItems[0].TrackingNumber"}
+    await assert_untouched(api, tenant, order)
+    assert await jobs_of(rt, tenant.account_id) == []
+    async with rt.db.read() as session:
+        assert (await session.execute(select(func.count()).select_from(IdempotencyRecord))).scalar_one() == 0

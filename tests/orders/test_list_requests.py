@@ -107,3 +107,38 @@ async def test_null_is_an_omitted_field_on_every_optional_list_field(rt: Runtime
     omitted = await api.post("/api/orders/List", json={}, headers=tenant.headers)
     assert response.json()["Orders"] == omitted.json()["Orders"] and len(response.json()["Orders"]) == 1
     assert "Customer" not in response.json()["Orders"][0]
+
+
+async def test_a_shape_error_does_not_hide_a_bad_cursor(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Spec section 7: one 400 names every bad field. A bad Limit used to stop the request before the Cursor was
+    checked; the Cursor is checked on its own now, and against the filters when every filter is well-formed."""
+    tenant = await tenant_with(rt, api, "P1")
+    for _ in range(2):
+        await ingest_one(rt, api, tenant.headers, tenant.marketplace("P1"))
+    walk = {"Limit": 1, "OrderStatuses": ["Unshipped"]}
+    first = await api.post("/api/orders/List", json=walk, headers=tenant.headers)
+    cursor = first.json()["NextCursor"]
+    assert cursor is not None
+
+    async def errors_of(body: dict[str, Any]) -> dict[str, list[str]]:
+        response = await api.post("/api/orders/List", json=body, headers=tenant.headers)
+        assert response.status_code == 400, response.text
+        found: dict[str, list[str]] = problem(response)["errors"]
+        return found
+
+    garbage = await errors_of({"Limit": "x", "Cursor": "garbage"})
+    assert set(garbage) == {"Limit", "Cursor"}
+    assert garbage["Cursor"][0].startswith("Not a cursor this service issued")
+    # A cursor of another walk (other filters) is named beside the bad Limit.
+    other_walk = await errors_of({"Limit": 0, "Cursor": cursor, "OrderStatuses": ["Shipped"]})
+    assert set(other_walk) == {"Limit", "Cursor"}
+    assert "other filters" in other_walk["Cursor"][0]
+    # The walk's own cursor: the bad Limit alone.
+    assert set(await errors_of({"Limit": 0, "Cursor": cursor, "OrderStatuses": ["Unshipped"]})) == {"Limit"}
+    # A malformed filter is named by itself; whether the cursor belongs to the filters is then not asked.
+    assert set(await errors_of({"Cursor": cursor, "OrderStatuses": ["Nope"]})) == {"OrderStatuses[0]"}
+    assert set(await errors_of({"Cursor": "garbage", "UpdatedSince": 5, "Extra": 1})) == {
+        "Cursor",
+        "UpdatedSince",
+        "Extra",
+    }

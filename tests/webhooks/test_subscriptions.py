@@ -8,10 +8,10 @@ from pathlib import Path
 import httpx
 import pytest
 from cryptography.exceptions import InvalidTag
-from sqlalchemy import text
+from sqlalchemy import func, select, text
 
 from marketsync.kit import crypto
-from marketsync.models import Base
+from marketsync.models import Base, IdempotencyRecord
 from marketsync.runtime import Runtime
 from marketsync.webhooks import service
 from marketsync.webhooks.ssrf import StaticResolver
@@ -292,3 +292,78 @@ async def test_secret_is_bound_to_its_subscription_and_keys_rotate(
         assert crypto.needs_reencryption(only_new.settings.encryption_keyring, row.secret_encrypted) is False
     finally:
         await only_new.close()
+
+
+async def _nothing_written(rt: Runtime, api: httpx.AsyncClient, headers: dict[str, str]) -> None:
+    assert (await api.post("/api/webhooks/List", json={}, headers=headers)).json() == {"Subscriptions": []}
+    async with rt.db.read() as session:
+        assert (await session.execute(select(func.count()).select_from(IdempotencyRecord))).scalar_one() == 0
+
+
+async def test_shape_errors_do_not_hide_the_url_and_event_type_checks(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Spec section 7: one 400 names every bad field. A field of the wrong type, or an unknown field, used to stop
+    the request before the Url and EventTypes checks ran, so each class of error cost the caller a round trip."""
+    tenant = await make_tenant(rt, api)
+    cases: list[tuple[dict[str, object], set[str]]] = [
+        ({"Url": 5, "EventTypes": []}, {"Url", "EventTypes"}),
+        ({"Url": "http://x", "EventTypes": "InventoryChanged"}, {"Url", "EventTypes"}),
+        ({"Url": "http://x", "EventTypes": ["Nope"], "Extra": 1}, {"Url", "EventTypes[0]", "Extra"}),
+        # The address check (which resolves the host) still runs beside a shape error.
+        ({"Url": "https://private.example.test/hook", "EventTypes": 7}, {"Url", "EventTypes"}),
+        ({"Url": "https://public.example.test/hook", "EventTypes": ["Nope"], "Extra": 1}, {"EventTypes[0]", "Extra"}),
+        ({"EventTypes": ["Nope", "FeedOutcome", "FeedOutcome"]}, {"Url", "EventTypes[0]", "EventTypes[2]"}),
+    ]
+    for body, keys in cases:
+        response = await api.post("/api/webhooks/Create", json=body, headers=tenant.headers)
+        assert response.status_code == 400, (body, response.text)
+        errors = problem(response)["errors"]
+        assert set(errors) == keys, (body, errors)
+    refused = await api.post(
+        "/api/webhooks/Create",
+        json={"Url": "https://private.example.test/hook", "EventTypes": 7},
+        headers=tenant.headers,
+    )
+    assert "publicly reachable" in problem(refused)["errors"]["Url"][0]
+    await _nothing_written(rt, api, tenant.headers)
+
+
+@pytest.mark.parametrize("key", ["", "k" * 256])
+async def test_a_bad_idempotency_key_is_named_beside_every_bad_field(
+    rt: Runtime, api: httpx.AsyncClient, key: str
+) -> None:
+    tenant = await make_tenant(rt, api)
+    headers = {**tenant.headers, "Idempotency-Key": key}
+    cases: list[tuple[dict[str, object], set[str]]] = [
+        ({"Url": "http://x", "EventTypes": ["Nope"]}, {"Idempotency-Key", "Url", "EventTypes[0]"}),
+        ({"Url": 5, "EventTypes": [], "Extra": 1}, {"Idempotency-Key", "Url", "EventTypes", "Extra"}),
+        ({"Url": "https://private.example.test/hook", "EventTypes": ["FeedOutcome"]}, {"Idempotency-Key", "Url"}),
+        # A body with nothing wrong: the key alone, and nothing created.
+        ({"Url": "https://public.example.test/hook", "EventTypes": ["FeedOutcome"]}, {"Idempotency-Key"}),
+    ]
+    for body, keys in cases:
+        response = await api.post("/api/webhooks/Create", json=body, headers=headers)
+        assert response.status_code == 400, (body, response.text)
+        errors = problem(response)["errors"]
+        assert set(errors) == keys, (body, errors)
+        assert errors["Idempotency-Key"] == ["Must be 1 to 255 printable characters."]
+    await _nothing_written(rt, api, tenant.headers)
+
+
+async def test_delete_names_an_unknown_subscription_beside_a_shape_error(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """An unknown SubscriptionId alone is a 404; beside another bad field it is named in the one 400
+    (docs/decisions/0344), and nothing is deleted."""
+    tenant = await make_tenant(rt, api)
+    kept = await subscribe(api, tenant, "https://public.example.test/hook", ["FeedOutcome"])
+    alone = await api.post("/api/webhooks/Delete", json={"SubscriptionId": "nope"}, headers=tenant.headers)
+    assert alone.status_code == 404, alone.text
+    both = await api.post("/api/webhooks/Delete", json={"SubscriptionId": "nope", "Extra": 1}, headers=tenant.headers)
+    assert both.status_code == 400, both.text
+    errors = problem(both)["errors"]
+    assert set(errors) == {"SubscriptionId", "Extra"}
+    assert errors["SubscriptionId"] == ["No such webhook subscription."]
+    known = await api.post(
+        "/api/webhooks/Delete", json={"SubscriptionId": kept["SubscriptionId"], "Extra": 1}, headers=tenant.headers
+    )
+    assert known.status_code == 400 and set(problem(known)["errors"]) == {"Extra"}
+    listed = (await api.post("/api/webhooks/List", json={}, headers=tenant.headers)).json()["Subscriptions"]
+    assert [s["SubscriptionId"] for s in listed] == [kept["SubscriptionId"]]
