@@ -59,6 +59,7 @@ __all__ = [
     "publish_journey",
     "search",
     "set_listing_app_fields",
+    "set_listing_category",
     "taxonomy_countries",
 ]
 
@@ -852,19 +853,24 @@ async def set_listing_app_fields(
     *,
     images: list[str],
     policy: dict[str, str],
-    attributes: dict[str, str],
+    attributes: dict[str, str] | None = None,
 ) -> str:
-    """Store what the API cannot carry and republish the listing (a ListingPublish job; its id is returned)."""
+    """Store what the API cannot carry and republish the listing (a ListingPublish job; its id is returned).
+    `attributes` None keeps the app-managed attribute values held (the app sets them with the category's other
+    attributes, `set_listing_category`)."""
     details = await listing_details(session, account_id, listing_id)
     images = [url.strip() for url in images if url.strip()]
     policy = {kind: value.strip() for kind, value in policy.items() if value.strip()}
-    attributes = {code: value.strip() for code, value in attributes.items() if value.strip()}
-    problems = _app_field_problems(images, policy, attributes, details.app_managed)
+    if attributes is not None:
+        attributes = {code: value.strip() for code, value in attributes.items() if value.strip()}
+    problems = _app_field_problems(images, policy, attributes or {}, details.app_managed)
     if problems:
         raise ValidationFailed(errors=problems)
     found = await repository.listing_with_product(session, account_id, listing_id, for_update=True)
     assert found is not None
     listing = found[0]
+    if attributes is None:
+        attributes = dict((listing.app_fields or {}).get("Attributes") or {})
     listing.app_fields = {"Images": images, "BusinessPolicy": policy, "Attributes": attributes}
     now = rt.clock.now()
     job_id = new_id()
@@ -884,3 +890,81 @@ async def product_listings(
 ) -> Sequence[tuple[Listing, MarketplaceConnection]]:
     """A product's listings with their connection, for its page in the app (state, last error, a link each)."""
     return await repository.listings_of_product(session, account_id, product_id)
+
+
+# --------------------------------------------------------------------------------------------------
+# A listing's category and attribute values, chosen in the app (docs/decisions/0345-p1-category-in-the-app.md)
+
+
+async def set_listing_category(
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    listing_id: str,
+    *,
+    category_id: str,
+    view_id: str,
+    values: Mapping[str, str],
+) -> str:
+    """Give a listing its category and attribute values, then republish it (its ListingPublish job's id is returned).
+
+    This is the API's create of the listing's own SKU on its marketplace with `CategoryId`, `ProductTypeViewId` and
+    `Attributes` (no Quantity: stock untouched): the same validation (`validate_create`), the same write and the same
+    publish job, in the caller's transaction. What the API refuses because the app manages it (ApiSettable false)
+    is checked by the same attribute rules, as settable here, and kept in the listing's app fields. Every problem of
+    either part is in one ValidationFailed (keys `CategoryId`, `ProductTypeViewId`, `Attributes.<code>`); then
+    nothing is written. Values the listing already holds count as present (a partial update); a blank value clears.
+    """
+    found = await repository.listing_with_product(session, account_id, listing_id, for_update=True)
+    if found is None:
+        raise NotFound("No listing with this id.")
+    listing, product = found
+    connection = await marketplaces.get(session, account_id, listing.marketplace_id)
+    category_id = category_id.strip()
+    if not category_id:
+        raise ValidationFailed(errors={"CategoryId": ["Choose a category."]})
+    # The category's app-managed attributes (the current schema's; a stale ProductTypeViewId is refused below).
+    app_managed: dict[str, AttributeSpec] = {}
+    category = await repository.get_category(session, connection.platform, connection.country, category_id)
+    if category is not None and category.view_id is not None:
+        current = await repository.get_view(session, category.view_id)
+        if current is not None:
+            app_managed = {a.code: a for a in schema_of(current) if not a.api_settable}
+    payload: dict[str, Any] = {
+        "Sku": product.sku,
+        "MarketplaceId": connection.id,
+        "CategoryId": category_id,
+        "Attributes": {code: value for code, value in values.items() if code not in app_managed},
+    }
+    if view_id.strip():
+        payload["ProductTypeViewId"] = view_id.strip()
+    errors: rules.Errors = {}
+    plan: CreatePlan | None = None
+    try:
+        plan = await validate_create(repository.SessionCreateReads(session), account_id, payload)
+    except ValidationFailed as exc:
+        errors.update(exc.errors)
+    except NotFound as exc:  # the API's 404 alone: in the app, beside the field it is about
+        key = "CategoryId" if connection.state == ConnectionState.ACTIVE else "MarketplaceId"
+        rules.add_error(errors, key, exc.title)
+    held = dict((listing.app_fields or {}).get("Attributes") or {})
+    app_values, app_errors = rules.validate_attributes(
+        [replace(a, api_settable=True) for a in app_managed.values()],
+        {code: value for code, value in values.items() if code in app_managed},
+        held,
+    )
+    for key, messages in app_errors.items():
+        errors.setdefault(key, []).extend(messages)
+    if errors:
+        raise ValidationFailed(errors=errors)
+    assert plan is not None and plan.listing is listing  # the listing of this SKU on this marketplace
+    _, job_id, _ = await _write(rt, session, account_id, plan)
+    listing.app_fields = {**(listing.app_fields or {}), "Attributes": app_values}
+    return job_id
+
+
+def form_value(value: Any) -> str:
+    """A stored attribute value as a form field holds it (Boolean as true/false)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)

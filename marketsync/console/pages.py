@@ -4,9 +4,9 @@ per-field messages). Recipe: README.md in this folder."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -288,21 +288,105 @@ async def set_dataflow(request: Request, person: SignedIn) -> Response:
     return see_other("/app/dataflow?saved=1")  # post/redirect/get: reloading the page does not post again
 
 
-# -- a listing's off-API fields --------------------------------------------------------------------------------
+# -- a listing: its category and attribute values, and its off-API fields --------------------------------------
+
+# Categories a page of the listing page's search shows; the search is the API's (POST /api/product-types/Search).
+CATEGORY_PAGE = 20
+MAX_SEARCH_TEXT = 200
+MAX_OFFSET = 2**31 - 1
 
 
 async def _listing_page(
-    request: Request, person: Person, listing_id: str, status: int = 200, **context: Any
+    request: Request,
+    person: Person,
+    listing_id: str,
+    status: int = 200,
+    *,
+    category: str = "",
+    typed_values: dict[str, str] | None = None,
+    **context: Any,
 ) -> Response:
-    async with runtime_of(request).db.read() as session:
+    """The listing page. A listing without a category (P1 allows one) offers the category search; a chosen category,
+    or the listing's own, shows its schema as a form, filled with what was typed or else with the values held."""
+    rt = runtime_of(request)
+    async with rt.db.read() as session:
         details = await catalog.listing_details(session, person.account_id, listing_id)
+        listing = details.listing
+        chosen = category.strip() or listing.category_id or ""
+        schema: catalog.Schema | None = None
+        schema_errors: dict[str, list[str]] = {}
+        if chosen:
+            try:
+                schema = await catalog.get_schema(session, person.account_id, listing.marketplace_id, chosen)
+            except ApiError as exc:  # beside the category: an unknown or inner category, a paused connection
+                schema_errors = {"CategoryId": [m for ms in exc.errors.values() for m in ms] or [exc.title]}
+    held: dict[str, Any] = {}
+    if chosen == listing.category_id:
+        held = {**(listing.attributes or {}), **(details.app_fields.get("Attributes") or {})}
+    values = typed_values if typed_values is not None else {k: catalog.form_value(v) for k, v in held.items()}
     title = f"Listing {details.product.sku} on {details.connection.platform} {details.connection.country}"
-    return page(request, "listing.html", person, status, title=title, details=details, **context)
+    errors = {**schema_errors, **(context.pop("errors", None) or {})}
+    return page(
+        request, "listing.html", person, status, title=title, details=details, schema=schema, chosen=chosen,
+        values=values, errors=errors, **context,
+    )  # fmt: skip
+
+
+async def _category_search(request: Request, person: Person, listing_id: str, text: str, offset: int) -> dict[str, Any]:
+    """The listing's marketplace's leaf categories matching `text` (all of them, in tree order, when it is blank), a
+    page at a time: the API's category search."""
+    rt = runtime_of(request)
+    async with rt.db.read() as session:
+        details = await catalog.listing_details(session, person.account_id, listing_id)
+    if len(text) > MAX_SEARCH_TEXT:
+        return {"search_errors": {"SearchText": [f"At most {MAX_SEARCH_TEXT} characters."]}}
+    marketplace_id = details.listing.marketplace_id
+    try:
+        rows, total = await rt.db.driver_read(
+            lambda reader: catalog.search(reader, person.account_id, marketplace_id, text, CATEGORY_PAGE, offset)
+        )
+    except ApiError as exc:  # a paused connection: nothing to search
+        return {"search_errors": {"SearchText": [exc.title]}}
+    return {"found": rows, "total": total, "offset": offset, "page_size": CATEGORY_PAGE}
 
 
 @router.get("/listings/{listing_id}", response_class=HTMLResponse)
-async def listing_page(request: Request, listing_id: str, person: SignedIn, republished: str = "") -> Response:
-    return await _listing_page(request, person, listing_id, republished=republished if republished.isalnum() else "")
+async def listing_page(
+    request: Request,
+    listing_id: str,
+    person: SignedIn,
+    republished: str = "",
+    q: str | None = None,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    category: str = "",
+) -> Response:
+    search: dict[str, Any] = {}
+    if q is not None:  # a search was asked for (a blank one walks the whole tree)
+        search = await _category_search(request, person, listing_id, q, offset)
+    return await _listing_page(
+        request, person, listing_id, category=category, republished=republished if republished.isalnum() else "",
+        q=q, **search,
+    )  # fmt: skip
+
+
+@router.post("/listings/{listing_id}/attributes", response_class=HTMLResponse)
+async def save_listing_attributes(request: Request, listing_id: str, person: SignedIn) -> Response:
+    """The schema form: the category and every attribute value, validated as the API's create, then republished."""
+    form = await checked_form(request, person)
+    category_id, view_id = str(form.get("category") or ""), str(form.get("view") or "")
+    values = {key.removeprefix("attribute_"): str(value) for key, value in form.items() if key.startswith("attribute_")}
+    rt = runtime_of(request)
+    try:
+        async with rt.db.transaction() as session:
+            job_id = await catalog.set_listing_category(
+                rt, session, person.account_id, listing_id, category_id=category_id, view_id=view_id, values=values
+            )
+    except ValidationFailed as exc:
+        # Nothing was stored: the form again, as typed, each message beside its field.
+        return await _listing_page(
+            request, person, listing_id, 400, category=category_id, typed_values=values, errors=errors_of(exc)
+        )
+    return see_other(f"/app/listings/{listing_id}?republished={job_id}")
 
 
 @router.post("/listings/{listing_id}", response_class=HTMLResponse)
@@ -310,18 +394,16 @@ async def republish_listing(request: Request, listing_id: str, person: SignedIn)
     form = await checked_form(request, person)
     images = [line for line in str(form.get("images") or "").splitlines() if line.strip()]
     policy = {kind: str(form.get(f"policy_{kind}") or "") for kind in catalog.POLICY_KINDS}
-    attributes = {
-        key.removeprefix("attribute_"): str(value) for key, value in form.items() if key.startswith("attribute_")
-    }
     rt = runtime_of(request)
     try:
         async with rt.db.transaction() as session:
+            # App-managed attribute values are the schema form's: kept as held here.
             job_id = await catalog.set_listing_app_fields(
-                rt, session, person.account_id, listing_id, images=images, policy=policy, attributes=attributes
+                rt, session, person.account_id, listing_id, images=images, policy=policy
             )
     except ValidationFailed as exc:
         # The form shows what the person typed, beside what was wrong with it, not the stored values.
-        typed = {"Images": images, "BusinessPolicy": policy, "Attributes": attributes}
+        typed = {"Images": images, "BusinessPolicy": policy}
         return await _listing_page(request, person, listing_id, 400, errors=errors_of(exc), typed=typed)
     # Post/redirect/get: reloading the page must not republish again.
     return see_other(f"/app/listings/{listing_id}?republished={job_id}")

@@ -147,10 +147,10 @@ async def test_a_listing_rejected_for_images_goes_live_once_they_are_filled_in(
         await page.get_by_role("link", name="TEE-BROWSER").click()
         await expect(page.locator("table")).to_contain_text("Rejected")
         await _shot(rt, page, "product")
-        await page.get_by_role("link", name="Images, policies and attributes").click()
+        await page.get_by_role("link", name="Category, attributes, images and policies").click()
         await expect(page.locator("#listing-status")).to_have_text("Rejected")
         await page.get_by_label("Images").fill("https://img.example.com/tee-front.jpg")
-        await page.get_by_role("button", name="Save and republish").click()
+        await page.get_by_role("button", name="Save images and policies and republish").click()
         await expect(page.get_by_role("status")).to_contain_text("republishing")
         for _ in range(20):  # the sandbox processes a publish feed a moment after it is submitted
             await run_jobs(rt)
@@ -163,6 +163,54 @@ async def test_a_listing_rejected_for_images_goes_live_once_they_are_filled_in(
     async with rt.db.read() as session:
         [listing] = (await session.execute(select(Listing).where(Listing.account_id == tenant.account_id))).scalars()
     assert listing.status == "Live"
+
+
+async def test_a_p1_listing_created_without_a_category_gets_one_and_its_attributes_in_the_app(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    await load_taxonomies(rt, ("P1",))
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    created = await create(api, tenant, {"Sku": "PHONE-BROWSER", "MarketplaceId": tenant.marketplace("P1").id})
+    assert created.status_code == 200  # P1 takes a product without a category (its attributes come later, here)
+    await run_jobs(rt)
+    person = await make_person(rt, tenant.account_id, role="Staff")
+    async with browser_page(str(api.base_url)) as page:
+        await sign_in(page, person.email, person.password)
+        await page.goto("/app/product?sku=PHONE-BROWSER")
+        await page.get_by_role("link", name="Category, attributes, images and policies").click()
+        await expect(page.locator("#listing-category")).to_have_text("none yet")
+        await page.get_by_label("Find a category by name or id").fill("smartphones")
+        await page.keyboard.press("Enter")
+        await page.get_by_role("link", name="Smartphones", exact=True).click()
+        await expect(page.get_by_role("heading", name="Attributes of")).to_contain_text("Smartphones")
+        await page.get_by_label("Brand").fill("Acme")
+        await page.get_by_label("Condition").select_option("NEW")
+        await page.get_by_label("Model").fill("AP-12")
+        await page.get_by_label("Storage Capacity (GB)").select_option("128")
+        await page.get_by_label("Screen Size (in)").fill("6,1")  # a comma: refused beside the field, nothing saved
+        await page.get_by_role("button", name="Save and republish").click()
+        await expect(page.locator("#error-Attributes\\.Title")).to_have_text("Required.")
+        await expect(page.locator("#error-Attributes\\.ScreenSizeIn")).to_contain_text("dot-decimal")
+        await expect(page.get_by_label("Model")).to_have_value("AP-12")
+        await page.get_by_label("Title").fill("Acme Phone 12")
+        await page.get_by_label("Screen Size (in)").fill("6.1")
+        await page.get_by_label("Promoted Listing Rate").fill("5")
+        await page.get_by_role("button", name="Save and republish").click()
+        await expect(page.get_by_role("status")).to_contain_text("republishing")
+        for _ in range(20):  # the sandbox processes a publish feed a moment after it is submitted
+            await run_jobs(rt)
+            await page.reload()
+            if await page.locator("#listing-status").inner_text() == "Live":
+                break
+            await asyncio.sleep(0.25)
+        await expect(page.locator("#listing-status")).to_have_text("Live")
+        await expect(page.locator("#listing-category")).to_contain_text("Smartphones")
+        await expect(page.get_by_label("Model")).to_have_value("AP-12")
+        await _shot(rt, page, "listing-category")
+    async with rt.db.read() as session:
+        [listing] = (await session.execute(select(Listing).where(Listing.account_id == tenant.account_id))).scalars()
+    assert listing.status == "Live" and listing.attributes["Model"] == "AP-12"
+    assert (listing.app_fields or {})["Attributes"] == {"PromotionRate": "5"}
 
 
 async def test_a_jobs_failure_reason_orders_with_a_reveal_and_an_import_with_its_report(

@@ -125,6 +125,10 @@ PROBES: dict[tuple[str, str, str], Probe] = {
     ("POST", "/app/listings/{listing_id}", "path:listing_id"): Probe(
         "POST", "/app/listings/{id}", lambda e: e.listing_id, page=True
     ),
+    ("POST", "/app/listings/{listing_id}/attributes", "path:listing_id"): Probe(
+        "POST", "/app/listings/{id}/attributes", lambda e: e.listing_id,
+        lambda v: {"category": "1", "view": "1", "attribute_Title": "Stranger"}, page=True,
+    ),
     ("GET", "/app/catalogue", "query:sku"): Probe(
         "GET", "/app/catalogue", _sku, query="sku", page=True, found_nothing=True
     ),
