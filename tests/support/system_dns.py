@@ -25,12 +25,13 @@ class SystemDns:
         self.asked: list[tuple[str, threading.Thread]] = []  # (name, the thread that looked it up)
 
     def __call__(self, host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-        if not (isinstance(host, str) and host.endswith(".test")):
+        name = host.decode("ascii") if isinstance(host, bytes) else host  # anyio asks with the IDNA-encoded name
+        if not (isinstance(name, str) and name.endswith(".test")):
             return self.real(host, port, *args, **kwargs)
-        self.asked.append((host, threading.current_thread()))
-        if host == SLOW:
+        self.asked.append((name, threading.current_thread()))
+        if name == SLOW:
             self.released.wait(60)
-        elif host in self.answers:
+        elif name in self.answers:
             return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", ("127.0.0.1", int(port or 0)))]
         raise socket.gaierror(socket.EAI_NONAME, "not resolved in this test")
 
