@@ -2,7 +2,7 @@
 
 It speaks only HTTP (httpx): in-process through `httpx.ASGITransport` when `settings.sandbox_url` is
 unset, or to `marketsync sandbox serve` at that URL. One AsyncClient per Runtime (closed by Runtime.close).
-Every call has one total deadline, `MARKETSYNC_MARKETPLACE_TIMEOUT_S`, from connecting to the answer's last
+Every call has one total deadline, `MARKETSYNC_MARKETPLACE_TIMEOUT_S`, from the name lookup to the answer's last
 byte: a marketplace that answers a byte at a time is cut off by it like one that does not answer (Unavailable).
 
 Never call a connector while holding a write transaction: the in-process sandbox writes its own state
@@ -40,6 +40,7 @@ from marketsync.marketplaces.connector import (
     Throttled,
     Unavailable,
 )
+from marketsync.marketplaces.transport import LookupTransport, lookups_of
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 
@@ -52,7 +53,12 @@ def sandbox_client(rt: Runtime) -> httpx.AsyncClient:
     client = rt.extras.get(CLIENT_KEY)
     if client is None:
         if rt.settings.sandbox_url:
-            client = httpx.AsyncClient(base_url=rt.settings.sandbox_url, timeout=rt.settings.marketplace_timeout_s)
+            client = httpx.AsyncClient(
+                # Host names looked up on the marketplaces' own threads, never the loop's default pool (0346).
+                transport=LookupTransport(lookups_of(rt)),
+                base_url=rt.settings.sandbox_url,
+                timeout=rt.settings.marketplace_timeout_s,
+            )
         else:
             from marketsync.marketplaces.sandbox.app import create_sandbox_app
 
@@ -143,7 +149,7 @@ class SandboxConnector:
         }
 
     async def _call(self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None) -> Any:
-        # httpx's timeout bounds each read on its own; this one bounds the whole call (connect, send, and
+        # httpx's timeout bounds each read on its own; this one bounds the whole call (lookup, connect, send, and
         # reading the whole answer), however the marketplace spreads its bytes.
         try:
             async with asyncio.timeout(self.deadline_s):
