@@ -2,11 +2,12 @@
 
 Used at registration and before every delivery attempt. The resolver is injectable (rt.extras[RESOLVER_KEY])
 so tests never resolve a real name; IP-literal hosts skip resolution and go through the same address policy.
+The system resolver looks names up on the webhooks' own few threads (kit/lookups.py, decision 0346), never on the
+event loop's default pool: a subscriber whose DNS is slow delays only other webhook lookups.
 """
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import socket
 from collections.abc import Mapping
@@ -14,11 +15,13 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from marketsync.kit.lookups import NameLookups
 from marketsync.runtime import Runtime
 from marketsync.webhooks import rules
 from marketsync.webhooks.rules import IPAddress
 
 RESOLVER_KEY = "webhooks.resolver"
+LOOKUPS_KEY = "webhooks.name_lookups"
 
 
 class AddressRefused(Exception):
@@ -34,10 +37,15 @@ class Resolver(Protocol):
 
 
 class SystemResolver:
+    """The operating system's resolver (getaddrinfo), on `lookups`' threads. When they are all busy a lookup waits
+    for one; the caller's deadline bounds that wait as it bounds the lookup."""
+
+    def __init__(self, lookups: NameLookups) -> None:
+        self.lookups = lookups
+
     async def resolve(self, host: str, port: int) -> list[IPAddress]:
-        loop = asyncio.get_running_loop()
         try:
-            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+            infos = await self.lookups.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
         except (socket.gaierror, UnicodeError) as exc:
             raise ResolutionFailed(str(exc)) from None
         addresses: list[IPAddress] = []
@@ -66,9 +74,19 @@ class StaticResolver:
             raise ResolutionFailed(f"{host} is not in the static table") from None
 
 
+def lookups_of(rt: Runtime) -> NameLookups:
+    """The runtime's lookup threads for webhook hosts (created at the first lookup, closed with the runtime)."""
+    existing = rt.extras.get(LOOKUPS_KEY)
+    if isinstance(existing, NameLookups):
+        return existing
+    created = NameLookups("webhooks")
+    rt.extras[LOOKUPS_KEY] = created
+    return created
+
+
 def resolver_of(rt: Runtime) -> Resolver:
     injected = rt.extras.get(RESOLVER_KEY)
-    return injected if injected is not None else SystemResolver()
+    return injected if injected is not None else SystemResolver(lookups_of(rt))
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 It speaks only HTTP (httpx): in-process through `httpx.ASGITransport` when `settings.sandbox_url` is
 unset, or to `marketsync sandbox serve` at that URL. One AsyncClient per Runtime (closed by Runtime.close).
+Every call has one total deadline, `MARKETSYNC_MARKETPLACE_TIMEOUT_S`, from the name lookup to the answer's last
+byte: a marketplace that answers a byte at a time is cut off by it like one that does not answer (Unavailable).
 
 Never call a connector while holding a write transaction: the in-process sandbox writes its own state
 to the same database, and on SQLite a second write transaction in the same task waits for the first.
@@ -9,6 +11,7 @@ to the same database, and on SQLite a second write transaction in the same task 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -37,6 +40,7 @@ from marketsync.marketplaces.connector import (
     Throttled,
     Unavailable,
 )
+from marketsync.marketplaces.transport import LookupTransport, lookups_of
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 
@@ -49,7 +53,12 @@ def sandbox_client(rt: Runtime) -> httpx.AsyncClient:
     client = rt.extras.get(CLIENT_KEY)
     if client is None:
         if rt.settings.sandbox_url:
-            client = httpx.AsyncClient(base_url=rt.settings.sandbox_url, timeout=rt.settings.marketplace_timeout_s)
+            client = httpx.AsyncClient(
+                # Host names looked up on the marketplaces' own threads, never the loop's default pool (0346).
+                transport=LookupTransport(lookups_of(rt)),
+                base_url=rt.settings.sandbox_url,
+                timeout=rt.settings.marketplace_timeout_s,
+            )
         else:
             from marketsync.marketplaces.sandbox.app import create_sandbox_app
 
@@ -130,8 +139,9 @@ def _reading(what: str) -> Iterator[None]:
 class SandboxConnector:
     """Connector (connector.py) for one connection to a sandbox marketplace."""
 
-    def __init__(self, client: httpx.AsyncClient, connection: MarketplaceConnection) -> None:
+    def __init__(self, client: httpx.AsyncClient, connection: MarketplaceConnection, deadline_s: float) -> None:
         self.client = client
+        self.deadline_s = deadline_s
         self.headers = {
             "Authorization": f"Bearer {connection.id}",
             "X-Sandbox-Platform": connection.platform,
@@ -139,14 +149,19 @@ class SandboxConnector:
         }
 
     async def _call(self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None) -> Any:
+        # httpx's timeout bounds each read on its own; this one bounds the whole call (lookup, connect, send, and
+        # reading the whole answer), however the marketplace spreads its bytes.
         try:
-            response = await self.client.request(
-                method,
-                path,
-                params={k: v for k, v in (params or {}).items() if v is not None},
-                content=None if body is None else jsonio.dumps(body),
-                headers={**self.headers, "Content-Type": "application/json"} if body is not None else self.headers,
-            )
+            async with asyncio.timeout(self.deadline_s):
+                response = await self.client.request(
+                    method,
+                    path,
+                    params={k: v for k, v in (params or {}).items() if v is not None},
+                    content=None if body is None else jsonio.dumps(body),
+                    headers={**self.headers, "Content-Type": "application/json"} if body is not None else self.headers,
+                )
+        except TimeoutError as exc:
+            raise Unavailable(f"marketplace did not answer within {self.deadline_s:g} s") from exc
         except httpx.TransportError as exc:
             raise Unavailable(f"marketplace unreachable: {type(exc).__name__}") from exc
         if response.status_code == 401:
@@ -273,4 +288,4 @@ class SandboxConnector:
 
 def sandbox_connector(rt: Runtime, connection: MarketplaceConnection) -> Connector:
     """The connector factory for every sandbox kind (composed in marketsync/connectors.py)."""
-    return SandboxConnector(sandbox_client(rt), connection)
+    return SandboxConnector(sandbox_client(rt), connection, rt.settings.marketplace_timeout_s)
