@@ -923,6 +923,8 @@ async def set_listing_category(
     category_id = category_id.strip()
     if not category_id:
         raise ValidationFailed(errors={"CategoryId": ["Choose a category."]})
+    if listing.category_id and category_id != listing.category_id:  # a live listing is not moved (decision 0345)
+        raise ValidationFailed(errors={"CategoryId": [f"This listing's category is {listing.category_id}; it stays."]})
     # The category's app-managed attributes (the current schema's; a stale ProductTypeViewId is refused below).
     app_managed: dict[str, AttributeSpec] = {}
     category = await repository.get_category(session, connection.platform, connection.country, category_id)

@@ -312,7 +312,8 @@ async def _listing_page(
     async with rt.db.read() as session:
         details = await catalog.listing_details(session, person.account_id, listing_id)
         listing = details.listing
-        chosen = category.strip() or listing.category_id or ""
+        # A listing's category, once it has one, is not changed here (decision 0345): the address cannot choose another.
+        chosen = listing.category_id or category.strip()
         schema: catalog.Schema | None = None
         schema_errors: dict[str, list[str]] = {}
         if chosen:

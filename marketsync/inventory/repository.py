@@ -465,15 +465,10 @@ async def account_exists(session: AsyncSession, account_id: str) -> bool:
 async def listings_for_mirror(
     session: AsyncSession, marketplace_id: str, listing_ids: Sequence[str]
 ) -> dict[str, Listing]:
-    """The page's listings already in the map, locked (PostgreSQL) in id order, the order a push's feed records
-    what the marketplace holds: a recording between the mirror's check and its write would be overwritten."""
     if not listing_ids:
         return {}
     result = await session.execute(
-        select(Listing)
-        .where(Listing.marketplace_id == marketplace_id, Listing.listing_id.in_(set(listing_ids)))
-        .order_by(Listing.id)
-        .with_for_update()
+        select(Listing).where(Listing.marketplace_id == marketplace_id, Listing.listing_id.in_(set(listing_ids)))
     )
     return {row.listing_id: row for row in result.scalars() if row.listing_id is not None}
 

@@ -62,7 +62,10 @@ async def _mirror_page(
 
     A listing recorded after the page was asked for (`read_at`: a push's feed applied meanwhile) keeps what was
     recorded: the page is older, and writing it would undo the push (the push back to the page's value would then
-    look needless and never be sent). The next mirror reads it again. Returns how many SKUs of the catalogue moved.
+    look needless and never be sent). The next mirror reads it again. Not locked: locking the page's listings before
+    its products would take the two in the order opposite to a publish's (a deadlock on PostgreSQL), so a feed
+    recorded within this transaction's own few milliseconds is still overwritten. Returns how many SKUs of the
+    catalogue moved.
     """
     now = rt.clock.now()
     by_listing_id = await repository.listings_for_mirror(session, connection.id, [item.listing_id for item in page])

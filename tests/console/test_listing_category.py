@@ -235,3 +235,24 @@ async def test_a_category_that_is_not_a_leaf_of_this_marketplace_is_named_beside
     assert await _jobs(rt, tenant.account_id) == jobs_before
     assert (await _listing(rt, tenant.account_id)).category_id is None
     await owner.client.aclose()
+
+
+async def test_a_listing_that_has_a_category_keeps_it_whatever_the_address_or_the_form_says(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Decision 0345: the page edits the values of the category a listing holds; an address or a form naming another
+    category once showed and saved it, moving a live listing."""
+    tenant, listing_id = await _p1_listing_without_category(rt, api)
+    phones, laptops = anchor_id("P1", "Smartphones"), anchor_id("P1", "Laptops")
+    owner = await signed_in(api, await make_person(rt, tenant.account_id))
+    view = _view_of((await owner.page(f"/app/listings/{listing_id}?category={phones}")).text)
+    assert (await _save(owner, listing_id, phones, view, PHONE)).status_code == 303
+    jobs_before = await _jobs(rt, tenant.account_id)
+
+    other = await owner.page(f"/app/listings/{listing_id}?category={laptops}")
+    assert other.status_code == 200 and _view_of(other.text) == view and 'value="Acme Phone 12"' in other.text
+    moved = await _save(owner, listing_id, laptops, view, PHONE)
+    assert moved.status_code == 400 and 'id="error-CategoryId"' in moved.text and "it stays" in moved.text
+    assert (await _listing(rt, tenant.account_id)).category_id == phones
+    assert await _jobs(rt, tenant.account_id) == jobs_before
+    await owner.client.aclose()
