@@ -166,10 +166,10 @@ async def test_older_imports_are_a_page_away(rt: Runtime, api: httpx.AsyncClient
     tenant = await make_tenant(rt, api)
     async with rt.db.transaction() as session:
         for i in range(23):
+            empty = inventory.checked_import_file(b"Sku,Price,Quantity\n")
             await inventory.start_import(
-                rt, session, tenant.account_id, f"file-{i:02d}.csv", b"Sku,Price,Quantity\n", propagate=False,
-                created_by=None,
-            )  # fmt: skip
+                rt, session, tenant.account_id, f"file-{i:02d}.csv", empty, propagate=False, created_by=None
+            )
     person = await signed_in(api, await make_person(rt, tenant.account_id, "Staff"))
 
     first = await person.page("/app/imports")

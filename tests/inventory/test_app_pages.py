@@ -137,6 +137,7 @@ async def test_an_uploaded_file_is_imported_by_a_worker_with_progress_and_a_per_
         (b'Sku,Price\nA,"12.50,3\nB,1\nC,2\n', "The row on line 2 is not valid CSV (unexpected end of data)"),
         (b'Sku,Price\nA,"12.50,3\n' + b"B,1\n" * 40_000, "line 2 is not valid CSV (field larger than field limit"),
         (b'Sku,Price\nA,1\nB,"1"2\nC,3\n', "The row on line 3 is not valid CSV"),
+        (b'Sku,Price\nA,1\n\n\nB,"1"2\nC,3\n', "The row on line 5 is not valid CSV"),  # blank lines counted
     ],
 )
 async def test_a_file_that_is_no_price_list_is_refused_with_nothing_saved(
@@ -193,7 +194,13 @@ async def test_an_import_interrupted_by_a_crash_resumes_after_its_last_committed
     content = ("Sku,Price,Quantity\n" + "".join(f"{sku},,5\n" for sku in skus)).encode()
     async with rt.db.transaction() as session:
         upload = await service.start_import(
-            rt, session, tenant.account_id, "big.csv", content, propagate=False, created_by=None
+            rt,
+            session,
+            tenant.account_id,
+            "big.csv",
+            service.checked_import_file(content),
+            propagate=False,
+            created_by=None,
         )
 
     class WorkerDied(Exception):

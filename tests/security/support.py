@@ -75,10 +75,10 @@ async def build_estate(rt: Runtime, api: httpx.AsyncClient, secrets: SecretsSeen
         job_id = await jobs_service.enqueue_price_stock_push(
             session, rt.clock.now(), tenant.account_id, connection.id, [product.id]
         )
+        stock_file = inventory.checked_import_file(f"Sku,Quantity\n{SKU},3\n".encode())
         started = await inventory.start_import(
-            rt, session, tenant.account_id, "stock.csv", f"Sku,Quantity\n{SKU},3\n".encode(), propagate=False,
-            created_by=None,
-        )  # fmt: skip
+            rt, session, tenant.account_id, "stock.csv", stock_file, propagate=False, created_by=None
+        )
     subscription = await subscribe(api, tenant, f"https://{HOOK_HOST}/owned")
     secrets.add("owner webhook secret", subscription["Secret"])
     await fire(rt, tenant.account_id)
