@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, bindparam, delete, exists, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, bindparam, case, delete, exists, func, or_, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import BindParameter
 
@@ -580,8 +580,8 @@ async def requeue(
     finished_since: datetime | None = None,
 ) -> int:
     """Make deliveries due now: one by id (any state), or a subscription's Failed and Cancelled ones finished
-    since a time. Same delivery id and bytes; the attempt number goes on counting; marked resent, so a failed
-    attempt is final (decision 0122)."""
+    since a time. Same delivery id and bytes; the attempt number goes on counting. A finished one is marked resent,
+    so a failed attempt is final (decision 0122); one still retrying is only made due now."""
     query = update(WebhookDelivery).where(WebhookDelivery.account_id == account_id, _not_in_flight(now))
     if delivery_id is not None:
         query = query.where(WebhookDelivery.id == delivery_id)
@@ -594,7 +594,13 @@ async def requeue(
         query = query.where(WebhookDelivery.finished_at >= finished_since)
     result = await session.execute(
         query.values(
-            status=PENDING, next_attempt_at=now, finished_at=None, lease_owner=None, lease_expires_at=None, resent=True
+            status=PENDING,
+            next_attempt_at=now,
+            finished_at=None,
+            lease_owner=None,
+            lease_expires_at=None,
+            # A finished delivery sent again gets one attempt; one still retrying keeps its schedule.
+            resent=case((WebhookDelivery.status == PENDING, WebhookDelivery.resent), else_=true()),
         )
     )
     return _rowcount(result)

@@ -8,6 +8,7 @@ import re
 from datetime import timedelta
 
 import httpx
+import pytest
 
 from marketsync.kit import jsonio
 from marketsync.runtime import Runtime
@@ -102,6 +103,30 @@ async def test_a_resent_delivery_that_fails_again_is_final_and_counts_as_a_faile
     assert row is not None and row.consecutive_failures == 2  # each failed delivery counts
     await settle(rt, 1.0)  # far past any scaled backoff (scale 0.0001)
     assert len(receiver.received) == 2  # never sent again on its own
+    await person.client.aclose()
+
+
+async def test_a_resend_of_a_delivery_still_retrying_keeps_its_schedule(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a finished delivery sent again gets one final attempt: a click to hurry a retrying one along must not end
+    the retries it has left."""
+    tenant = await make_tenant(rt, api)
+    await subscribe(api, tenant, receiver.url())
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    monkeypatch.setattr(rt.settings, "webhook_retry_scale", 1.0)  # the retry waits (minutes): a resend hurries it
+    receiver.script = [500, 500, 200]
+    await fire(rt, tenant.account_id)
+    await pump(rt, lambda: len(receiver.received) >= 1)
+    await pump(rt, lambda: True)
+    [retrying] = await deliveries(rt)
+    assert (retrying.status, retrying.resent, retrying.finished_at) == ("Pending", False, None)
+    await person.post(f"/app/webhooks/deliveries/{retrying.id}/resend", csrf_from=PAGE)
+    await pump(rt, lambda: len(receiver.received) >= 2)
+    await pump(rt, lambda: True)
+    [still] = await deliveries(rt)
+    assert (still.status, still.resent) == ("Pending", False)  # its 500 is retried, not final
+    assert [a.outcome for a in await attempts(rt)] == ["Retrying", "Retrying"]
     await person.client.aclose()
 
 
