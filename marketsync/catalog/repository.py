@@ -35,6 +35,11 @@ async def latest_import(session: AsyncSession, platform: str, country: str) -> T
     return result.scalar_one_or_none()
 
 
+async def site_has_taxonomy(session: AsyncSession, platform: str, country: str) -> bool:
+    """Whether the site (a kind in a country) has a category tree loaded."""
+    return await latest_import(session, platform, country) is not None
+
+
 @dataclass(frozen=True)
 class CurrentView:
     view_id: str

@@ -80,7 +80,7 @@ async def load_categories_if_missing(
     """A connection just authorised on a site with no category tree yet: queue the load of that site's tree (a job:
     seconds of work, not the connect's transaction), so search and create work there without an operator. The job id,
     or None when the site has its tree already."""
-    if await catalog_repository.latest_import(session, connection.platform, connection.country) is not None:
+    if await catalog_repository.site_has_taxonomy(session, connection.platform, connection.country):
         return None
     payload = TaxonomyLoadPayload(MarketplaceId=connection.id)
     return jobs_service.enqueue(session, rt.clock.now(), connection.account_id, payload).id
