@@ -62,6 +62,8 @@ async def create_subscription(request: Request, caller: WebhooksWriter, rt: Runt
         replay = CreateSubscriptionOut(Subscription=public, RequestId=request_id, Warnings=[REPLAY_WARNING])
         return idempotency.Outcome(200, _json(first), stored_body=_json(replay))
 
+    if body.request is None:  # malformed: never a replay of a stored success, refused before a key is claimed
+        await validate()
     return await idempotency.run(rt, request, caller.account_id, "webhooks.create", work, prepare=validate)
 
 

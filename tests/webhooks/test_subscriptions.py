@@ -367,3 +367,20 @@ async def test_delete_names_an_unknown_subscription_beside_a_shape_error(rt: Run
     assert known.status_code == 400 and set(problem(known)["errors"]) == {"Extra"}
     listed = (await api.post("/api/webhooks/List", json={}, headers=tenant.headers)).json()["Subscriptions"]
     assert [s["SubscriptionId"] for s in listed] == [kept["SubscriptionId"]]
+
+
+async def test_a_malformed_body_with_a_good_key_is_its_400_and_claims_no_key(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """A malformed body is never a replay of a stored success: its 400 comes before any key is claimed, not a 422 for
+    a key reused with another body, nor a 409 while a claim it made is in flight."""
+    tenant = await make_tenant(rt, api)
+    used = {**tenant.headers, "Idempotency-Key": "used-key"}
+    good = {"Url": "https://public.example.test/hook", "EventTypes": ["FeedOutcome"]}
+    assert (await api.post("/api/webhooks/Create", json=good, headers=used)).status_code == 200
+    for headers in (used, {**tenant.headers, "Idempotency-Key": "fresh-key"}):
+        malformed = await api.post("/api/webhooks/Create", json={"Url": 5, "EventTypes": []}, headers=headers)
+        assert malformed.status_code == 400, malformed.text
+        assert set(problem(malformed)["errors"]) == {"Url", "EventTypes"}
+    async with rt.db.read() as session:
+        assert (await session.execute(select(func.count()).select_from(IdempotencyRecord))).scalar_one() == 1
