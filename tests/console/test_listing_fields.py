@@ -64,13 +64,23 @@ async def test_bad_fields_are_named_beside_the_field_and_nothing_is_republished(
     owner = await signed_in(api, await make_person(rt, account_id))
     refused = await owner.post(
         f"/app/listings/{listing_id}",
-        {"images": "http://insecure.example.com/a.jpg", "policy_Payment": "x" * 101},
+        {
+            "images": "http://insecure.example.com/a.jpg\nhttps://ok.example.com/b.jpg\nnot a url",
+            "policy_Payment": "x" * 101,
+        },
         csrf_from=f"/app/listings/{listing_id}",
     )
     assert refused.status_code == 400
     assert 'id="error-Images[0]"' in refused.text and 'id="error-BusinessPolicy.Payment"' in refused.text
+    # Each bad line says which it is, and the text area is described by each message.
+    assert ">Line 1 (http://insecure.example.com/a.jpg): An https URL" in refused.text
+    assert ">Line 3 (not a url): An https URL" in refused.text and 'id="error-Images[1]"' not in refused.text
+    assert 'aria-describedby="error-Images[0] error-Images[2]"' in refused.text
     # What was typed stays in the form, to be corrected rather than typed again.
-    assert "http://insecure.example.com/a.jpg</textarea>" in refused.text and f'value="{"x" * 101}"' in refused.text
+    assert (
+        "http://insecure.example.com/a.jpg\nhttps://ok.example.com/b.jpg\nnot a url</textarea>" in refused.text
+        and f'value="{"x" * 101}"' in refused.text
+    )
     async with rt.db.read() as session:
         listing = await session.get(Listing, listing_id)
     assert listing is not None and listing.status == "Rejected" and not listing.app_fields

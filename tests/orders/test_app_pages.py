@@ -61,6 +61,8 @@ async def test_customer_data_is_shown_only_after_an_explicit_reveal_and_never_lo
     assert [entry["event"] for entry in logs if entry["event"] == "order_customer_revealed"]
     logged = repr(logs)
     assert BUYER_NAME not in logged and BUYER_EMAIL not in logged and STREET not in logged
+    hide = re.search(r'href="([^"]+)" id="hide-customer"', revealed.text)  # a GET: a reload would reveal again
+    assert hide is not None and hide.group(1) == order_path
     assert BUYER_NAME not in (await person.page(order_path)).text  # hidden again on the next view
     await person.client.aclose()
 
