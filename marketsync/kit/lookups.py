@@ -16,7 +16,10 @@ from __future__ import annotations
 import asyncio
 import socket
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from marketsync.runtime import Runtime
 
 # Lookups in flight at once per pool. A few: enough for normal traffic (answers come in milliseconds), few enough
 # that a stuck resolver holds only a handful of threads.
@@ -55,3 +58,15 @@ class NameLookups:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+def lookups_of(rt: Runtime, user: str) -> NameLookups:
+    """The runtime's lookup threads of one user ("webhooks", "marketplaces"): created at the first lookup, closed with
+    the runtime."""
+    key = f"{user}.name_lookups"
+    existing = rt.extras.get(key)
+    if isinstance(existing, NameLookups):
+        return existing
+    created = NameLookups(user)
+    rt.extras[key] = created
+    return created

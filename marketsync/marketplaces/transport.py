@@ -20,21 +20,15 @@ import httpcore
 import httpx
 
 from marketsync.kit.lookups import NameLookups
+from marketsync.kit.lookups import lookups_of as shared_lookups
 from marketsync.runtime import Runtime
-
-LOOKUPS_KEY = "marketplaces.name_lookups"
 
 SocketOption = tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]  # httpcore's
 
 
 def lookups_of(rt: Runtime) -> NameLookups:
-    """The runtime's lookup threads for marketplace hosts (created at the first lookup, closed with the runtime)."""
-    existing = rt.extras.get(LOOKUPS_KEY)
-    if isinstance(existing, NameLookups):
-        return existing
-    created = NameLookups("marketplaces")
-    rt.extras[LOOKUPS_KEY] = created
-    return created
+    """The runtime's lookup threads for marketplace hosts."""
+    return shared_lookups(rt, "marketplaces")
 
 
 class LookupBackend(httpcore.AsyncNetworkBackend):

@@ -16,12 +16,12 @@ from typing import Protocol
 from urllib.parse import urlsplit
 
 from marketsync.kit.lookups import NameLookups
+from marketsync.kit.lookups import lookups_of as shared_lookups
 from marketsync.runtime import Runtime
 from marketsync.webhooks import rules
 from marketsync.webhooks.rules import IPAddress
 
 RESOLVER_KEY = "webhooks.resolver"
-LOOKUPS_KEY = "webhooks.name_lookups"
 
 
 class AddressRefused(Exception):
@@ -75,13 +75,8 @@ class StaticResolver:
 
 
 def lookups_of(rt: Runtime) -> NameLookups:
-    """The runtime's lookup threads for webhook hosts (created at the first lookup, closed with the runtime)."""
-    existing = rt.extras.get(LOOKUPS_KEY)
-    if isinstance(existing, NameLookups):
-        return existing
-    created = NameLookups("webhooks")
-    rt.extras[LOOKUPS_KEY] = created
-    return created
+    """The runtime's lookup threads for webhook hosts."""
+    return shared_lookups(rt, "webhooks")
 
 
 def resolver_of(rt: Runtime) -> Resolver:
