@@ -41,6 +41,7 @@ from marketsync.console.render import (
 from marketsync.errors import (
     ApiError,
     BodyRefused,
+    Conflict,
     ValidationFailed,
     error_response,
     http_error_headers,
@@ -157,6 +158,56 @@ async def delete_credential(request: Request, credential_id: str, person: OwnerO
     async with runtime_of(request).db.transaction() as session:
         await auth.delete_credential(session, person.account_id, credential_id)
     return see_other("/app/credentials")
+
+
+# -- people -------------------------------------------------------------------------------------------------
+
+
+async def _people_page(request: Request, person: Person, status: int = 200, **context: Any) -> Response:
+    async with runtime_of(request).db.read() as session:
+        listed = await people.list_people(session, person.account_id)
+    return page(
+        request, "people.html", person, status, title="People", people=listed, roles=tuple(people.Role), **context
+    )
+
+
+@router.get("/people", response_class=HTMLResponse)
+async def people_page(request: Request, person: OwnerOnly, removed: str = "") -> Response:
+    return await _people_page(request, person, removed=removed == "1")
+
+
+@router.post("/people", response_class=HTMLResponse)
+async def add_person(request: Request, person: OwnerOnly) -> Response:
+    form = await checked_form(request, person)
+    email, role = str(form.get("email") or "").strip(), str(form.get("role") or "")
+    rt = runtime_of(request)
+    try:
+        async with rt.db.transaction() as session:
+            added = await people.create_user(rt, session, person.account_id, email, role)
+    except ValidationFailed as exc:
+        return await _people_page(request, person, 400, errors=errors_of(exc), email=email, role=role)
+    # The password is in this one response only: it is stored as an argon2id hash and never shown again.
+    return await _people_page(request, person, 201, shown=added, shown_why="added")
+
+
+@router.post("/people/{user_id}/password", response_class=HTMLResponse)
+async def replace_password(request: Request, user_id: str, person: OwnerOnly) -> Response:
+    await checked_form(request, person)
+    rt = runtime_of(request)
+    async with rt.db.transaction() as session:
+        replaced = await people.new_password(rt, session, person.account_id, user_id)
+    return await _people_page(request, person, 200, shown=replaced, shown_why="password")
+
+
+@router.post("/people/{user_id}/remove", response_class=HTMLResponse)
+async def remove_person(request: Request, user_id: str, person: OwnerOnly) -> Response:
+    await checked_form(request, person)
+    try:
+        async with runtime_of(request).db.transaction() as session:
+            await people.remove_user(session, person.account_id, user_id, by=person.user_id)
+    except Conflict as exc:
+        return await _people_page(request, person, 409, errors={"": [exc.title]})
+    return see_other("/app/people?removed=1")
 
 
 # -- marketplaces ---------------------------------------------------------------------------------------------

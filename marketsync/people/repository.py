@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.models.people import AppSession, AppUser
@@ -34,3 +34,15 @@ async def revoke_sessions(session: AsyncSession, user_id: str, now: datetime) ->
         update(AppSession).where(AppSession.user_id == user_id, AppSession.revoked_at.is_(None)).values(revoked_at=now)
     )
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def owners_of_locked(session: AsyncSession, account_id: str) -> list[AppUser]:
+    """The account's Owners, locked (PostgreSQL) in id order: two Owners removing each other at once cannot both
+    pass the last-Owner check."""
+    query = select(AppUser).where(AppUser.account_id == account_id, AppUser.role == "Owner").order_by(AppUser.id)
+    return list((await session.execute(query.with_for_update())).scalars())
+
+
+async def delete_user(session: AsyncSession, user_id: str) -> None:
+    """The person and, by cascade, every session of theirs."""
+    await session.execute(delete(AppUser).where(AppUser.id == user_id))

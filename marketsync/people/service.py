@@ -21,7 +21,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.errors import ValidationFailed
+from marketsync.errors import Conflict, NotFound, ValidationFailed
 from marketsync.kit import crypto
 from marketsync.kit.ids import new_id
 from marketsync.models.people import AppSession, AppUser
@@ -37,7 +37,10 @@ __all__ = [
     "SignInRefused",
     "create_user",
     "ensure_user",
+    "list_people",
+    "new_password",
     "person_for",
+    "remove_user",
     "sign_in",
     "sign_out",
     "sign_out_everywhere",
@@ -215,3 +218,36 @@ async def sign_out_everywhere(rt: Runtime, user_id: str) -> int:
     """Revoke every session of the person (every browser signs in again). Returns how many were live."""
     async with rt.db.transaction() as session:
         return await repository.revoke_sessions(session, user_id, rt.clock.now())
+
+
+async def list_people(session: AsyncSession, account_id: str) -> list[AppUser]:
+    return await repository.users_of(session, account_id)
+
+
+async def _person_of(session: AsyncSession, account_id: str, user_id: str) -> AppUser:
+    user = await repository.user_by_id(session, user_id)
+    if user is None or user.account_id != account_id:
+        raise NotFound("No person with this id in this account.")
+    return user
+
+
+async def remove_user(session: AsyncSession, account_id: str, user_id: str, *, by: str) -> str:
+    """Remove a person of the account (`by`: the Owner doing it): their sessions end with them, so every browser of
+    theirs is signed out at once. Not oneself (another Owner does it), never the last Owner. Their email."""
+    owners = await repository.owners_of_locked(session, account_id)
+    user = await _person_of(session, account_id, user_id)
+    if user.id == by:
+        raise Conflict("You cannot remove yourself: another Owner of the account can.")
+    if user.role == Role.OWNER and len(owners) <= 1:
+        raise Conflict("The account's last Owner cannot be removed.")
+    await repository.delete_user(session, user.id)
+    return user.email
+
+
+async def new_password(rt: Runtime, session: AsyncSession, account_id: str, user_id: str) -> NewUser:
+    """A forgotten password replaced: a new generated one (shown once), and every browser of the person signed out."""
+    user = await _person_of(session, account_id, user_id)
+    password = crypto.random_secret(18)
+    user.password_hash = await asyncio.to_thread(_hasher.hash, password)
+    await repository.revoke_sessions(session, user.id, rt.clock.now())
+    return NewUser(user.id, user.email, password, Role(user.role))

@@ -41,6 +41,7 @@ class Estate:
     subscription_id: str
     delivery_id: str
     import_id: str
+    user_id: str  # a person of the account (the app's /app/people/{user_id})
 
 
 def resolve_hook_host(rt: Runtime) -> None:
@@ -85,6 +86,8 @@ async def build_estate(rt: Runtime, api: httpx.AsyncClient, secrets: SecretsSeen
     await engine.fan_out(rt)  # the delivery row only: no attempt is made
     async with rt.db.read() as session:
         delivery_id = (await session.execute(select(WebhookDelivery.id))).scalars().one()
+    staff = await make_person(rt, tenant.account_id, "Staff")
+    secrets.add(f"password of {staff.email}", staff.password)
     return Estate(
         tenant=tenant,
         connection=connection,
@@ -96,6 +99,7 @@ async def build_estate(rt: Runtime, api: httpx.AsyncClient, secrets: SecretsSeen
         subscription_id=subscription["SubscriptionId"],
         delivery_id=delivery_id,
         import_id=started.id,
+        user_id=staff.user_id,
     )
 
 

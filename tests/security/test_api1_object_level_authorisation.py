@@ -110,6 +110,12 @@ PROBES: dict[tuple[str, str, str], Probe] = {
     ("POST", "/app/credentials/{credential_id}/delete", "path:credential_id"): Probe(
         "POST", "/app/credentials/{id}/delete", lambda e: e.tenant.credential.credential_id, page=True
     ),
+    ("POST", "/app/people/{user_id}/password", "path:user_id"): Probe(
+        "POST", "/app/people/{id}/password", lambda e: e.user_id, page=True
+    ),
+    ("POST", "/app/people/{user_id}/remove", "path:user_id"): Probe(
+        "POST", "/app/people/{id}/remove", lambda e: e.user_id, page=True
+    ),
     ("GET", "/app/marketplaces/{marketplace_id}/consent", "path:marketplace_id"): Probe(
         "GET", "/app/marketplaces/{id}/consent", lambda e: e.connection.id, page=True
     ),
