@@ -6,17 +6,19 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import select
 
 from marketsync.jobs import service as jobs_service
-from marketsync.jobs.types import payload_for
+from marketsync.jobs.types import PriceStockPushPayload, payload_for
 from marketsync.kit import jsonio
 from marketsync.kit.ids import new_id
 from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import Event, Job, Listing, MarketplaceConnection, Product
 from marketsync.models.sandbox import SandboxFeed, SandboxListing, SandboxSeller
 from marketsync.runtime import Runtime
+from tests.support.factories import make_tenant
 
 
 async def listed_product(
@@ -166,3 +168,18 @@ def chunk_sizes(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, size_
 
     monkeypatch.setattr(owner, name, counted)
     return sizes
+
+
+async def queued_push(
+    rt: Runtime, api: httpx.AsyncClient, sku: str, *, price: str = "12.00", quantity: int = 9
+) -> tuple[str, str, str]:
+    """A P1 connection with one listed product (10.00, 5) changed to `price` and `quantity`, and its PriceStockPush
+    queued: (account id, connection id, job id)."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    connection = tenant.marketplace("P1")
+    product = await listed_product(rt, connection, sku, price="10.00", quantity=5)
+    await set_product_values(rt, product.id, Decimal(price), quantity)
+    async with rt.db.transaction() as session:
+        payload = PriceStockPushPayload(MarketplaceId=connection.id, ProductIds=[product.id])
+        job = jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, payload)
+    return tenant.account_id, connection.id, job.id

@@ -16,8 +16,7 @@ import httpx
 import pytest
 from sqlalchemy import update
 
-from marketsync.jobs import service as jobs_service
-from marketsync.jobs.types import JobStatus, PriceStockPushPayload
+from marketsync.jobs.types import JobStatus
 from marketsync.marketplaces import service as marketplaces
 from marketsync.marketplaces.connector import PriceStockLine, Unavailable, connector_for
 from marketsync.marketplaces.sandbox.app import create_sandbox_app
@@ -74,18 +73,6 @@ async def dripping(rt: Runtime) -> AsyncIterator[tuple[Dripping, str]]:
         yield stand_in, base_url
 
 
-async def _queued_push(rt: Runtime, api: httpx.AsyncClient) -> tuple[str, str, str]:
-    """A P1 connection with one listed product whose price and stock changed, and its PriceStockPush queued."""
-    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
-    connection = tenant.marketplace("P1")
-    product = await support.listed_product(rt, connection, "DRIP-1", price="10.00", quantity=5)
-    await support.set_product_values(rt, product.id, Decimal("12.00"), 9)
-    async with rt.db.transaction() as session:
-        payload = PriceStockPushPayload(MarketplaceId=connection.id, ProductIds=[product.id])
-        job = jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, payload)
-    return tenant.account_id, connection.id, job.id
-
-
 async def test_a_call_answered_a_byte_at_a_time_ends_at_its_deadline_as_unavailable(
     rt: Runtime, api: httpx.AsyncClient, dripping: tuple[Dripping, str], make_runtime: Callable[..., Runtime]
 ) -> None:
@@ -108,7 +95,7 @@ async def test_a_push_meeting_a_dripping_marketplace_goes_back_to_the_queue_then
     rt: Runtime, api: httpx.AsyncClient, dripping: tuple[Dripping, str], make_runtime: Callable[..., Runtime]
 ) -> None:
     stand_in, base_url = dripping
-    account_id, connection_id, job_id = await _queued_push(rt, api)
+    account_id, connection_id, job_id = await support.queued_push(rt, api, "DRIP-1")
     worker_rt = make_runtime(sandbox_url=base_url, marketplace_timeout_s=TIMEOUT_S)
     stand_in.drips = 1
     loop = asyncio.get_running_loop()

@@ -9,7 +9,6 @@ import httpx
 import pytest
 
 from marketsync.jobs import service as jobs_service
-from marketsync.jobs.types import PriceStockPushPayload
 from marketsync.marketplaces import feeds, service
 from marketsync.marketplaces.connector import AuthorizationRevoked, Throttled, Unavailable
 from marketsync.models import Job
@@ -20,22 +19,11 @@ from tests.support.connectors import FakeConnector
 from tests.support.factories import make_tenant
 
 
-async def _queued_push(rt: Runtime, api: httpx.AsyncClient) -> tuple[str, str, str]:
-    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
-    connection = tenant.marketplace("P1")
-    product = await support.listed_product(rt, connection, "PIPE-1", price="10.00", quantity=5)
-    await support.set_product_values(rt, product.id, Decimal("11.00"), 6)
-    async with rt.db.transaction() as session:
-        payload = PriceStockPushPayload(MarketplaceId=connection.id, ProductIds=[product.id])
-        job = jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, payload)
-    return tenant.account_id, connection.id, job.id
-
-
 @pytest.mark.parametrize("settings_overrides", [{"job_lease_s": 30.0}])
 async def test_a_throttled_poll_retries_without_submitting_twice(rt: Runtime, api: httpx.AsyncClient) -> None:
     fake = FakeConnector.install(rt, "P1")
     fake.fail_next("feed_result", Throttled(0.0))
-    _, _, job_id = await _queued_push(rt, api)
+    _, _, job_id = await support.queued_push(rt, api, "PIPE-1", price="11.00", quantity=6)
 
     await Worker(rt).drain()
 
@@ -54,7 +42,7 @@ async def test_a_feed_still_processing_goes_back_to_the_queue_and_is_polled_agai
     monkeypatch.setattr(feeds, "PROCESSING_RETRY_S", 0.0)
     fake = FakeConnector.install(rt, "P1")
     fake.feed_statuses = ["Processing", "Processing", "Processing", "Done"]
-    _, _, job_id = await _queued_push(rt, api)
+    _, _, job_id = await support.queued_push(rt, api, "PIPE-1", price="11.00", quantity=6)
 
     await Worker(rt).drain()
 
@@ -66,7 +54,7 @@ async def test_a_feed_still_processing_goes_back_to_the_queue_and_is_polled_agai
 async def test_an_outage_at_submission_retries_later(rt: Runtime, api: httpx.AsyncClient) -> None:
     fake = FakeConnector.install(rt, "P1")
     fake.fail_next("submit_price_stock", Unavailable("503"))
-    _, _, job_id = await _queued_push(rt, api)
+    _, _, job_id = await support.queued_push(rt, api, "PIPE-1", price="11.00", quantity=6)
 
     await Worker(rt).drain(timeout_s=5)
 
@@ -81,7 +69,7 @@ async def test_a_revoked_authorisation_is_recorded_on_the_connection_and_fails_t
 ) -> None:
     fake = FakeConnector.install(rt, "P1")
     fake.fail_next("submit_price_stock", AuthorizationRevoked("revoked"))
-    account_id, marketplace_id, job_id = await _queued_push(rt, api)
+    account_id, marketplace_id, job_id = await support.queued_push(rt, api, "PIPE-1", price="11.00", quantity=6)
 
     await Worker(rt).drain()
 

@@ -16,14 +16,13 @@ import pytest
 from sqlalchemy import update
 
 from marketsync.jobs import service as jobs_service
-from marketsync.jobs.types import JobStatus, PriceStockPushPayload
+from marketsync.jobs.types import JobStatus
 from marketsync.marketplaces import service as marketplaces
 from marketsync.marketplaces.sandbox.app import create_sandbox_app
 from marketsync.models import Job
 from marketsync.runtime import Runtime
 from marketsync.worker import Worker
 from tests.marketplaces import support
-from tests.support.factories import make_tenant
 from tests.support.server import serve
 
 # The worker's marketplace call deadline. Every good call (token, listings, the feed once the fault has passed) must
@@ -62,17 +61,6 @@ async def hostile(rt: Runtime) -> AsyncIterator[tuple[Hostile, str]]:
         yield stand_in, base_url
 
 
-async def _push_job(rt: Runtime, api: httpx.AsyncClient) -> tuple[str, str, str]:
-    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
-    connection = tenant.marketplace("P1")
-    product = await support.listed_product(rt, connection, "HOSTILE-1", price="10.00", quantity=5)
-    await support.set_product_values(rt, product.id, Decimal("12.00"), 9)
-    async with rt.db.transaction() as session:
-        payload = PriceStockPushPayload(MarketplaceId=connection.id, ProductIds=[product.id])
-        job = jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, payload)
-    return tenant.account_id, connection.id, job.id
-
-
 async def _due_now(rt: Runtime, job_id: str) -> None:
     """The clock moves on to the retry (the worker requeued it for later)."""
     async with rt.db.transaction() as session:
@@ -90,7 +78,7 @@ async def test_a_misbehaving_marketplace_sends_the_push_back_to_the_queue_then_i
     fault: str,
 ) -> None:
     stand_in, base_url = hostile
-    account_id, connection_id, job_id = await _push_job(rt, api)
+    account_id, connection_id, job_id = await support.queued_push(rt, api, "HOSTILE-1")
     worker_rt = make_runtime(sandbox_url=base_url, marketplace_timeout_s=TIMEOUT_S)
     stand_in.faults = [fault]
     loop = asyncio.get_running_loop()
