@@ -138,7 +138,8 @@ class Worker:
         writer). Claiming every schedule at every look cost 14 write transactions a second at the default poll, and
         on PostgreSQL a burst of 7 connections that outgrew the pool."""
         async with self.rt.db.read() as session:
-            due = await repository.due_schedules(session, registry.SCHEDULES.keys(), self.rt.clock.now())
+            intervals = {name: spec.interval_s(self.rt.settings) for name, spec in registry.SCHEDULES.items()}
+            due = await repository.due_schedules(session, intervals, self.rt.clock.now())
         for name in due:
             key = f"schedule:{name}"
             if key not in self._side_tasks or self._side_tasks[key].done():
@@ -158,7 +159,9 @@ class Worker:
         interval = spec.interval_s(self.rt.settings)
         lease = max(self.lease_s, interval)
         async with self.rt.db.transaction() as session:
-            claimed = await repository.claim_schedule(session, spec.name, self.worker_id, self.rt.clock.now(), lease)
+            claimed = await repository.claim_schedule(
+                session, spec.name, self.worker_id, self.rt.clock.now(), lease, interval
+            )
         if not claimed:
             return
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -391,21 +391,32 @@ async def requeue(session: AsyncSession, job_id: str, worker_id: str, now: datet
     return bool(getattr(result, "rowcount", 0))
 
 
-async def due_schedules(session: AsyncSession, names: Collection[str], now: datetime) -> list[str]:
-    """Of these schedules, the ones due now and not leased (one never run is due), in name order: a worker claims
-    only those, so a look at the schedules that finds none due writes nothing."""
+async def due_schedules(session: AsyncSession, intervals: Mapping[str, float], now: datetime) -> list[str]:
+    """Of these schedules (name -> its interval now, in seconds), the ones due now and not leased, in name order: a
+    worker claims only those, so a look at the schedules that finds none due writes nothing. One never run is due;
+    so is one whose current interval has passed since its last run, though its stored next run is later: an
+    operator who shortened the interval and restarted does not wait for the next run the longer one planned."""
     rows = await session.execute(
-        select(Schedule.name, Schedule.next_run_at, Schedule.lease_expires_at).where(Schedule.name.in_(names))
+        select(Schedule.name, Schedule.next_run_at, Schedule.last_run_at, Schedule.lease_expires_at).where(
+            Schedule.name.in_(intervals)
+        )
     )
-    known = {name: (next_run_at, lease_expires_at) for name, next_run_at, lease_expires_at in rows}
+    known = {
+        name: (next_run_at, last_run_at, lease_expires_at) for name, next_run_at, last_run_at, lease_expires_at in rows
+    }
 
-    def due(next_run_at: datetime | None, lease_expires_at: datetime | None) -> bool:  # claim_schedule's condition
-        return next_run_at is not None and next_run_at <= now and (lease_expires_at is None or lease_expires_at < now)
+    def due(name: str) -> bool:  # claim_schedule's condition
+        next_run_at, last_run_at, lease_expires_at = known[name]
+        ran_long_enough_ago = last_run_at is not None and last_run_at <= now - timedelta(seconds=intervals[name])
+        on_time = next_run_at is not None and next_run_at <= now
+        return (on_time or ran_long_enough_ago) and (lease_expires_at is None or lease_expires_at < now)
 
-    return sorted(name for name in names if name not in known or due(*known[name]))
+    return sorted(name for name in intervals if name not in known or due(name))
 
 
-async def claim_schedule(session: AsyncSession, name: str, worker_id: str, now: datetime, lease_s: float) -> bool:
+async def claim_schedule(
+    session: AsyncSession, name: str, worker_id: str, now: datetime, lease_s: float, interval_s: float
+) -> bool:
     await session.execute(
         insert_for(session, Schedule)
         .values(name=name, next_run_at=now, last_run_at=None, lease_owner=None, lease_expires_at=None)
@@ -415,7 +426,7 @@ async def claim_schedule(session: AsyncSession, name: str, worker_id: str, now: 
         update(Schedule)
         .where(
             Schedule.name == name,
-            Schedule.next_run_at <= now,
+            (Schedule.next_run_at <= now) | (Schedule.last_run_at <= now - timedelta(seconds=interval_s)),
             (Schedule.lease_expires_at.is_(None)) | (Schedule.lease_expires_at < now),
         )
         .values(lease_owner=worker_id, lease_expires_at=now + timedelta(seconds=lease_s))

@@ -262,3 +262,33 @@ async def test_a_look_at_the_schedules_claims_only_those_due(rt: Runtime, monkey
         row = await session.get(Schedule, "test.hourly")
         assert row is not None and row.lease_owner is None and row.last_run_at is not None
         assert row.next_run_at - row.last_run_at == timedelta(hours=1)
+
+
+async def test_a_shortened_interval_takes_effect_from_the_last_run_not_the_next_one_planned(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An operator shortens a schedule's interval (e.g. MARKETSYNC_LISTING_MIRROR_INTERVAL_S) and restarts: the run
+    the longer interval planned was up to that interval away; the schedule is due once the new interval has passed
+    since its last run."""
+    monkeypatch.setattr(registry, "SCHEDULES", {})
+    runs: list[str] = []
+    interval = {"s": 3600.0}
+
+    @registry.schedule("test.tunable", interval_s=lambda s: interval["s"])
+    async def tunable(_rt: Runtime) -> None:
+        runs.append("run")
+
+    worker = Worker(rt, worker_id="w1")
+    await worker._start_due_schedules()
+    await worker._side_tasks["schedule:test.tunable"]
+    await asyncio.sleep(0.05)
+    await worker._start_due_schedules()  # an hour planned: not due
+    assert runs == ["run"]
+    interval["s"] = 0.01  # the operator's new setting, read at the restart
+    restarted = Worker(rt, worker_id="w2")
+    await restarted._start_due_schedules()
+    await restarted._side_tasks["schedule:test.tunable"]
+    assert runs == ["run", "run"]
+    async with rt.db.read() as session:
+        row = await session.get(Schedule, "test.tunable")
+        assert row is not None and row.next_run_at - row.last_run_at == timedelta(seconds=0.01)  # type: ignore[operator]
