@@ -23,9 +23,11 @@ MAX_TEXT_LENGTH = 1000
 MAX_SKU_LENGTH = 200
 MAX_QUANTITY = 2**31 - 1
 MAX_INTEGER = 10**15
-_INTEGER = re.compile(r"^[+-]?\d+$")
-_DECIMAL = re.compile(r"^[+-]?(\d+(\.\d+)?|\.\d+)$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# ASCII digits, the whole text (fullmatch): `\d` is any script's digit (Arabic-Indic, full-width), and `$` lets a
+# trailing newline through.
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]+)?|\.[0-9]+)")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _SHOWN_VALUES = 20
 
 REQUIRED = "Required."
@@ -148,7 +150,7 @@ def case_variant_warning(sku: str, variants: Sequence[str], *, validate_only: bo
     created = "would be created" if validate_only else "was created"
     return (
         f"Products differing from '{sku}' only in letter case exist ({shown}{more}); create matches SKUs exactly, "
-        f"so a new product '{sku}' {created}. GET /api/products and pushes that spell the SKU with none of the "
+        f"so a new product '{sku}' {created}. GET /api/products/{{sku}} and pushes that spell the SKU with none of the "
         "stored casings are now Ambiguous (409 conflict); send the exact SKU to update an existing product."
     )
 
@@ -215,10 +217,10 @@ def _allowed_match(attribute: AttributeSpec, normalized: Any) -> Any:
     """The schema's code that `normalized` denotes (case-insensitive; numerically for numbers)."""
     for allowed in attribute.allowed_values:
         if attribute.type == "Integer":
-            if _INTEGER.match(allowed.value) and int(allowed.value) == normalized:
+            if _INTEGER.fullmatch(allowed.value) and int(Decimal(allowed.value)) == normalized:
                 return normalized
         elif attribute.type == "Decimal":
-            if _DECIMAL.match(allowed.value) and Decimal(allowed.value) == Decimal(normalized):
+            if _DECIMAL.fullmatch(allowed.value) and Decimal(allowed.value) == Decimal(normalized):
                 return allowed.value
         elif attribute.type == "Boolean":
             if allowed.value.lower() == _display(normalized):
@@ -238,8 +240,8 @@ def _integer(value: Any) -> int:
         if not math.isfinite(value) or not value.is_integer():
             raise ValueProblem(message)
         number = int(value)
-    elif isinstance(value, str) and _INTEGER.match(value.strip()):
-        number = int(value.strip())
+    elif isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+        number = int(Decimal(value.strip()))  # int() of a string refuses more than 4,300 digits
     else:
         raise ValueProblem(message)
     if abs(number) > MAX_INTEGER:
@@ -259,7 +261,7 @@ def _decimal(value: Any) -> str:
         text = repr(value)
         if "e" in text or "E" in text:
             text = format(Decimal(text), "f")
-    elif isinstance(value, str) and _DECIMAL.match(value.strip()):
+    elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
         text = value.strip()
     else:
         raise ValueProblem(message)
@@ -276,7 +278,7 @@ def _decimal(value: Any) -> str:
 
 def _date(value: Any) -> str:
     message = "Must be a date as YYYY-MM-DD."
-    if not isinstance(value, str) or not _DATE.match(value.strip()):
+    if not isinstance(value, str) or not _DATE.fullmatch(value.strip()):
         raise ValueProblem(message)
     try:
         return date.fromisoformat(value.strip()).isoformat()

@@ -167,3 +167,24 @@ def test_a_search_asks_the_index_for_the_two_rarest_trigrams_of_its_text() -> No
     assert repository.rarest_trigrams_query(grams, counts) == '"zep" AND "eph"'
     # A trigram no leaf holds is the rarest: the index answers nothing at once.
     assert repository.rarest_trigrams_query(["ine", 'a"b'], {"ine": 5}) == '"a""b" AND "ine"'
+
+
+def test_numbers_and_dates_are_ascii_digits_only() -> None:
+    """Spec §4: whole numbers for Integer, dot-decimal for Decimal. Other scripts' digits (Arabic-Indic, full-width)
+    were read as numbers, and a trailing newline passed; thousands of digits were a 500 (int() refuses them)."""
+    for attribute, value in (
+        (PIECES, "١٢"), (PIECES, "６４"), (PIECES, " +٣"), (PIECES, "12\n1"), (WEIGHT, "١.٥"), (WEIGHT, "６.４"),
+        (RELEASED, "２０２４-01-31"),
+    ):  # fmt: skip
+        try:
+            normalize_value(attribute, value)
+            raise AssertionError(f"accepted {value!r} for {attribute.code}")
+        except ValueProblem:
+            pass
+    assert normalize_value(PIECES, " 12\n") == 12 and normalize_value(WEIGHT, "1.50") == "1.5"
+    for huge in ("9" * 5000, "-" + "9" * 5000):
+        try:
+            normalize_value(PIECES, huge)
+            raise AssertionError("accepted a 5,000-digit integer")
+        except ValueProblem as problem:
+            assert "between" in str(problem)
