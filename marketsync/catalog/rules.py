@@ -26,6 +26,9 @@ MAX_INTEGER = 10**15
 # ASCII digits, the whole text (fullmatch): `\d` is any script's digit (Arabic-Indic, full-width), and `$` lets a
 # trailing newline through.
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+_OUT_OF_RANGE = f"Must be between -{MAX_INTEGER} and {MAX_INTEGER}."
+_MAX_INTEGER_DIGITS = len(str(MAX_INTEGER))
+_MAX_NUMBER_TEXT = 400  # characters of a value written out: the smallest float has 324 decimals
 _DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]+)?|\.[0-9]+)")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _SHOWN_VALUES = 20
@@ -241,12 +244,21 @@ def _integer(value: Any) -> int:
             raise ValueProblem(message)
         number = int(value)
     elif isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
-        number = int(Decimal(value.strip()))  # int() of a string refuses more than 4,300 digits
+        _within_digits(value.strip())
+        number = int(value.strip())
     else:
         raise ValueProblem(message)
     if abs(number) > MAX_INTEGER:
-        raise ValueProblem(f"Must be between -{MAX_INTEGER} and {MAX_INTEGER}.")
+        raise ValueProblem(_OUT_OF_RANGE)
     return number
+
+
+def _within_digits(text: str) -> None:
+    """Out of range by its count of whole digits alone, before any conversion: converting a text of a million digits
+    costs seconds (int of a Decimal grows with the square of the digits) and int() refuses 4,300."""
+    whole = text.lstrip("+-").split(".")[0].lstrip("0")
+    if len(whole) > _MAX_INTEGER_DIGITS or len(text) > _MAX_NUMBER_TEXT:
+        raise ValueProblem(_OUT_OF_RANGE)
 
 
 def _decimal(value: Any) -> str:
@@ -263,6 +275,7 @@ def _decimal(value: Any) -> str:
             text = format(Decimal(text), "f")
     elif isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
         text = value.strip()
+        _within_digits(text)
     else:
         raise ValueProblem(message)
     try:
@@ -270,7 +283,7 @@ def _decimal(value: Any) -> str:
     except InvalidOperation as exc:
         raise ValueProblem(message) from exc
     if abs(number) > MAX_INTEGER:
-        raise ValueProblem(f"Must be between -{MAX_INTEGER} and {MAX_INTEGER}.")
+        raise ValueProblem(_OUT_OF_RANGE)
     # Canonical text: no exponent, no superfluous sign or trailing zeros after the point.
     canonical = format(number.normalize(), "f") if number != number.to_integral_value() else str(int(number))
     return canonical

@@ -48,7 +48,7 @@ async def _person(request: Request) -> Person:
 
 async def _owner(person: Annotated[Person, Depends(_person)]) -> Person:
     if not person.is_owner:
-        raise Forbidden("Only an Owner of the account can manage API credentials.")
+        raise Forbidden("Only an Owner of the account can do this (API credentials, people).")
     return person
 
 

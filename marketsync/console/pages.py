@@ -183,6 +183,7 @@ async def add_person(request: Request, person: OwnerOnly) -> Response:
     rt = runtime_of(request)
     try:
         async with rt.db.transaction() as session:
+            await people.acting_owner(session, person.account_id, person.user_id)
             added = await people.create_user(rt, session, person.account_id, email, role)
     except ValidationFailed as exc:
         return await _people_page(request, person, 400, errors=errors_of(exc), email=email, role=role)
@@ -195,7 +196,7 @@ async def replace_password(request: Request, user_id: str, person: OwnerOnly) ->
     await checked_form(request, person)
     rt = runtime_of(request)
     async with rt.db.transaction() as session:
-        replaced = await people.new_password(rt, session, person.account_id, user_id)
+        replaced = await people.new_password(rt, session, person.account_id, user_id, by=person.user_id)
     return await _people_page(request, person, 200, shown=replaced, shown_why="password")
 
 

@@ -362,7 +362,11 @@ def parse_values(raw_price: str, raw_quantity: str) -> tuple[Decimal | None, int
     quantity: int | None = None
     if raw_quantity:
         if _TYPED_WHOLE.fullmatch(raw_quantity):
-            quantity = int(Decimal(raw_quantity))  # int() of a string refuses more than 4,300 digits
+            # Past a dozen digits it is out of range whatever they are: converting a text of a million digits would
+            # cost seconds, and int() refuses 4,300.
+            digits = raw_quantity.lstrip("+-").lstrip("0") or "0"
+            sign = -1 if raw_quantity.startswith("-") else 1
+            quantity = sign * (int(digits) if len(digits) <= 12 else MAX_QUANTITY + 1)
             if problem := quantity_problem(quantity):
                 problems["Quantity"] = problem
         else:

@@ -14,8 +14,8 @@ async def user_by_email(session: AsyncSession, email: str) -> AppUser | None:
     return (await session.execute(select(AppUser).where(AppUser.email == email))).scalar_one_or_none()
 
 
-async def user_by_id(session: AsyncSession, user_id: str) -> AppUser | None:
-    return await session.get(AppUser, user_id)
+async def user_by_id(session: AsyncSession, user_id: str, *, for_update: bool = False) -> AppUser | None:
+    return await session.get(AppUser, user_id, with_for_update=for_update)
 
 
 async def users_of(session: AsyncSession, account_id: str) -> list[AppUser]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
 
@@ -35,6 +35,7 @@ __all__ = [
     "Person",
     "Role",
     "SignInRefused",
+    "acting_owner",
     "create_user",
     "ensure_user",
     "list_people",
@@ -74,7 +75,7 @@ class SignInRefused(Exception):
 class NewUser:
     user_id: str
     email: str
-    password: str  # shown once
+    password: str = field(repr=False)  # shown once
     role: Role
 
 
@@ -165,6 +166,11 @@ async def sign_in(rt: Runtime, email: str, password: str, source: str) -> str:
     token = crypto.random_secret(32)
     now = rt.clock.now()
     async with rt.db.transaction() as session:
+        # Still the same password and person after the seconds of hashing: one replaced (or removed) meanwhile must
+        # not open a session with the old one.
+        current = await repository.user_by_id(session, user.id, for_update=True)
+        if current is None or current.password_hash != user.password_hash:
+            raise SignInRefused("Wrong email or password.")
         session.add(
             AppSession(
                 token_hash=crypto.keyed_hash(rt.settings.hash_key, token),
@@ -225,16 +231,26 @@ async def list_people(session: AsyncSession, account_id: str) -> list[AppUser]:
 
 
 async def _person_of(session: AsyncSession, account_id: str, user_id: str) -> AppUser:
-    user = await repository.user_by_id(session, user_id)
+    """The account's person, locked (PostgreSQL): a new password and a removal of one person take it in one order."""
+    user = await repository.user_by_id(session, user_id, for_update=True)
     if user is None or user.account_id != account_id:
         raise NotFound("No person with this id in this account.")
     return user
 
 
+async def acting_owner(session: AsyncSession, account_id: str, by: str) -> list[AppUser]:
+    """The account's Owners, locked, when `by` is still one of them: a request of an Owner removed (or made Staff)
+    while it ran changes nothing."""
+    owners = await repository.owners_of_locked(session, account_id)
+    if by not in {owner.id for owner in owners}:
+        raise Conflict("You are no longer an Owner of this account.")
+    return owners
+
+
 async def remove_user(session: AsyncSession, account_id: str, user_id: str, *, by: str) -> str:
     """Remove a person of the account (`by`: the Owner doing it): their sessions end with them, so every browser of
     theirs is signed out at once. Not oneself (another Owner does it), never the last Owner. Their email."""
-    owners = await repository.owners_of_locked(session, account_id)
+    owners = await acting_owner(session, account_id, by)
     user = await _person_of(session, account_id, user_id)
     if user.id == by:
         raise Conflict("You cannot remove yourself: another Owner of the account can.")
@@ -244,8 +260,10 @@ async def remove_user(session: AsyncSession, account_id: str, user_id: str, *, b
     return user.email
 
 
-async def new_password(rt: Runtime, session: AsyncSession, account_id: str, user_id: str) -> NewUser:
-    """A forgotten password replaced: a new generated one (shown once), and every browser of the person signed out."""
+async def new_password(rt: Runtime, session: AsyncSession, account_id: str, user_id: str, *, by: str) -> NewUser:
+    """A forgotten password replaced (`by`: the Owner doing it): a new generated one (shown once), and every browser
+    of the person signed out."""
+    await acting_owner(session, account_id, by)
     user = await _person_of(session, account_id, user_id)
     password = crypto.random_secret(18)
     user.password_hash = await asyncio.to_thread(_hasher.hash, password)

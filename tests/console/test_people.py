@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from marketsync.errors import Conflict
+from marketsync.people import repository as people_repository
 from marketsync.people import service as people
 from marketsync.runtime import Runtime
 from tests.console.support import make_person, signed_in
@@ -108,11 +109,38 @@ async def test_a_removed_person_is_signed_out_at_once_and_an_owner_never_removes
         await browser.client.aclose()
 
 
-async def test_the_last_owner_is_never_removed(rt: Runtime) -> None:
-    """Only reachable by a request racing another removal (the acting Owner is one of two then): the service checks
-    the Owners it locked."""
+async def test_a_request_of_an_owner_removed_meanwhile_changes_nothing(rt: Runtime) -> None:
+    """The Owners are read locked and the acting one must still be among them: a request that passed its sign-in
+    check while another Owner removed (or never made) its person changes nothing."""
     account_id = await make_account(rt)
-    only = await make_person(rt, account_id)
+    owner = await make_person(rt, account_id)
+    staff = await make_person(rt, account_id, "Staff")
     async with rt.db.transaction() as session:
-        with pytest.raises(Conflict, match="last Owner"):
-            await people.remove_user(session, account_id, only.user_id, by="someone-else")
+        with pytest.raises(Conflict, match="no longer an Owner"):
+            await people.remove_user(session, account_id, owner.user_id, by=staff.user_id)
+        with pytest.raises(Conflict, match="no longer an Owner"):
+            await people.new_password(rt, session, account_id, owner.user_id, by=staff.user_id)
+        with pytest.raises(Conflict, match="cannot remove yourself"):
+            await people.remove_user(session, account_id, owner.user_id, by=owner.user_id)
+    async with rt.db.read() as session:
+        assert {user.email for user in await people.list_people(session, account_id)} == {owner.email, staff.email}
+
+
+async def test_a_sign_in_whose_password_was_replaced_while_it_was_checked_opens_no_session(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hashing takes a moment: a password replaced in it must not let the old one open a 12-hour session."""
+    account_id = await make_account(rt)
+    staff = await make_person(rt, account_id, "Staff")
+    async with rt.db.read() as session:
+        before = await people_repository.user_by_email(session, staff.email)  # what the sign-in read first
+    owner = await make_person(rt, account_id)
+    async with rt.db.transaction() as session:
+        await people.new_password(rt, session, account_id, staff.user_id, by=owner.user_id)
+
+    async def stale_read(_session: object, _email: str) -> object:
+        return before
+
+    monkeypatch.setattr(people_repository, "user_by_email", stale_read)
+    with pytest.raises(people.SignInRefused):
+        await people.sign_in(rt, staff.email, staff.password, "test")
