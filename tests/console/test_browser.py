@@ -152,17 +152,22 @@ async def test_a_listing_rejected_for_images_goes_live_once_they_are_filled_in(
         await page.get_by_label("Images").fill("https://img.example.com/tee-front.jpg")
         await page.get_by_role("button", name="Save images and policies and republish").click()
         await expect(page.get_by_role("status")).to_contain_text("republishing")
-        for _ in range(20):  # the sandbox processes a publish feed a moment after it is submitted
-            await run_jobs(rt)
-            await page.reload()
-            if await page.locator("#listing-status").inner_text() == "Live":
-                break
-            await asyncio.sleep(0.25)
-        await expect(page.locator("#listing-status")).to_have_text("Live")
+        await _republished_until_live(rt, page)
         await _shot(rt, page, "listing")
     async with rt.db.read() as session:
         [listing] = (await session.execute(select(Listing).where(Listing.account_id == tenant.account_id))).scalars()
     assert listing.status == "Live"
+
+
+async def _republished_until_live(rt: Runtime, page: Page) -> None:
+    """The listing page, reloaded while the worker runs, until the marketplace took the republished listing."""
+    for _ in range(20):  # the sandbox processes a publish feed a moment after it is submitted
+        await run_jobs(rt)
+        await page.reload()
+        if await page.locator("#listing-status").inner_text() == "Live":
+            break
+        await asyncio.sleep(0.25)
+    await expect(page.locator("#listing-status")).to_have_text("Live")
 
 
 async def test_a_p1_listing_created_without_a_category_gets_one_and_its_attributes_in_the_app(
@@ -197,13 +202,7 @@ async def test_a_p1_listing_created_without_a_category_gets_one_and_its_attribut
         await page.get_by_label("Promoted Listing Rate").fill("5")
         await page.get_by_role("button", name="Save and republish").click()
         await expect(page.get_by_role("status")).to_contain_text("republishing")
-        for _ in range(20):  # the sandbox processes a publish feed a moment after it is submitted
-            await run_jobs(rt)
-            await page.reload()
-            if await page.locator("#listing-status").inner_text() == "Live":
-                break
-            await asyncio.sleep(0.25)
-        await expect(page.locator("#listing-status")).to_have_text("Live")
+        await _republished_until_live(rt, page)
         await expect(page.locator("#listing-category")).to_contain_text("Smartphones")
         await expect(page.get_by_label("Model")).to_have_value("AP-12")
         await _shot(rt, page, "listing-category")
@@ -380,3 +379,32 @@ async def test_a_merchant_finds_products_by_the_start_of_a_sku_and_an_order_by_i
         await page.wait_for_url("**/app/orders/*")
         await expect(page.locator("h1")).to_contain_text("026-1234567-7654321")
         assert failed == []
+
+
+async def test_an_owner_adds_a_person_and_removes_them_after_a_question(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """People (decision 0347) in a browser: the password card, then Remove asks first; dismissed, nothing happens."""
+    account_id = await make_account(rt)
+    owner = await make_person(rt, account_id)
+    async with browser_page(str(api.base_url)) as page:
+        await sign_in(page, owner.email, owner.password)
+        await page.get_by_role("link", name="People").click()
+        await page.get_by_label("Email").fill("packer@example.com")
+        await page.get_by_label("Role").select_option("Staff")
+        await page.get_by_role("button", name="Add person").click()
+        await expect(page.locator("#person-password")).not_to_be_empty()
+        await _shot(rt, page, "people")
+        questions: list[str] = []
+
+        async def answer(dialog: Dialog, accept: bool) -> None:
+            questions.append(dialog.message)
+            await (dialog.accept() if accept else dialog.dismiss())
+
+        remove = page.get_by_role("button", name="Remove packer@example.com")
+        page.once("dialog", lambda dialog: answer(dialog, False))
+        await remove.click()
+        await expect(remove).to_have_count(1)
+        page.once("dialog", lambda dialog: answer(dialog, True))
+        await remove.click()
+        await expect(page.locator("#notice")).to_contain_text("Removed")
+        await expect(remove).to_have_count(0)
+        assert len(questions) == 2 and "signed out" in questions[0]
