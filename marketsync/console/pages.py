@@ -5,6 +5,7 @@ per-field messages). Recipe: README.md in this folder."""
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -29,6 +30,7 @@ from marketsync.console.guards import (
 )
 from marketsync.console.render import (
     HERE,
+    MAX_QUERY_VALUE,
     NO_STORE,
     error_page,
     errors_of,
@@ -61,9 +63,25 @@ router = page_router()
 # -- sign-in ---------------------------------------------------------------------------------------------------
 
 
+def _after_sign_in(asked: str) -> str:
+    """Where a sign-in goes: the app page that was asked for, or the marketplaces. Only an app path of this site: a
+    `next` naming another site (`//evil.example`, `/\\evil`, a scheme) would make the sign-in an open redirect."""
+    safe = (
+        asked.startswith("/app/")
+        and not asked.startswith("/app/sign-in")
+        and not any(c == "\\" or ord(c) < 32 or c.isspace() for c in asked)
+        and "//" not in asked
+    )
+    return asked if safe else "/app/marketplaces"
+
+
 @router.get("/sign-in", response_class=HTMLResponse)
-async def sign_in_page(request: Request) -> Response:
-    return page(request, "sign_in.html", None, title="Sign in")
+async def sign_in_page(request: Request, asked: Annotated[str, Query(alias="next")] = "") -> Response:
+    # Already signed in (a bookmark, the back button): on to the app, not a second sign-in.
+    token = request.cookies.get(SESSION_COOKIE, "")
+    if token and await people.person_for(runtime_of(request), token, activity=False) is not None:
+        return see_other(_after_sign_in(asked))
+    return page(request, "sign_in.html", None, title="Sign in", next=_after_sign_in(asked))
 
 
 @router.post("/sign-in", response_class=HTMLResponse)
@@ -72,18 +90,22 @@ async def sign_in(request: Request) -> Response:
     rt = runtime_of(request)
     form = await request.form()
     email, password = str(form.get("email") or ""), str(form.get("password") or "")
+    after = _after_sign_in(str(form.get("next") or ""))
     if "\x00" in email + password:
-        return page(request, "sign_in.html", None, 400, title="Sign in", error="Wrong email or password.")
+        return page(request, "sign_in.html", None, 400, title="Sign in", error="Wrong email or password.", next=after)
+    if not email.strip() or not password:
+        error = "Enter your email and your password."
+        return page(request, "sign_in.html", None, 400, title="Sign in", error=error, email=email, next=after)
     source = request.client.host if request.client else "unknown"
     try:
         token = await people.sign_in(rt, email, password, source)
     except people.SignInRefused as exc:
         status = 429 if exc.retry_after_s else 401
-        response = page(request, "sign_in.html", None, status, title="Sign in", error=str(exc), email=email)
+        response = page(request, "sign_in.html", None, status, title="Sign in", error=str(exc), email=email, next=after)
         if exc.retry_after_s:
             response.headers["Retry-After"] = str(exc.retry_after_s)
         return response
-    response = see_other("/app/marketplaces")
+    response = see_other(after)
     # A new token at every sign-in (whatever the browser sent): a planted session id is worthless.
     response.set_cookie(
         SESSION_COOKIE,
@@ -503,6 +525,10 @@ def install(app: FastAPI) -> None:
             # the sign-in page as the whole page instead. 200: htmx acts on the header whatever the status, and a
             # 401 would need a WWW-Authenticate scheme a cookie session does not have.
             return Response(status_code=200, headers={"HX-Redirect": "/app/sign-in", **NO_STORE})
+        # A page asked for (a link, a bookmark) is where the sign-in goes on to; a form sent is not sent again.
+        asked = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        if request.method == "GET" and len(asked) <= MAX_QUERY_VALUE and _after_sign_in(asked) == asked:
+            return see_other(f"/app/sign-in?{urlencode({'next': asked})}")
         return see_other("/app/sign-in")
 
     @app.exception_handler(Forbidden)

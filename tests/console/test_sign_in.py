@@ -28,7 +28,7 @@ async def owner(rt: Runtime, api: httpx.AsyncClient) -> AsyncIterator[Browser]:
 async def test_pages_need_a_sign_in(rt: Runtime, api: httpx.AsyncClient) -> None:
     for path in ("/app", "/app/marketplaces", "/app/jobs", "/app/credentials", "/app/dataflow"):
         response = await api.get(path)
-        assert response.status_code == 303 and response.headers["location"] == "/app/sign-in", path
+        assert response.status_code == 303 and response.headers["location"].split("?next=")[0] == "/app/sign-in", path
 
 
 async def test_a_person_signs_in_with_a_secure_session_cookie(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -129,7 +129,7 @@ async def test_a_session_holds_across_api_processes_and_signing_out_everywhere_e
         assert (await other.get("/app/jobs")).status_code == 200
         await owner.post("/app/sign-out", {"everywhere": "1"})
         gone = await other.get("/app/jobs")
-        assert gone.status_code == 303 and gone.headers["location"] == "/app/sign-in"
+        assert gone.status_code == 303 and gone.headers["location"] == "/app/sign-in?next=%2Fapp%2Fjobs"
 
 
 @pytest.mark.parametrize("clock", [FrozenClock()])
@@ -143,7 +143,7 @@ async def test_an_expired_session_sends_htmx_to_the_sign_in_page_and_a_navigatio
     assert refresh.status_code == 200 and refresh.headers["hx-redirect"] == "/app/sign-in"
     assert refresh.text == "" and refresh.headers["cache-control"] == "no-store"
     navigation = await browser.page("/app/marketplaces")
-    assert navigation.status_code == 303 and navigation.headers["location"] == "/app/sign-in"
+    assert navigation.status_code == 303 and navigation.headers["location"] == "/app/sign-in?next=%2Fapp%2Fmarketplaces"
     assert "hx-redirect" not in navigation.headers
     await browser.client.aclose()
 
@@ -221,3 +221,31 @@ async def test_a_sign_in_from_the_configured_base_url_is_accepted_behind_a_proxy
     assert accepted.status_code == 303
     refused = await api.post("/app/sign-in", data=credentials, headers={"Origin": "https://evil.example.com"})
     assert refused.status_code == 403
+
+
+async def test_a_sign_in_goes_on_to_the_page_asked_for_and_only_to_an_app_page(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """A link or bookmark to an app page, followed signed out, comes back to that page after the sign-in; the
+    `next` of the sign-in is never another site (an open redirect), and a person signed in already goes on."""
+    user = await make_person(rt, await make_account(rt))
+    asked = await api.get("/app/jobs?status=Failed")
+    assert asked.headers["location"] == "/app/sign-in?next=%2Fapp%2Fjobs%3Fstatus%3DFailed"
+    form = await api.get(asked.headers["location"])
+    assert '<input type="hidden" name="next" value="/app/jobs?status=Failed">' in form.text
+    async with httpx.AsyncClient(base_url=api.base_url) as browser:
+        signed = await browser.post(
+            "/app/sign-in", data={"email": user.email, "password": user.password, "next": "/app/jobs?status=Failed"}
+        )
+        assert signed.status_code == 303 and signed.headers["location"] == "/app/jobs?status=Failed"
+        again = await browser.get("/app/sign-in?next=%2Fapp%2Forders")  # signed in already: on to the page
+        assert again.status_code == 303 and again.headers["location"] == "/app/orders"
+    for elsewhere in ("https://evil.example/", "//evil.example/app/", "/app//evil.example", "/\\evil.example",
+                      "/app/\\evil", "/app/sign-in", "/api/orders/List", "/app/x\ny"):  # fmt: skip
+        async with httpx.AsyncClient(base_url=api.base_url) as browser:
+            refused = await browser.post(
+                "/app/sign-in", data={"email": user.email, "password": user.password, "next": elsewhere}
+            )
+            assert refused.headers["location"] == "/app/marketplaces", elsewhere
+    empty = await api.post("/app/sign-in", data={"email": "", "password": ""})
+    assert empty.status_code == 400 and "Enter your email and your password." in empty.text
