@@ -54,10 +54,15 @@ async def test_an_owner_adds_a_person_whose_password_is_shown_once(rt: Runtime, 
     staff = await signed_in(api, people.NewUser("", "packer@example.com", password, people.Role.STAFF))
     assert 'href="/app/people"' not in (await staff.page("/app/marketplaces")).text
     assert (await staff.page(PAGE)).status_code == 403
-    assert (await staff.post(PAGE, {"email": "x@example.com", "role": "Owner"})).status_code == 403
-    forged = await owner.client.post(PAGE, data={"csrf": "forged", "email": "y@example.com", "role": "Staff"})
+    assert (await staff.post(PAGE, {"email": "not-added-by-staff@example.com", "role": "Owner"})).status_code == 403
+    forged = await owner.client.post(
+        PAGE, data={"csrf": "forged", "email": "not-added-forged@example.com", "role": "Staff"}
+    )
     assert forged.status_code == 403
-    assert "x@example.com" not in (await owner.page(PAGE)).text and "y@example.com" not in (await owner.page(PAGE)).text
+    assert (
+        "not-added-by-staff@example.com" not in (await owner.page(PAGE)).text
+        and "not-added-forged@example.com" not in (await owner.page(PAGE)).text
+    )
     await staff.client.aclose()
     await owner.client.aclose()
 
