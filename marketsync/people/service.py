@@ -133,6 +133,11 @@ async def ensure_user(rt: Runtime, session: AsyncSession, account_id: str, email
     user = await repository.user_by_email(session, _normal_email(email))
     if user is None:
         return await create_user(rt, session, account_id, email, role)
+    return await _replace_password(rt, session, user)
+
+
+async def _replace_password(rt: Runtime, session: AsyncSession, user: AppUser) -> NewUser:
+    """A new generated password (returned once), and every browser of the person signed out."""
     password = crypto.random_secret(18)
     user.password_hash = await asyncio.to_thread(_hasher.hash, password)
     await repository.revoke_sessions(session, user.id, rt.clock.now())
@@ -238,24 +243,21 @@ async def _person_of(session: AsyncSession, account_id: str, user_id: str) -> Ap
     return user
 
 
-async def acting_owner(session: AsyncSession, account_id: str, by: str) -> list[AppUser]:
-    """The account's Owners, locked, when `by` is still one of them: a request of an Owner removed (or made Staff)
-    while it ran changes nothing."""
-    owners = await repository.owners_of_locked(session, account_id)
-    if by not in {owner.id for owner in owners}:
+async def acting_owner(session: AsyncSession, account_id: str, by: str) -> None:
+    """`by` is still one of the account's Owners (read locked): a request of an Owner removed while it ran changes
+    nothing."""
+    if by not in {owner.id for owner in await repository.owners_of_locked(session, account_id)}:
         raise Conflict("You are no longer an Owner of this account.")
-    return owners
 
 
 async def remove_user(session: AsyncSession, account_id: str, user_id: str, *, by: str) -> str:
     """Remove a person of the account (`by`: the Owner doing it): their sessions end with them, so every browser of
-    theirs is signed out at once. Not oneself (another Owner does it), never the last Owner. Their email."""
-    owners = await acting_owner(session, account_id, by)
+    theirs is signed out at once. Not oneself: so the account's last Owner, the acting one, always stays. Their
+    email."""
+    await acting_owner(session, account_id, by)
     user = await _person_of(session, account_id, user_id)
     if user.id == by:
         raise Conflict("You cannot remove yourself: another Owner of the account can.")
-    if user.role == Role.OWNER and len(owners) <= 1:
-        raise Conflict("The account's last Owner cannot be removed.")
     await repository.delete_user(session, user.id)
     return user.email
 
@@ -264,8 +266,4 @@ async def new_password(rt: Runtime, session: AsyncSession, account_id: str, user
     """A forgotten password replaced (`by`: the Owner doing it): a new generated one (shown once), and every browser
     of the person signed out."""
     await acting_owner(session, account_id, by)
-    user = await _person_of(session, account_id, user_id)
-    password = crypto.random_secret(18)
-    user.password_hash = await asyncio.to_thread(_hasher.hash, password)
-    await repository.revoke_sessions(session, user.id, rt.clock.now())
-    return NewUser(user.id, user.email, password, Role(user.role))
+    return await _replace_password(rt, session, await _person_of(session, account_id, user_id))
