@@ -5,6 +5,7 @@ gives; and the ModifiedSince walk's bounded TotalCount (0241)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -229,4 +230,6 @@ async def test_a_negative_zero_price_is_stored_and_echoed_as_zero(
     price = (await stored(rt, tenant.account_id))["NZ-1"][0]
     assert price == 0 and not price.is_signed()
     [event] = await inventory_events(rt, tenant.account_id)
-    assert b"-0" not in event.body and payloads([event])[0]["changed"][0]["price"] == 0
+    # The price's own text, not the whole body: the body carries dates, and a date holds "-0" on many days.
+    price_text = json.loads(event.body, parse_int=str, parse_float=str)["changed"][0]["price"]
+    assert price_text in {"0", "0.0"} and payloads([event])[0]["changed"][0]["price"] == 0
