@@ -21,6 +21,7 @@ from marketsync.config import Settings
 from marketsync.kit.clock import Clock, SystemClock
 from marketsync.logging import configure_logging
 from marketsync.runtime import Runtime
+from tests.support.amazon import amazon_simulator  # noqa: F401  (the Amazon SP-API simulator fixture)
 from tests.support.databases import IN_CI, PG_ADMIN_URL, PostgresSessionDatabase, SqliteTemplate, postgres_or_skip
 from tests.support.server import serve
 

@@ -1,0 +1,114 @@
+"""The control endpoints under /_simulator: the Python API over HTTP, for the simulator run as its own process (demo,
+benchmarks). Not SP-API, not contract-validated. JSON in, JSON out; a bad request is a 400 {"error": ...}.
+
+  GET    /_simulator/state                                    applications, sellers, counts, violations
+  POST   /_simulator/applications      {client_id, client_secret, application_id, redirect_uris, draft}
+  POST   /_simulator/sellers           {countries?, selling_partner_id?, store_name?}  -> {selling_partner_id}
+  POST   /_simulator/sellers/ID/authorise                     -> {refresh_token}
+  POST   /_simulator/sellers/ID/revoke {status?} | /restore
+  POST   /_simulator/sellers/ID/orders {marketplace, count} | {marketplace, items: [[sku, qty, price?]], status?}
+  PUT    /_simulator/sellers/ID/listings/MARKETPLACE/SKU {price?, quantity?, product_type?}
+  POST   /_simulator/orders/ORDER_ID   {status}
+  POST   /_simulator/faults            {operation?, status, times?} | {delay_s, operation?} | {drip_s, operation?}
+  DELETE /_simulator/faults
+  POST   /_simulator/feed-fault        {mode: none|reject|item-errors, seller_id?, skus?, message?}
+  POST   /_simulator/feed-timing       {polls_per_step?, seconds_per_step?}
+  POST   /_simulator/rate-limits       {enabled} | {operation, rate, burst}
+  GET    /_simulator/violations        DELETE: the same, then forgotten
+  POST   /_simulator/clock             {advance_s}   (a simulator on a frozen clock only)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marketsync.marketplaces.amazon.simulator.state import AmazonSimulator
+
+
+def handle(sim: AmazonSimulator, method: str, path: str, data: dict[str, Any]) -> tuple[int, Any]:
+    parts = [p for p in path.split("/") if p]
+    route = (method, *parts[:1])
+    if route == ("GET", "state"):
+        return 200, sim.summary()
+    if route == ("POST", "applications"):
+        app = sim.register_application(
+            data["client_id"], data["client_secret"], data["application_id"], data.get("redirect_uris", []),
+            draft=bool(data.get("draft", False)),
+        )  # fmt: skip
+        return 200, {"client_id": app.client_id, "application_id": app.application_id}
+    if route == ("POST", "sellers") and len(parts) == 1:
+        seller = sim.add_seller(
+            data.get("countries"), selling_partner_id=data.get("selling_partner_id"), store_name=data.get("store_name")
+        )
+        return 200, {"selling_partner_id": seller.selling_partner_id}
+    if parts[:1] == ["sellers"] and len(parts) >= 3:
+        return _seller(sim, method, parts[1], parts[2:], data)
+    if route == ("POST", "orders") and len(parts) == 2:
+        order = sim.update_order(parts[1], status=data["status"])
+        return 200, {"AmazonOrderId": order.amazon_order_id, "OrderStatus": order.status}
+    if route == ("POST", "faults"):
+        if "delay_s" in data:
+            sim.set_delay(float(data["delay_s"]), data.get("operation"))
+        elif "drip_s" in data:
+            sim.set_drip(float(data["drip_s"]), data.get("operation"))
+        else:
+            sim.fail_next(data.get("operation"), status=int(data["status"]), times=int(data.get("times", 1)))
+        return 200, {"ok": True}
+    if route == ("DELETE", "faults"):
+        sim.clear_faults()
+        return 200, {"ok": True}
+    if route == ("POST", "feed-fault"):
+        if data["mode"] not in ("none", "reject", "item-errors"):
+            raise ValueError("mode is none, reject or item-errors")
+        sim.set_feed_fault(data["mode"], seller_id=data.get("seller_id"), skus=data.get("skus"),
+                           message=data.get("message", ""))  # fmt: skip
+        return 200, {"ok": True}
+    if route == ("POST", "feed-timing"):
+        sim.set_feed_timing(polls_per_step=int(data.get("polls_per_step", 1)),
+                            seconds_per_step=data.get("seconds_per_step"))  # fmt: skip
+        return 200, {"ok": True}
+    if route == ("POST", "rate-limits"):
+        if "operation" in data:
+            sim.set_rate(data["operation"], float(data["rate"]), int(data["burst"]))
+        if "enabled" in data:
+            sim.enforce_rate_limits(bool(data["enabled"]))
+        return 200, {"ok": True}
+    if route == ("GET", "violations"):
+        return 200, {"Violations": [str(v) for v in sim.violations]}
+    if route == ("DELETE", "violations"):
+        return 200, {"Violations": [str(v) for v in sim.take_violations()]}
+    if route == ("POST", "clock"):
+        from marketsync.marketplaces.amazon.simulator.app import advance_clock
+
+        advance_clock(sim, float(data["advance_s"]))
+        return 200, {"now": sim.clock.now().isoformat()}
+    return 404, {"error": f"no control endpoint {method} /_simulator/{path}"}
+
+
+def _seller(
+    sim: AmazonSimulator, method: str, seller_id: str, rest: list[str], data: dict[str, Any]
+) -> tuple[int, Any]:
+    sim.seller(seller_id)  # KeyError: 400
+    action = (method, rest[0])
+    if action == ("POST", "authorise"):
+        return 200, {"refresh_token": sim.authorise(seller_id, data.get("client_id") or next(iter(sim.applications)))}
+    if action == ("POST", "revoke"):
+        sim.revoke(seller_id, int(data.get("status", 403)))
+        return 200, {"ok": True}
+    if action == ("POST", "restore"):
+        sim.restore(seller_id)
+        return 200, {"ok": True}
+    if action == ("POST", "orders"):
+        if "items" in data:
+            items = [tuple(item) for item in data["items"]]
+            orders = [sim.add_order(seller_id, data["marketplace"], items, status=data.get("status", "Unshipped"))]
+        else:
+            orders = sim.orders_arrive(seller_id, data["marketplace"], int(data.get("count", 1)))
+        return 200, {"AmazonOrderIds": [o.amazon_order_id for o in orders]}
+    if action == ("PUT", "listings") and len(rest) == 3:
+        listing = sim.set_listing(
+            seller_id, rest[1], rest[2], price=data.get("price"), quantity=data.get("quantity"),
+            product_type=data.get("product_type", "LUGGAGE"),
+        )  # fmt: skip
+        return 200, {"sku": listing.sku, "price": str(listing.price), "quantity": listing.quantity}
+    return 404, {"error": f"no control endpoint {method} for a seller: {'/'.join(rest)}"}
