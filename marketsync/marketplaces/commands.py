@@ -237,3 +237,14 @@ def serve(
     from marketsync.marketplaces.sandbox.app import create_sandbox_app
 
     serve_http(create_sandbox_app, host, port, lifespan="off", component="sandbox marketplaces")
+
+
+@sandbox.command("amazon")
+def amazon(
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8200, "--port", help="0: an ephemeral port (printed)."),
+) -> None:
+    """Serve the Amazon SP-API and Login with Amazon simulator as its own process (state in memory)."""
+    from marketsync.marketplaces.amazon.simulator.server import run
+
+    run(host, port)
