@@ -72,9 +72,7 @@ async def serve_amazon(sim: AmazonSimulator) -> AsyncIterator[AmazonServer]:
 def fail_on_violations(sim: AmazonSimulator) -> None:
     """pytest.fail naming every contract violation the simulator recorded."""
     if sim.violations:
-        pytest.fail(
-            "Amazon contract violations:\n" + "\n".join(f"  {v}" for v in sim.violations), pytrace=False
-        )
+        pytest.fail("Amazon contract violations:\n" + "\n".join(f"  {v}" for v in sim.violations), pytrace=False)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -280,17 +281,11 @@ def create_restricted_data_token(call: Call) -> tuple[int, Any]:
         unknown = sorted(set(elements) - set(RESTRICTED_DATA_ELEMENTS))
         if unknown:
             raise invalid_input(f"Unknown dataElements: {', '.join(unknown)}")
-    token = "Atz.sprdt|" + base64.urlsafe_b64encode(os_random(48)).decode().rstrip("=")
+    token = "Atz.sprdt|" + secrets.token_urlsafe(48)
     call.sim.restricted_tokens[token] = RestrictedDataToken(
         call.seller.selling_partner_id, list(resources), call.now + timedelta(seconds=RDT_TTL_S)
     )
     return 200, {"restrictedDataToken": token, "expiresIn": RDT_TTL_S}
-
-
-def os_random(size: int) -> bytes:
-    import secrets
-
-    return secrets.token_bytes(size)
 
 
 def rdt_elements(token: RestrictedDataToken, method: str, path: str) -> frozenset[str] | None:
