@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import jsonschema_rs
 from jsonschema import Draft4Validator, Draft7Validator
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
@@ -308,11 +309,21 @@ def feed_message_errors(message: Any) -> list[str]:
     return _errors(_document_validator(FEED_MESSAGE_SCHEMA), message, "message")
 
 
+@cache
+def _fast_validator(name: str) -> Any:
+    return jsonschema_rs.validator_for(_load(SCHEMAS_DIR / name))
+
+
 def feed_document_errors(document: Any) -> list[str]:
     """A JSON_LISTINGS_FEED document against listings-feed-schema-v2.json, and each message against the message
-    schema too (the feed schema carries its own copy of it)."""
-    errors = _errors(_document_validator(FEED_SCHEMA), document, "feed")
+    schema too (the feed schema carries its own copy of it). A valid document is confirmed by jsonschema-rs (a 500-
+    message feed in a few ms, where jsonschema takes ~0.5 s); an invalid one is explained by jsonschema."""
     messages = document.get("messages") if isinstance(document, dict) else None
+    if _fast_validator(FEED_SCHEMA).is_valid(document) and all(
+        _fast_validator(FEED_MESSAGE_SCHEMA).is_valid(m) for m in (messages if isinstance(messages, list) else [])
+    ):
+        return []
+    errors = _errors(_document_validator(FEED_SCHEMA), document, "feed")
     for index, message in enumerate(messages if isinstance(messages, list) else []):
         errors += [f"feed.messages[{index}] {e}" for e in feed_message_errors(message)]
     return errors
@@ -320,6 +331,8 @@ def feed_document_errors(document: Any) -> list[str]:
 
 def processing_report_errors(report: Any) -> list[str]:
     """A feed processing report against listings-feed-processing-report-schema-v2.json."""
+    if _fast_validator(PROCESSING_REPORT_SCHEMA).is_valid(report):
+        return []
     return _errors(_document_validator(PROCESSING_REPORT_SCHEMA), report, "report")
 
 

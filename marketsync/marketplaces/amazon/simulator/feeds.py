@@ -226,16 +226,16 @@ def _apply(
             attributes, problems = apply_patches(listing.attributes, message["patches"])
             issues += [_issue(message, INVALID_CODE, text, name) for name, text in problems]
             checked = {p["path"].split("/")[-1] for p in message["patches"]}
-            schema = pt.not_enforced(pt.product_schema(product_type, market.site))
+            schema = sim.schema_validator(product_type.name, market.site, enforced=False)
         elif operation == "PARTIAL_UPDATE":
             assert listing is not None
             attributes = {**listing.attributes, **message["attributes"]}
             checked = set(message["attributes"])
-            schema = pt.not_enforced(pt.product_schema(product_type, market.site))
+            schema = sim.schema_validator(product_type.name, market.site, enforced=False)
         else:  # UPDATE: the whole listing
             attributes = dict(message["attributes"])
             checked = set(attributes)
-            schema = pt.product_schema(product_type, market.site, message.get("requirements", "LISTING"))
+            schema = sim.schema_validator(product_type.name, market.site, message.get("requirements", "LISTING"))
         subject = {k: v for k, v in attributes.items() if k in checked} if operation != "UPDATE" else attributes
         for kind, name, text in pt.attribute_errors(schema, subject):
             issues.append(_issue(message, MISSING_CODE if kind == "missing" else INVALID_CODE, text, name))

@@ -394,8 +394,8 @@ def _validated(
     marketplace_id = market.site.marketplace_id
     if definition is None:
         return [_issue("invalid", "product_type", f"'{product_type}' is not an Amazon product type.", marketplace_id)]
-    schema = pt.product_schema(definition, market.site, requirements)
-    problems = pt.attribute_errors(schema if enforced else pt.not_enforced(schema), attributes)
+    validator = call.sim.schema_validator(product_type, market.site, requirements, enforced)
+    problems = pt.attribute_errors(validator, attributes)
     issues = [_issue(kind, name, message, marketplace_id) for kind, name, message in problems]
     return issues + call.sim.listing_rejections.get(call.path_parameters["sku"], [])
 

@@ -570,10 +570,14 @@ AmazonSchemaValidator = validators.extend(
 )
 
 
-def attribute_errors(schema: Mapping[str, Any], attributes: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """(kind, attribute name, message) for each problem: kind is "missing" or "invalid"."""
+def attribute_errors(schema: Mapping[str, Any] | Any, attributes: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(kind, attribute name, message) for each problem: kind is "missing" or "invalid". `schema` is a schema or an
+    AmazonSchemaValidator made of one (reused: making one per listing is most of the cost)."""
+    validator = AmazonSchemaValidator(schema) if isinstance(schema, Mapping) else schema
     found: list[tuple[str, str, str]] = []
-    for error in AmazonSchemaValidator(schema).iter_errors(dict(attributes)):
+    if validator.is_valid(dict(attributes)):
+        return found
+    for error in validator.iter_errors(dict(attributes)):
         if error.validator == "required" and not error.absolute_path:
             missing = error.message.split("'")[1] if "'" in error.message else error.message
             found.append(("missing", missing, f"'{missing}' is required but not supplied."))

@@ -278,6 +278,7 @@ class AmazonSimulator:
         self.requests: list[tuple[str, str, str]] = []  # (operation, method, path) of every SP-API call answered
         self.product_types: dict[str, pt.ProductType] = {p.name: p for p in pt.PRODUCT_TYPES}
         self.listing_rejections: dict[str, list[dict[str, Any]]] = {}
+        self._schema_validators: dict[tuple[str, str, str, bool], Any] = {}
         # Faults (all off by default)
         self.queued_faults: list[QueuedFault] = []
         self.delays_s: dict[str | None, float] = {}
@@ -534,6 +535,19 @@ class AmazonSimulator:
 
     def add_product_types(self, product_types: Iterable[pt.ProductType]) -> None:
         self.product_types.update({p.name: p for p in product_types})
+        self._schema_validators.clear()
+
+    def schema_validator(
+        self, product_type: str, site: Site, requirements: str = "LISTING", enforced: bool = True
+    ) -> Any:
+        """The validator of a product type's schema on a site (made once: feeds validate it per message)."""
+        key = (product_type, site.marketplace_id, requirements, enforced)
+        validator = self._schema_validators.get(key)
+        if validator is None:
+            schema = pt.product_schema(self.product_types[product_type], site, requirements)
+            validator = pt.AmazonSchemaValidator(schema if enforced else pt.not_enforced(schema))
+            self._schema_validators[key] = validator
+        return validator
 
     # -- faults ---------------------------------------------------------------------------------------------------
 
