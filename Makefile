@@ -20,9 +20,12 @@ $(STAMP): requirements.lock pyproject.toml
 browser:
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
+# The local demo runs in dev mode (docs/decisions/0420): `marketsync dev listen` can receive its webhooks on loopback.
+# `make run MARKETSYNC_DEV_MODE=false` turns it off.
+MARKETSYNC_DEV_MODE ?= true
 run: install
 	$(BIN)/marketsync demo
-	$(BIN)/marketsync serve
+	MARKETSYNC_DEV_MODE=$(MARKETSYNC_DEV_MODE) $(BIN)/marketsync serve
 
 lint: install
 	$(BIN)/ruff check marketsync tests bench examples sdk

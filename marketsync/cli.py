@@ -13,6 +13,7 @@ import typer
 from marketsync import connectors, migrate, startup
 from marketsync.auth import commands as _auth_commands  # noqa: F401  (registers commands)
 from marketsync.catalog import commands as _catalog_commands  # noqa: F401
+from marketsync.config import is_loopback_host
 from marketsync.demo import run_demo
 from marketsync.inventory import commands as _inventory_commands  # noqa: F401
 from marketsync.kit import crypto, keys
@@ -22,6 +23,7 @@ from marketsync.kit.cli import (
     app,
     db_app,
     emit,
+    fail,
     run_command,
     run_or_exit,
     run_service,
@@ -48,9 +50,13 @@ def serve(
     """Serve the API (and, unless --no-workers, the workers in the same process)."""
     from marketsync.app import create_app
 
+    settings = settings_or_exit()
+    if settings.dev_mode and not is_loopback_host(host):
+        # Dev mode lets subscriptions reach loopback: only this machine may hold the credentials that subscribe.
+        fail(f"MARKETSYNC_DEV_MODE: refused with --host {host}: dev mode serves on loopback only (docs/decisions/0420)")
     serve_http(
         lambda rt: create_app(rt, run_workers=not no_workers), host, port,
-        base_url=settings_or_exit().base_url, workers=not no_workers,
+        base_url=settings.base_url, workers=not no_workers,
     )  # fmt: skip
 
 

@@ -9,11 +9,12 @@ import json
 import os
 import secrets
 from functools import cached_property
-from ipaddress import IPv4Network, IPv6Network, ip_network
+from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from limits import parse
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -90,6 +91,9 @@ class Settings(BaseSettings):
     http_keep_alive_s: int = Field(75, ge=1, le=3600)
 
     log_level: str = "INFO"
+    # The local loop of `marketsync dev listen` (docs/decisions/0420): webhooks may go to loopback, over plain http
+    # too. Refused with PostgreSQL or a base URL that is not loopback: never a mode a shared deployment can run in.
+    dev_mode: bool = False
     # Off in a deploy that runs `marketsync db upgrade` as a step of its own: processes then refuse an old schema.
     migrate_on_start: bool = True
 
@@ -135,6 +139,21 @@ class Settings(BaseSettings):
             raise ValueError(f"{value} is not a readable file")
         return value
 
+    @field_validator("dev_mode")
+    @classmethod
+    def _dev_mode(cls, value: bool, info: ValidationInfo) -> bool:
+        if not value:
+            return value
+        database_url, base_url = info.data.get("database_url"), info.data.get("base_url")
+        if database_url is not None and _scheme(database_url) in POSTGRESQL_SCHEMES:
+            raise ValueError("refused on PostgreSQL: dev mode is for the local SQLite demo (`make run`) only")
+        if base_url is not None and not is_loopback_url(base_url):
+            raise ValueError(
+                f"refused with MARKETSYNC_BASE_URL {base_url}: dev mode needs a loopback base URL "
+                "(127.0.0.1, ::1 or localhost)"
+            )
+        return value
+
     @field_validator("log_level")
     @classmethod
     def _log_level(cls, value: str) -> str:
@@ -153,7 +172,7 @@ class Settings(BaseSettings):
 
     @property
     def is_postgresql(self) -> bool:
-        return self.database_url.split(":", 1)[0].split("+", 1)[0].lower() in ("postgresql", "postgres")
+        return _scheme(self.database_url) in POSTGRESQL_SCHEMES
 
     @cached_property
     def allowed_webhook_networks(self) -> list[IPv4Network | IPv6Network]:
@@ -197,6 +216,31 @@ class Settings(BaseSettings):
         if key is None or len(key) < 32:
             raise ValueError("MARKETSYNC_SECRET_HASH_KEY must be at least 32 bytes, base64url")
         return key
+
+
+POSTGRESQL_SCHEMES = ("postgresql", "postgres")
+
+
+def _scheme(database_url: str) -> str:
+    return database_url.split(":", 1)[0].split("+", 1)[0].lower()
+
+
+def is_loopback_host(host: str) -> bool:
+    """127.0.0.0/8, ::1 or the name localhost: a host only this machine reaches."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def is_loopback_url(url: str) -> bool:
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return False
+    return host is not None and is_loopback_host(host)
 
 
 def _write_key_file(path: Path) -> None:

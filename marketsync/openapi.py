@@ -110,6 +110,9 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("POST", "/api/webhooks/Create"): Operation("CreateWebhook", "Webhooks", idempotent=True),
     ("POST", "/api/webhooks/List"): Operation("ListWebhooks", "Webhooks"),
     ("POST", "/api/webhooks/Delete"): Operation("DeleteWebhook", "Webhooks", not_found=True),
+    ("POST", "/api/webhooks/Test"): Operation(
+        "SendTestWebhook", "Webhooks", not_found=True, conflict="The subscription is disabled: replace it first."
+    ),
 }
 
 # The code's model names (suffixed In/Out to tell request from response models apart) -> the names a generated
@@ -162,6 +165,8 @@ SCHEMA_NAMES = {
     "SubscriptionsOut": "SubscriptionList",
     "DeleteSubscriptionIn": "DeleteSubscriptionRequest",
     "DeleteSubscriptionOut": "DeleteSubscriptionResult",
+    "SendTestEventIn": "SendTestEventRequest",
+    "SendTestEventOut": "SentTestEvent",
 }
 
 # What some response models type as a plain `str` (they are built from rows), said precisely: closed sets the spec

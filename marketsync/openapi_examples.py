@@ -195,6 +195,13 @@ EXAMPLES: dict[str, Any] = {
     },
     "ListWebhooks": {"Subscriptions": [_SUBSCRIPTION]},
     "DeleteWebhook": {"SubscriptionId": _SUBSCRIPTION_ID, "Deleted": True, "RequestId": _REQUEST_ID, "Warnings": []},
+    "SendTestWebhook": {
+        "SubscriptionId": _SUBSCRIPTION_ID,
+        "EventType": "InventoryChanged",
+        "DeliveryId": "01JD2QT0U1V2W3X4Y5Z6A7B8C9",
+        "RequestId": _REQUEST_ID,
+        "Warnings": [],
+    },
 }
 
 REQUEST_EXAMPLES: dict[str, Any] = {
@@ -234,4 +241,5 @@ REQUEST_EXAMPLES: dict[str, Any] = {
     "SearchProductTypes": {"MarketplaceId": _MARKETPLACE_ID, "SearchText": "mug", "Limit": 20},
     "CreateWebhook": {"Url": "https://erp.example.com/hooks/marketsync", "EventTypes": ["InventoryChanged"]},
     "DeleteWebhook": {"SubscriptionId": _SUBSCRIPTION_ID},
+    "SendTestWebhook": {"SubscriptionId": _SUBSCRIPTION_ID, "EventType": "InventoryChanged"},
 }

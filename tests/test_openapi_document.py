@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -21,12 +22,14 @@ from marketsync.jobs.types import JobStatus
 from marketsync.openapi import OPERATIONS, TAGS
 from marketsync.orders.rules import ORDER_STATUSES
 from marketsync.runtime import Runtime
+from marketsync.webhooks import rules
 from marketsync.webhooks.outbox import EVENT_TYPES
 from marketsync.webhooks.rules import (
     HEADER_ATTEMPT,
     HEADER_DELIVERY_ID,
     HEADER_EVENT,
     HEADER_SIGNATURE,
+    HEADER_TEST,
     HEADER_TIMESTAMP,
 )
 from tests.support.openapi import problems
@@ -42,6 +45,7 @@ NOT_FOUND = {
     "GetProductTypeSchema",
     "GetJob",
     "DeleteWebhook",
+    "SendTestWebhook",
 }
 
 
@@ -152,7 +156,8 @@ async def test_headers_and_problems_are_documented_where_they_happen(rt: Runtime
         assert idempotent == (name in IDEMPOTENT), name
         assert ("422" in responses) == idempotent, name  # a reused key; validation failures are 400s
         assert ("404" in responses) == (name in NOT_FOUND), name
-        assert "409" in responses if idempotent or name == "GetProduct" else "409" not in responses, name
+        own_conflict = name in ("GetProduct", "SendTestWebhook")  # ambiguous SKU case; a disabled subscription
+        assert "409" in responses if idempotent or own_conflict else "409" not in responses, name
         assert ("413" in responses) == (method == "POST"), name
         assert ("415" in responses) == (method == "POST" and path.startswith("/api/")), name
         assert "500" in responses and "503" in responses, name
@@ -182,14 +187,21 @@ async def test_the_six_events_are_in_the_webhooks_section(rt: Runtime, api: http
     for event, item in document["webhooks"].items():
         operation = item["post"]
         headers = {p["name"]: p for p in operation["parameters"] if p["in"] == "header"}
-        assert set(headers) == {HEADER_SIGNATURE, HEADER_TIMESTAMP, HEADER_EVENT, HEADER_DELIVERY_ID, HEADER_ATTEMPT}
-        assert all(header["required"] for header in headers.values())
+        required = {HEADER_SIGNATURE, HEADER_TIMESTAMP, HEADER_EVENT, HEADER_DELIVERY_ID, HEADER_ATTEMPT}
+        assert set(headers) == {*required, HEADER_TEST}
+        assert {name for name, header in headers.items() if header["required"]} == required
+        # A test event's marker: the header on its deliveries only, the payload field absent from real events.
+        assert headers[HEADER_TEST]["schema"] == {"type": "string", "const": "true"}
         assert headers[HEADER_EVENT]["schema"]["const"] == event
         schema = operation["requestBody"]["content"]["application/json"]["schema"]
         payload = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
         assert payload["additionalProperties"] is False, event
         example = operation["requestBody"]["content"]["application/json"]["example"]
         assert problems(document, schema, example) == [], event
+        marker = rules.marker_field(event)
+        assert marker not in example and marker not in payload["required"], event
+        assert payload["properties"][marker] == {**payload["properties"][marker], "type": "boolean", "const": True}
+        assert problems(document, schema, rules.payload_of_test_event(event, datetime.now(UTC))) == [], event
     inventory = document["components"]["schemas"]["InventoryChanged"]
     assert set(inventory["required"]) == {"occurredAt", "source", "changed", "truncated", "totalChanged"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, LargeBinary, String
+from sqlalchemy import Boolean, ForeignKey, Index, LargeBinary, String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from marketsync.models.base import ID, Base
@@ -22,3 +22,6 @@ class Event(Base):
     occurred_at: Mapped[datetime]
     # Set once the event has been fanned out to subscriptions.
     dispatched_at: Mapped[datetime | None]
+    # A test event (the API's webhooks/Test, the app's "Send a sample"): its deliveries carry X-SVC-Test: true and
+    # its payload the test marker (docs/decisions/0421).
+    is_test: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

@@ -1,4 +1,4 @@
-"""POST /api/webhooks/Create, List, Delete (WebhooksWrite). Thin: parse, call the service, shape the response."""
+"""POST /api/webhooks/Create, List, Delete, Test (WebhooksWrite). Thin: parse, call the service, shape the response."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from marketsync.webhooks.schemas import (
     DeleteSubscriptionIn,
     DeleteSubscriptionOut,
     ListSubscriptionsIn,
+    SendTestEventIn,
+    SendTestEventOut,
     SubscriptionOut,
     SubscriptionsOut,
     SubscriptionWithSecretOut,
@@ -101,6 +103,39 @@ async def delete_subscription(request: Request, caller: WebhooksWriter, rt: Runt
         SubscriptionId=valid.SubscriptionId, Deleted=True, RequestId=current_request_id(), Warnings=[]
     )
     return Response(jsonio.dumps(deleted.model_dump(mode="json")), media_type="application/json")
+
+
+@router.post(
+    "/api/webhooks/Test",
+    response_model=SendTestEventOut,
+    summary="Send a test event to one subscription: signed and delivered like any other, marked as a test",
+    description=(
+        "Queues one event of `EventType` (default: the subscription's first) for this subscription only, delivered "
+        "and retried like any other. Its payload is a sample that names nothing real, marked `IsTest: true` "
+        "(`isTest` in InventoryChanged), and each delivery carries the header `X-SVC-Test: true`. A disabled "
+        "subscription answers 409: replace it first."
+    ),
+    openapi_extra=request_body(SendTestEventIn),
+)
+async def send_test_event(request: Request, caller: WebhooksWriter, rt: RuntimeDep) -> Response:
+    body = SendTestEventIn.check(await request.body())
+    if body.request is None:
+        # As at Delete: an unknown SubscriptionId beside a shape error is named in the one 400 (decision 0344).
+        async with rt.db.read() as reading:
+            body.refuse(
+                await service.unknown_subscription(reading, caller.account_id, body.fields.get("SubscriptionId"))
+            )
+    valid = body.valid()
+    async with rt.db.transaction() as session:
+        sent = await service.send_test_event(rt, session, caller.account_id, valid.SubscriptionId, valid.EventType)
+    answer = SendTestEventOut(
+        SubscriptionId=sent.subscription_id,
+        EventType=sent.event_type,
+        DeliveryId=sent.delivery_id,
+        RequestId=current_request_id(),
+        Warnings=[],
+    )
+    return Response(jsonio.dumps(answer.model_dump(mode="json")), media_type="application/json")
 
 
 def _json(model: CreateSubscriptionOut) -> bytes:

@@ -250,7 +250,9 @@ async def send(rt: Runtime, claimed: ClaimedDelivery, key: SigningKey, states: S
     if isinstance(key, Exception):
         return claimed, AttemptResult(rt.clock.now(), 0, None, "SecretUnavailable", type(key).__name__, None)
     timestamp = int(rt.clock.now().timestamp())
-    headers = rules.delivery_headers(key, timestamp, claimed.body, claimed.event_type, claimed.id, claimed.attempt)
+    headers = rules.delivery_headers(
+        key, timestamp, claimed.body, claimed.event_type, claimed.id, claimed.attempt, is_test=claimed.is_test
+    )
     try:
         return claimed, await delivery.attempt(rt, claimed.url, headers, claimed.body)
     except Exception as exc:

@@ -17,10 +17,29 @@ from marketsync.webhooks import rules
 
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 Price = Annotated[float | None, WithJsonSchema({"type": ["number", "null"]})]
+# Present (true) only in a test event's payload: POST /api/webhooks/Test or the app's "Send a sample"
+# (docs/decisions/0421). Real events never carry it.
+TestMarker = Annotated[
+    Literal[True] | None,
+    WithJsonSchema(
+        {
+            "type": "boolean",
+            "const": True,
+            "description": "Only in a test event (POST /api/webhooks/Test, the app's sample), whose delivery also "
+            "carries `X-SVC-Test: true`; absent from real events. A test event names nothing real: acknowledge it.",
+        }
+    ),
+]
+
+
+def _marker_without_default(schema: dict[str, Any]) -> None:
+    """The test marker is absent from real events, never null: no `default` in its schema."""
+    for name in ("IsTest", "isTest"):
+        schema.get("properties", {}).get(name, {}).pop("default", None)
 
 
 class _Payload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_marker_without_default)
 
 
 class OrdersDownloaded(_Payload):
@@ -31,6 +50,7 @@ class OrdersDownloaded(_Payload):
     Country: str
     NewOrderCount: int
     UserPlatformId: str = Field(description="The connection's MarketplaceId.")
+    IsTest: TestMarker = None
 
 
 class ListingPublished(_Payload):
@@ -40,6 +60,7 @@ class ListingPublished(_Payload):
     UserPlatformId: str
     PublishedCount: int
     FailedCount: int
+    IsTest: TestMarker = None
 
 
 class FeedOutcome(_Payload):
@@ -51,6 +72,7 @@ class FeedOutcome(_Payload):
     Outcome: Literal["Rejected", "ProcessedWithErrors"] = Field(description="Branch on this, not on Status.")
     Status: str = Field(description="The marketplace's own status text.")
     FailedCount: int
+    IsTest: TestMarker = None
 
 
 class MarketplaceHealthChanged(_Payload):
@@ -61,6 +83,7 @@ class MarketplaceHealthChanged(_Payload):
     UserPlatformId: str
     Reason: str = Field(description="The machine-readable health value, e.g. `UnAuthorized`.")
     Detail: str = Field(description="Human text.")
+    IsTest: TestMarker = None
 
 
 class InventorySource(_Payload):
@@ -83,6 +106,7 @@ class InventoryChanged(_Payload):
     changed: list[InventoryChange] = Field(max_length=500, description="Only SKUs that moved, sorted by SKU.")
     truncated: bool = Field(description="True when more than 500 SKUs changed: re-read instead.")
     totalChanged: int
+    isTest: TestMarker = None
 
 
 EVENTS: dict[str, tuple[type[_Payload], str]] = {
@@ -114,6 +138,15 @@ DELIVERY_HEADERS: list[tuple[str, str, dict[str, Any]]] = [
     ),
     (rules.HEADER_ATTEMPT, "Attempt number, starting at 1.", {"type": "string", "pattern": "^[1-9][0-9]*$"}),
 ]
+# Sent on a test event's deliveries only, so it is not a required parameter.
+TEST_HEADER: dict[str, Any] = {
+    "name": rules.HEADER_TEST,
+    "in": "header",
+    "required": False,
+    "description": "`true` on a test event's delivery (POST /api/webhooks/Test, the app's sample); absent otherwise. "
+    "Not signed: the payload's own marker (`IsTest`, or `isTest` in InventoryChanged) is under the signature.",
+    "schema": {"type": "string", "const": "true"},
+}
 
 _EXAMPLE_TIME = datetime(2026, 11, 24, 9, 20, tzinfo=UTC)
 
@@ -145,7 +178,7 @@ def openapi_webhooks(schemas: dict[str, Any]) -> dict[str, Any]:
                 "tags": ["Webhooks"],
                 "summary": summary,
                 "description": (model.__doc__ or "").strip() + "\n\n" + _RECEIVER,
-                "parameters": [*parameters[:2], event_header, *parameters[3:]],
+                "parameters": [*parameters[:2], event_header, *parameters[3:], TEST_HEADER],
                 "requestBody": {
                     "required": True,
                     "content": {

@@ -127,6 +127,7 @@ class ClaimedDelivery:
     secret_encrypted: str
     body: bytes
     resent: bool  # sent again by a person: a failed attempt is final
+    is_test: bool = False  # a test event: X-SVC-Test: true on every attempt
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,7 @@ async def _exists(db: Database, prepared: PreparedRead, params: dict[str, Any]) 
 
 _CLAIM_COLUMNS = (
     "d.id, d.account_id, d.subscription_id, d.event_id, d.event_type, d.attempts, d.lease_owner, "
-    "s.url, s.secret_encrypted, e.body, d.resent"
+    "s.url, s.secret_encrypted, e.body, d.resent, e.is_test"
 )
 _CLAIM_FROM = (
     "FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id "
@@ -320,7 +321,8 @@ async def claim_due(
     else:
         await driver.execute(_LEASE_SQLITE.format(marks=",".join("?" * len(ids))), (worker_id, expires, *ids))
     claimed = [
-        ClaimedDelivery(r[0], r[1], r[2], r[3], r[4], int(r[5]) + 1, r[7], r[8], bytes(r[9]), bool(r[10])) for r in rows
+        ClaimedDelivery(r[0], r[1], r[2], r[3], r[4], int(r[5]) + 1, r[7], r[8], bytes(r[9]), bool(r[10]), bool(r[11]))
+        for r in rows
     ]
     abandoned = [
         AbandonedAttempt(c.id, c.account_id, c.subscription_id, c.event_id, c.event_type, c.attempt - 1)

@@ -28,6 +28,8 @@ HEADER_TIMESTAMP = "X-SVC-Timestamp"
 HEADER_EVENT = "X-SVC-Event"
 HEADER_DELIVERY_ID = "X-SVC-Delivery-Id"
 HEADER_ATTEMPT = "X-SVC-Attempt"
+# On a test event's deliveries only (docs/decisions/0421); the payload carries the same marker, under the signature.
+HEADER_TEST = "X-SVC-Test"
 
 
 def derive_key(secret: str) -> bytes:
@@ -42,9 +44,16 @@ def signature(derived_key: bytes, timestamp: int, body: bytes) -> str:
 
 
 def delivery_headers(
-    derived_key: bytes, timestamp: int, body: bytes, event_type: str, delivery_id: str, attempt: int
+    derived_key: bytes,
+    timestamp: int,
+    body: bytes,
+    event_type: str,
+    delivery_id: str,
+    attempt: int,
+    *,
+    is_test: bool = False,
 ) -> dict[str, str]:
-    return {
+    headers = {
         "Content-Type": "application/json",
         HEADER_SIGNATURE: signature(derived_key, timestamp, body),
         HEADER_TIMESTAMP: str(timestamp),
@@ -52,6 +61,9 @@ def delivery_headers(
         HEADER_DELIVERY_ID: delivery_id,
         HEADER_ATTEMPT: str(attempt),
     }
+    if is_test:
+        headers[HEADER_TEST] = "true"
+    return headers
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
@@ -166,8 +178,11 @@ MAX_URL_LENGTH = 2048
 _DNS_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?")
 
 
-def url_problems(url: str) -> list[str]:
-    """Shape checks on a subscription URL: absolute https, a host, no credentials. Address checks come after."""
+def url_problems(url: str, *, dev_mode: bool = False) -> list[str]:
+    """Shape checks on a subscription URL: absolute https, a host, no credentials. Address checks come after.
+
+    In dev mode (docs/decisions/0420) plain http is accepted too, for a loopback host only (127.0.0.0/8, ::1,
+    localhost): the local receiver of `marketsync dev listen`."""
     if len(url) > MAX_URL_LENGTH:
         return [f"Must be at most {MAX_URL_LENGTH} characters."]
     if any(c.isspace() or ord(c) < 32 for c in url):
@@ -177,7 +192,10 @@ def url_problems(url: str) -> list[str]:
         port = parts.port
     except ValueError:
         return ["Must be an absolute https URL."]
-    if parts.scheme.lower() != "https":
+    scheme = parts.scheme.lower()
+    if scheme != "https" and not (dev_mode and scheme == "http" and is_loopback_name(parts.hostname or "")):
+        if dev_mode:
+            return ["Must be an absolute https URL (scheme https); http only to a loopback host in dev mode."]
         return ["Must be an absolute https URL (scheme https)."]
     if not parts.hostname:
         return ["Must be an absolute https URL with a host."]
@@ -195,6 +213,14 @@ def url_problems(url: str) -> list[str]:
     if port == 0:
         return ["Port 0 is not valid."]
     return []
+
+
+def is_loopback_name(host: str) -> bool:
+    """A host only this machine reaches, as written: `localhost`, or a loopback address (127.0.0.0/8, [::1])."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    literal = parse_ip_literal(host)
+    return literal is not None and literal.is_loopback
 
 
 def ascii_host(host: str) -> str:
@@ -265,6 +291,8 @@ _V6_REFUSED: tuple[tuple[str, str], ...] = (
     ("ff00::/8", "multicast"),
 )
 _REFUSED = tuple((ipaddress.ip_network(net), reason) for net, reason in _V4_REFUSED + _V6_REFUSED)
+# What dev mode adds to the allowed networks: this machine's loopback, nothing else (docs/decisions/0420).
+DEV_MODE_NETWORKS: tuple[IPNetwork, ...] = (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128"))
 
 
 def address_refusal(address: IPAddress, allowed: Iterable[IPNetwork] = ()) -> str | None:
@@ -340,3 +368,18 @@ def sample_payload(event_type: str, occurred_at: datetime) -> dict[str, object]:
         "MarketplaceRestored": {**marketplace, "Platform": "P1", "Reason": "Sample", "Detail": "A sample delivery."},
     }  # fmt: skip
     return samples[event_type]
+
+
+# A test event's marker in its payload, in the payload's own naming (InventoryChanged is camelCase, the others
+# PascalCase); real events never carry it (docs/decisions/0421).
+TEST_MARKER = {"InventoryChanged": "isTest"}
+TEST_MARKER_DEFAULT = "IsTest"
+
+
+def marker_field(event_type: str) -> str:
+    return TEST_MARKER.get(event_type, TEST_MARKER_DEFAULT)
+
+
+def payload_of_test_event(event_type: str, occurred_at: datetime) -> dict[str, object]:
+    """What a test event sends (the API's webhooks/Test, the app's "Send a sample"): the sample, marked as a test."""
+    return {**sample_payload(event_type, occurred_at), marker_field(event_type): True}

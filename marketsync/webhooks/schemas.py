@@ -20,6 +20,13 @@ class DeleteSubscriptionIn(StrictRequest):
     SubscriptionId: str = Field(min_length=1, max_length=64)
 
 
+class SendTestEventIn(StrictRequest):
+    SubscriptionId: str = Field(min_length=1, max_length=64)
+    EventType: str | None = Field(
+        None, max_length=64, description="One of the subscription's EventTypes; absent or null: its first one."
+    )
+
+
 class ListSubscriptionsIn(StrictRequest):
     """List takes no parameters: a body may be absent, empty or `{}`; any field in it is unknown, and refused like
     an unknown field of any other operation (never silently ignored)."""
@@ -79,5 +86,13 @@ class SubscriptionsOut(BaseModel):
 class DeleteSubscriptionOut(BaseModel):
     SubscriptionId: str
     Deleted: bool
+    RequestId: str
+    Warnings: list[str]
+
+
+class SendTestEventOut(BaseModel):
+    SubscriptionId: str
+    EventType: str
+    DeliveryId: str = Field(description="The X-SVC-Delivery-Id the test delivery carries; it shows in the app's log.")
     RequestId: str
     Warnings: list[str]

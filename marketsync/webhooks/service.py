@@ -17,9 +17,11 @@ from marketsync.models.webhooks import WebhookAttempt, WebhookSubscription
 from marketsync.runtime import Runtime
 from marketsync.wakeups import wake_workers_on_commit
 from marketsync.webhooks import repository, rules, ssrf
+from marketsync.webhooks.outbox import EVENT_TYPES
 
 __all__ = [
     "NewSubscription",
+    "SentTestEvent",
     "attempt_log",
     "create_subscription",
     "delete_subscription",
@@ -31,6 +33,7 @@ __all__ = [
     "reveal_secret",
     "rotate_keys",
     "send_sample",
+    "send_test_event",
     "stats",
     "unknown_subscription",
     "validate_subscription",
@@ -72,7 +75,7 @@ async def validate_subscription(
     `url` or `event_types` is None when it failed its shape check (named in `shape_errors`, with the body's other
     shape errors and a bad Idempotency-Key): its own checks are skipped, the other field's still run."""
     errors: dict[str, list[str]] = {}
-    url_problems = rules.url_problems(url) if url is not None else []
+    url_problems = rules.url_problems(url, dev_mode=rt.settings.dev_mode) if url is not None else []
     if url_problems:
         errors["Url"] = url_problems
     if event_types is not None:
@@ -229,9 +232,10 @@ async def send_sample(
         id=new_id(),
         account_id=account_id,
         type=event_type,
-        body=jsonio.dumps(rules.sample_payload(event_type, now)),
+        body=jsonio.dumps(rules.payload_of_test_event(event_type, now)),
         occurred_at=now,
         dispatched_at=now,  # already dispatched: its one delivery is written here
+        is_test=True,
     )
     session.add(event)
     await session.flush()
@@ -257,6 +261,37 @@ async def send_sample(
         ],
     )
     return delivery_id
+
+
+@dataclass(frozen=True)
+class SentTestEvent:
+    subscription_id: str
+    event_type: str
+    delivery_id: str
+
+
+async def send_test_event(
+    rt: Runtime, session: AsyncSession, account_id: str, subscription_id: str, event_type: str | None
+) -> SentTestEvent:
+    """POST /api/webhooks/Test: the app's sample, through the API (docs/decisions/0421). `event_type` None: the
+    subscription's first event type. An unknown subscription is a 404, or named in the 400 beside a bad EventType."""
+    subscription = await repository.subscription_of(session, account_id, subscription_id)
+    errors: dict[str, list[str]] = {}
+    if event_type is not None and event_type not in EVENT_TYPES:
+        errors["EventType"] = [f"Unknown event type {event_type!r}; known: {', '.join(EVENT_TYPES)}."]
+    elif subscription is not None and event_type is not None and event_type not in subscription.event_types:
+        errors["EventType"] = [
+            f"This subscription does not receive {event_type}; it receives: {', '.join(subscription.event_types)}."
+        ]
+    if subscription is None:
+        if errors:
+            raise ValidationFailed(errors={"SubscriptionId": [NO_SUCH_SUBSCRIPTION], **errors})
+        raise NotFound(NO_SUCH_SUBSCRIPTION)
+    if errors:
+        raise ValidationFailed(errors=errors)
+    chosen = event_type if event_type is not None else subscription.event_types[0]
+    delivery_id = await send_sample(rt, session, account_id, subscription_id, chosen)
+    return SentTestEvent(subscription_id, chosen, delivery_id)
 
 
 async def replace(rt: Runtime, account_id: str, subscription_id: str) -> NewSubscription:

@@ -107,8 +107,16 @@ async def check(rt: Runtime, url: str) -> Target:
     """Resolve and check every address (refuse if any is refused); raise AddressRefused or ResolutionFailed."""
     parts = urlsplit(url)
     host = parts.hostname or ""
-    port = parts.port or 443
+    dev_mode = rt.settings.dev_mode
+    plain_http = parts.scheme.lower() == "http"
+    # Plain http goes out only in dev mode, and only to loopback (checked on the addresses below): a subscription
+    # made in dev mode is refused at delivery by a process that runs without it.
+    if parts.scheme.lower() != "https" and not (dev_mode and plain_http):
+        raise AddressRefused("plain http is delivered only to loopback, in dev mode")
+    port = parts.port or (80 if plain_http else 443)
     allowed = rt.settings.allowed_webhook_networks
+    if dev_mode:
+        allowed = [*allowed, *rules.DEV_MODE_NETWORKS]
     literal = rules.parse_ip_literal(host)
     if literal is not None:
         addresses = [literal]
@@ -126,4 +134,6 @@ async def check(rt: Runtime, url: str) -> Target:
         reason = rules.address_refusal(address, allowed)
         if reason is not None:
             raise AddressRefused(f"the host resolves to a {reason} address")
+        if plain_http and not address.is_loopback:
+            raise AddressRefused("plain http is delivered only to loopback, in dev mode")
     return Target(url=url, host=host, port=port, address=addresses[0], is_ip_literal=literal is not None)

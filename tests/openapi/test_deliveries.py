@@ -68,6 +68,8 @@ async def test_every_delivery_matches_the_webhooks_section(
         assert problems(document, schema, json.loads(request.body)) == [], event
         for parameter in operation["parameters"]:
             value = request.headers.get(parameter["name"].lower())
+            if value is None and not parameter["required"]:  # X-SVC-Test: on a test event's deliveries only
+                continue
             assert value is not None, (event, parameter["name"])
             assert problems(document, parameter["schema"], value) == [], (event, parameter["name"], value)
     assert {json.loads(r.body)["Outcome"] for r in receiver.received if r.headers["x-svc-event"] == "FeedOutcome"} == {

@@ -129,7 +129,7 @@ async def test_every_operation_answers_what_the_document_says(
     _, after = await call("GET", f"/api/orders/{p1_order['ServiceOrderID']}", documented=one_path)
     assert after["Order"]["Refunds"] and after["Order"]["Shipments"] and after["Order"]["RefundedTotal"] == 5.5
 
-    # Webhooks: create (and its replay, without the secret), list, delete.
+    # Webhooks: create (and its replay, without the secret), list, a test event, delete.
     subscribe = {"Url": receiver.url(), "EventTypes": ["InventoryChanged", "OrdersDownloaded"]}
     hook_key = {**headers, "Idempotency-Key": "hook-1"}
     _, subscription = await call("POST", "/api/webhooks/Create", json=subscribe, headers=hook_key)
@@ -139,6 +139,8 @@ async def test_every_operation_answers_what_the_document_says(
     _, listed = await call("POST", "/api/webhooks/List")
     assert len(listed["Subscriptions"]) == 1
     subscription_id = subscription["Subscription"]["SubscriptionId"]
+    _, tested = await call("POST", "/api/webhooks/Test", json={"SubscriptionId": subscription_id})
+    assert tested["EventType"] == "InventoryChanged" and tested["DeliveryId"]
     _, deleted = await call("POST", "/api/webhooks/Delete", json={"SubscriptionId": subscription_id})
     assert deleted["Deleted"] is True
 
