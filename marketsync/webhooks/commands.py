@@ -1,4 +1,5 @@
-"""admin webhooks log (the delivery attempt log, until the web console exists) and admin webhooks rotate-keys."""
+"""admin webhooks log (the delivery attempt log, until the web console exists), admin webhooks rotate-keys, and
+dev listen (the integrator's local loop: marketsync/webhooks/listen.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 import typer
 
-from marketsync.kit.cli import JsonOption, emit, run_command, webhooks_app
+from marketsync.kit.cli import JsonOption, dev_app, emit, fail, run_command, webhooks_app
 from marketsync.kit.clock import iso
 from marketsync.models.webhooks import WebhookAttempt
 from marketsync.runtime import Runtime
@@ -63,3 +64,54 @@ def rotate_keys_command(as_json: bool = JsonOption) -> None:
         return await service.rotate_keys(rt)
 
     emit(run_command(body, as_json=as_json), as_json)
+
+
+@dev_app.command("listen")
+def listen_command(
+    forward_to: str = typer.Option(
+        ...,
+        "--forward-to",
+        help="Your local receiver, e.g. http://127.0.0.1:8001/hooks: each delivery is forwarded "
+        "there byte for byte with its original headers.",
+    ),
+    api_url: str = typer.Option(
+        "http://127.0.0.1:8000", "--api-url", envvar="MARKETSYNC_BASE_URL", help="The service (a `make run`)."
+    ),
+    client_id: str = typer.Option(
+        "",
+        "--client-id",
+        envvar="MARKETSYNC_CLIENT_ID",
+        show_default=False,
+        help="A credential with WebhooksWrite (`make run` prints the demo's).",
+    ),
+    client_secret: str = typer.Option(
+        "",
+        "--client-secret",
+        envvar="MARKETSYNC_CLIENT_SECRET",
+        show_default=False,
+        help="Its secret; prefer the environment variable (a command line is visible to other users).",
+    ),
+    events: str = typer.Option(
+        "", "--events", help="Comma-separated event names (default: all six).", show_default=False
+    ),
+    port: int = typer.Option(0, "--port", min=0, max=65535, help="This listener's loopback port (0: any free one)."),
+    send_test: bool = typer.Option(False, "--send-test", help="Send one test event once subscribed."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per line on stdout (JSON Lines)."),
+) -> None:
+    """Receive this account's webhooks locally: subscribe, verify, print and forward each delivery; the
+    subscription is deleted on exit (Ctrl-C, SIGTERM). The service must run in dev mode (`make run` does)."""
+    from marketsync.webhooks import listen, outbox
+
+    if not client_id or not client_secret:
+        fail("set MARKETSYNC_CLIENT_ID and MARKETSYNC_CLIENT_SECRET (or --client-id/--client-secret): a credential "
+             "with WebhooksWrite; `make run` prints the demo's")  # fmt: skip
+    chosen = [name.strip() for name in events.split(",") if name.strip()] or list(outbox.EVENT_TYPES)
+    options = listen.Options(
+        forward_to=forward_to, api_url=api_url.rstrip("/"), client_id=client_id, client_secret=client_secret,
+        event_types=chosen, port=port, send_test=send_test, as_json=as_json,
+    )  # fmt: skip
+    try:
+        status = listen.run(options)
+    except listen.ListenError as exc:
+        fail(str(exc))
+    raise typer.Exit(status)

@@ -35,6 +35,7 @@ REQUESTS: dict[tuple[str, str], type[BaseModel]] = {
     ("POST", "/api/products/Create"): m.CreateProductRequest,
     ("POST", "/api/webhooks/Create"): m.CreateSubscriptionRequest,
     ("POST", "/api/webhooks/Delete"): m.DeleteSubscriptionRequest,
+    ("POST", "/api/webhooks/Test"): m.SendTestEventRequest,
 }
 RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
     ("POST", "/connect/token"): m.Token,
@@ -55,6 +56,7 @@ RESPONSES: dict[tuple[str, str], type[BaseModel]] = {
     ("POST", "/api/webhooks/Create"): m.SubscriptionCreated,
     ("POST", "/api/webhooks/List"): m.SubscriptionList,
     ("POST", "/api/webhooks/Delete"): m.DeleteSubscriptionResult,
+    ("POST", "/api/webhooks/Test"): m.SentTestEvent,
 }
 
 # Response fields the SDK types as `str` although the document closes their values (a value the service adds later

@@ -144,7 +144,7 @@ async def test_every_operation(rt: Runtime, api: httpx.AsyncClient, flavour: str
         assert after.Customer is None and after.ExternalReference is None
         assert after.RefundedTotal == Decimal("7.25") and len(after.Refunds) == 1 and len(after.Shipments) == 2
 
-        # Webhooks: create (the secret once), list, delete
+        # Webhooks: create (the secret once), list, a test event, delete
         subscribed = await client.create_webhook("https://hooks.example.test/h", ["InventoryChanged", "FeedOutcome"])
         subscription = subscribed.Subscription
         assert subscription.Secret and subscription.IsActive and subscribed.Warnings == []
@@ -154,6 +154,10 @@ async def test_every_operation(rt: Runtime, api: httpx.AsyncClient, flavour: str
         assert listed_subscription.SubscriptionId == subscription.SubscriptionId
         assert "Secret" not in listed_subscription.model_dump()  # never again after the create
         assert_exact(listed_subscription)
+        tested = await client.send_test_webhook(subscription.SubscriptionId, "FeedOutcome")
+        assert (tested.SubscriptionId, tested.EventType) == (subscription.SubscriptionId, "FeedOutcome")
+        assert tested.DeliveryId and tested.Warnings == []
+        assert_exact(tested)
         deleted = await client.delete_webhook(subscription.SubscriptionId)
         assert deleted.Deleted and deleted.SubscriptionId == subscription.SubscriptionId
         assert_exact(deleted)

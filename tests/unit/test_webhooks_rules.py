@@ -122,6 +122,44 @@ def test_url_shape(url: str, ok: bool) -> None:
     assert (rules.url_problems(url) == []) is ok
 
 
+@pytest.mark.parametrize(
+    ("url", "ok"),
+    [
+        ("http://127.0.0.1:8765/hook", True),
+        ("http://127.9.9.9/hook", True),
+        ("http://[::1]:8765/", True),
+        ("http://localhost:8765/", True),
+        ("http://LOCALHOST./", True),
+        ("https://127.0.0.1/hook", True),  # shape only: the address is checked after
+        ("http://hooks.example.com/", False),
+        ("http://localhost.example.com/", False),
+        ("http://10.0.0.1/", False),
+        ("http://[::ffff:127.0.0.1]/", False),
+        ("http://0x7f000001/", True),  # inet_aton's spelling of 127.0.0.1: loopback all the same
+        ("http://u:p@127.0.0.1/", False),
+        ("ftp://127.0.0.1/", False),
+    ],
+)
+def test_dev_mode_lets_plain_http_reach_loopback_only(url: str, ok: bool) -> None:
+    """docs/decisions/0420: plain http to a loopback host in dev mode; outside it, every http URL is refused."""
+    assert (rules.url_problems(url, dev_mode=True) == []) is ok
+    if url.startswith("http:"):
+        assert rules.url_problems(url) == ["Must be an absolute https URL (scheme https)."]
+
+
+def test_test_events_are_marked_in_each_payloads_own_naming() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    for event in rules.EVENT_TYPES:
+        sample = rules.sample_payload(event, now)
+        marked = rules.payload_of_test_event(event, now)
+        field = rules.marker_field(event)
+        assert field not in sample and marked == {**sample, field: True}
+    assert rules.marker_field("InventoryChanged") == "isTest" and rules.marker_field("FeedOutcome") == "IsTest"
+    key = rules.derive_key(SECRET)
+    assert rules.delivery_headers(key, NOW, BODY, "FeedOutcome", "D1", 1, is_test=True)["X-SVC-Test"] == "true"
+    assert "X-SVC-Test" not in rules.delivery_headers(key, NOW, BODY, "FeedOutcome", "D1", 1)
+
+
 def test_event_type_problems() -> None:
     assert rules.event_type_problems([]) == {"EventTypes": ["At least one event type is required."]}
     assert rules.event_type_problems(["InventoryChanged", "FeedOutcome"]) == {}

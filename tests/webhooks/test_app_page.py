@@ -235,6 +235,8 @@ async def test_a_sample_goes_to_one_subscription_and_asks_nothing_of_the_receive
     body = jsonio.loads(receiver.received[0].body)
     assert body["changed"] == [] and body["totalChanged"] == 0 and body["truncated"] is False
     assert receiver.received[0].headers["x-svc-event"] == "InventoryChanged"
+    # Marked as a test as the API's POST /api/webhooks/Test marks it: one use case, one marker (decision 0421).
+    assert body["isTest"] is True and receiver.received[0].headers["x-svc-test"] == "true"
 
     unsubscribed = await person.post(
         f"/app/webhooks/{chosen['SubscriptionId']}/sample", {"event_type": "FeedOutcome"}, csrf_from=PAGE

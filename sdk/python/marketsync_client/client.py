@@ -477,6 +477,11 @@ class Client(_Base):
     def delete_webhook(self, subscription_id: str) -> m.DeleteSubscriptionResult:
         return self._send(ops.delete_webhook(subscription_id))
 
+    def send_test_webhook(self, subscription_id: str, event_type: str | None = None) -> m.SentTestEvent:
+        """A test event of `event_type` (default: the subscription's first) to this subscription only, signed and
+        delivered like any other; its payload names nothing real and is marked (``Delivery.is_test``)."""
+        return self._send(ops.send_test_webhook(subscription_id, event_type))
+
 
 class AsyncClient(_Base):
     """The asyncio client: the same methods as `Client`, as coroutines (iterators are async iterators)."""
@@ -796,6 +801,9 @@ class AsyncClient(_Base):
 
     async def delete_webhook(self, subscription_id: str) -> m.DeleteSubscriptionResult:
         return await self._send(ops.delete_webhook(subscription_id))
+
+    async def send_test_webhook(self, subscription_id: str, event_type: str | None = None) -> m.SentTestEvent:
+        return await self._send(ops.send_test_webhook(subscription_id, event_type))
 
 
 def _sku(product: m.ProductSummary) -> str:

@@ -57,6 +57,8 @@ __all__ = [
     "RefundWriteResult",
     "Shipment",
     "ShippingAddress",
+    "SendTestEventRequest",
+    "SentTestEvent",
     "Subscription",
     "SubscriptionCreated",
     "Token",
@@ -508,6 +510,11 @@ class DeleteSubscriptionRequest(Request):
     SubscriptionId: str
 
 
+class SendTestEventRequest(Request):
+    SubscriptionId: str
+    EventType: str | None = None  # one of the subscription's EventTypes; None: its first one
+
+
 class Subscription(Response):
     SubscriptionId: str
     Url: str
@@ -539,5 +546,13 @@ class SubscriptionList(Response):
 class DeleteSubscriptionResult(Response):
     SubscriptionId: str
     Deleted: bool
+    RequestId: str
+    Warnings: list[str]
+
+
+class SentTestEvent(Response):
+    SubscriptionId: str
+    EventType: str
+    DeliveryId: str  # the X-SVC-Delivery-Id of the test delivery
     RequestId: str
     Warnings: list[str]

@@ -44,6 +44,7 @@ __all__ = [
     "HEADER_DELIVERY_ID",
     "HEADER_EVENT",
     "HEADER_SIGNATURE",
+    "HEADER_TEST",
     "HEADER_TIMESTAMP",
     "TOLERANCE_S",
     "Delivery",
@@ -77,6 +78,11 @@ HEADER_TIMESTAMP = "X-SVC-Timestamp"
 HEADER_EVENT = "X-SVC-Event"
 HEADER_DELIVERY_ID = "X-SVC-Delivery-Id"
 HEADER_ATTEMPT = "X-SVC-Attempt"
+# "true" on a test event's deliveries (POST /api/webhooks/Test, the app's sample). Not signed: `Delivery.is_test`
+# reads the payload's own marker, which is.
+HEADER_TEST = "X-SVC-Test"
+# The payload's test marker: `isTest` in InventoryChanged (camelCase), `IsTest` in the others; absent from real events.
+TEST_MARKERS = ("IsTest", "isTest")
 
 # ASCII digits only: str.isdigit() would also accept superscripts and other scripts' digits.
 _UNIX_SECONDS = re.compile(r"[0-9]{1,12}")
@@ -320,13 +326,15 @@ Event = (
 @dataclass(frozen=True, slots=True)
 class Delivery:
     """One delivery: its headers' facts and the typed event. De-duplicate on ``delivery_id`` (identical across
-    retries of the same logical delivery)."""
+    retries of the same logical delivery). ``is_test``: a test event (``send_test_webhook``, the app's sample),
+    whose payload names nothing real: acknowledge it and do not act on it."""
 
     delivery_id: str
     event_type: str
     attempt: int
     timestamp: int
     event: Event
+    is_test: bool = False
 
 
 T = TypeVar("T")
@@ -448,6 +456,10 @@ def parse_event(headers: Headers | Mapping[str, str], body: Body) -> Event:
     Extra payload fields are ignored (events may grow). Prices are exact decimals. Does not verify: call
     `verify_or_raise` first (or use `construct_event`).
     """
+    return _parsed(headers, body)[0]
+
+
+def _parsed(headers: Headers | Mapping[str, str], body: Body) -> tuple[Event, Mapping[str, Any]]:
     name = header(headers, HEADER_EVENT)
     if not name:
         raise PayloadError(f"no {HEADER_EVENT} header")
@@ -459,8 +471,8 @@ def parse_event(headers: Headers | Mapping[str, str], body: Body) -> Event:
     payload = _object(payload, "the body")
     parser = _PARSERS.get(name)
     if parser is None:
-        return UnknownEvent(name=name, payload=dict(payload))
-    return parser(payload)
+        return UnknownEvent(name=name, payload=dict(payload)), payload
+    return parser(payload), payload
 
 
 def parse_delivery(headers: Headers | Mapping[str, str], body: Body) -> Delivery:
@@ -472,10 +484,15 @@ def parse_delivery(headers: Headers | Mapping[str, str], body: Body) -> Delivery
     timestamp = (header(headers, HEADER_TIMESTAMP) or "").strip()
     if not _UNIX_SECONDS.fullmatch(attempt) or not _UNIX_SECONDS.fullmatch(timestamp):
         raise PayloadError(f"{HEADER_ATTEMPT} and {HEADER_TIMESTAMP} must be whole numbers")
-    event = parse_event(headers, body)
+    event, payload = _parsed(headers, body)
     name = event.name if isinstance(event, UnknownEvent) else event.EVENT
     return Delivery(
-        delivery_id=delivery_id, event_type=name, attempt=int(attempt), timestamp=int(timestamp), event=event
+        delivery_id=delivery_id,
+        event_type=name,
+        attempt=int(attempt),
+        timestamp=int(timestamp),
+        event=event,
+        is_test=any(payload.get(marker) is True for marker in TEST_MARKERS),
     )
 
 
