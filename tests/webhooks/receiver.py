@@ -94,7 +94,9 @@ class Receiver:
 
 
 @contextlib.asynccontextmanager
-async def serve_https(receiver: Receiver, certfile: str) -> AsyncIterator[Receiver]:
+async def serve_https(receiver: Receiver, certfile: str | None) -> AsyncIterator[Receiver]:
+    """The receiver on a loopback port, over TLS with `certfile` (None: plain http, as a local dev receiver)."""
+    tls = {"ssl_certfile": certfile, "ssl_keyfile": certfile} if certfile else {}
     config = uvicorn.Config(
         receiver,
         host="127.0.0.1",
@@ -103,9 +105,8 @@ async def serve_https(receiver: Receiver, certfile: str) -> AsyncIterator[Receiv
         access_log=False,
         lifespan="on",
         ws="none",
-        ssl_certfile=certfile,
-        ssl_keyfile=certfile,
         timeout_graceful_shutdown=1,
+        **tls,
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
