@@ -1,3 +1,3 @@
 """marketsync: the Marketplace Inventory and Orders Service."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

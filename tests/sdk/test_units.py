@@ -19,6 +19,7 @@ from marketsync_client._core import (
     retry_delay_after_error,
     retry_delay_after_response,
 )
+from marketsync_client.client import USER_AGENT
 from marketsync_client.errors import retry_after_seconds
 from marketsync_client.paging import ModifiedSinceCursor
 from marketsync_client.reconcile import Difference
@@ -166,7 +167,8 @@ def test_the_package_surface() -> None:
         assert getattr(marketsync_client, name) is not None, name
     with pytest.raises(AttributeError):
         marketsync_client.NoSuchThing  # noqa: B018
-    assert marketsync_client.__version__ == "0.1.0"
+    assert marketsync_client.__version__ == "0.2.0"  # the API's 0.2 (tests/sdk/test_package.py holds them together)
+    assert f"marketsync-client/{marketsync_client.__version__}" == USER_AGENT
 
 
 def test_every_timestamp_of_every_model_is_timezone_aware() -> None:

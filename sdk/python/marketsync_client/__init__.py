@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from marketsync_client.paging import AsyncPaged, Paged, WalkState
     from marketsync_client.reconcile import Difference, HeldItem, InventoryMirror, ReconcileReport
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {
     "AsyncClient": "client",

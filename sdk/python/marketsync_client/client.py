@@ -18,6 +18,7 @@ from typing import Any, Self, TypeVar
 
 import httpx
 
+from marketsync_client import __version__
 from marketsync_client import _operations as ops
 from marketsync_client import models as m
 from marketsync_client._core import (
@@ -50,7 +51,7 @@ from marketsync_client.paging import (
 T = TypeVar("T")
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
-USER_AGENT = "marketsync-client/0.1.0"
+USER_AGENT = f"marketsync-client/{__version__}"
 # Renew a token this long before it expires (at most a tenth of its lifetime early).
 TOKEN_MARGIN_S = 60.0
 
