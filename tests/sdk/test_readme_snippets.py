@@ -21,6 +21,7 @@ from marketsync_client import webhooks
 
 item_id: str = ""
 order_id: str = ""
+subscription_id: str = ""
 secret: str = ""
 request_headers: dict[str, str] = {}
 raw_body: bytes = b""

@@ -2,7 +2,9 @@
 """A webhook receiver on the SDK: verify every delivery, acknowledge at once, process afterwards on a worker
 thread, and keep a stock mirror converged (de-duplicated by delivery id, only differences applied).
 
-The service delivers to https URLs only: terminate TLS here (--certfile) or in front of this process.
+The service delivers to https URLs only: terminate TLS here (--certfile) or in front of this process. Locally,
+`marketsync dev listen --forward-to http://127.0.0.1:8443/` forwards to it over plain http (README, "Receiving
+webhooks").
 
     python sdk/python/examples/webhook_receiver.py --secret="$WEBHOOK_SECRET" --port 8443 --certfile cert.pem
 
@@ -71,7 +73,9 @@ def main(argv: list[str] | None = None) -> None:
             delivery = inbox.get()
             outcome: dict[str, Any] = {"delivery": delivery.delivery_id, "event": delivery.event_type}
             event = delivery.event
-            if isinstance(event, webhooks.InventoryChanged):
+            if delivery.is_test:  # send_test_webhook or the app's sample: it names nothing real
+                outcome["test"] = "acknowledged, nothing to apply"
+            elif isinstance(event, webhooks.InventoryChanged):
                 applied = mirror.apply_delivery(delivery)
                 outcome["applied"] = [
                     {"sku": d.sku, "price": None if d.price is None else str(d.price), "quantity": d.quantity}
