@@ -27,7 +27,7 @@ from marketsync_api.api.orders import (
 from marketsync_api.api.product_types import get_product_type_schema, search_product_types
 from marketsync_api.api.products import create_product, get_product, list_products
 from marketsync_api.api.token import get_token
-from marketsync_api.api.webhooks import create_webhook, delete_webhook, list_webhooks
+from marketsync_api.api.webhooks import create_webhook, delete_webhook, list_webhooks, send_test_webhook
 from marketsync_api.models import (
     CancelItem,
     CancelReason,
@@ -51,6 +51,7 @@ from marketsync_api.models import (
     RefundReason,
     RefundRequest,
     SearchProductTypesRequest,
+    SendTestEventRequest,
     Token,
     UpdateOrderRequest,
 )
@@ -187,6 +188,12 @@ def every_operation(client: AuthenticatedClient, webhook_url: str) -> dict[str, 
     hooks = list_webhooks.sync(client=client)
     assert not isinstance(hooks, Problem) and hooks is not None
     failures: int = hooks.subscriptions[0].consecutive_failures
+    tested = send_test_webhook.sync(
+        client=client, body=SendTestEventRequest(subscription_id=subscription_id, event_type="InventoryChanged")
+    )
+    assert not isinstance(tested, Problem) and tested is not None
+    test_delivery: str = tested.delivery_id
+    assert test_delivery and tested.event_type == "InventoryChanged"
     deleted = delete_webhook.sync(client=client, body=DeleteSubscriptionRequest(subscription_id=subscription_id))
     assert not isinstance(deleted, Problem) and deleted is not None and deleted.deleted
     assert healthy in (True, False) and next_cursor != "" and view_id and action and not_found >= 0
