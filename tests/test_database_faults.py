@@ -24,15 +24,16 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_dbapi
 
-from marketsync import connectors, migrate
+from marketsync import migrate
 from marketsync.auth import repository as auth_repository
 from marketsync.db import Database, database_unavailable
-from marketsync.db_fast import asyncpg_connect_args
+from marketsync.db._fast import asyncpg_connect_args
+from marketsync.db._wakeups import CHANNEL, WakeUps
 from marketsync.jobs import service as job_service
 from marketsync.jobs.types import JobStatus, payload_for
+from marketsync.jobs.worker import Worker
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.runtime import Runtime
-from marketsync.wakeups import CHANNEL, WakeUps
-from marketsync.worker import Worker
 from tests.conftest import test_settings as settings_for
 from tests.inventory.support import add_products, stored
 from tests.support import tasks as test_tasks
@@ -273,7 +274,7 @@ async def restartable(private_cluster: PrivatePostgres, tmp_path: Path) -> Async
     finally:
         await database.dispose()
     settings = settings_for(private_cluster.url, tmp_path / "var", db_command_timeout_s=5.0, **TASKS)
-    runtime = connectors.compose(Runtime.create(settings))
+    runtime = compose_connectors(Runtime.create(settings))
     try:
         yield runtime
     finally:

@@ -12,11 +12,11 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from marketsync.db import Database
+from marketsync.db._wal_checkpoints import COALESCE_S, SAFETY_NET_PAGES, WalCheckpointer
 from marketsync.kit import jsonio
 from marketsync.marketplaces.sandbox import state
 from marketsync.models.sandbox import SandboxFeed
 from marketsync.runtime import Runtime
-from marketsync.wal_checkpoints import COALESCE_S, SAFETY_NET_PAGES, WalCheckpointer
 
 
 async def test_a_database_error_never_carries_its_bound_values(rt: Runtime) -> None:

@@ -1,4 +1,4 @@
-"""Every JSON route of the API answers a bad body the same way (marketsync.kit.bodies), over real HTTP on both
+"""Every JSON route of the API answers a bad body the same way (marketsync.http.bodies), over real HTTP on both
 databases: too large, not JSON by its Content-Type, not UTF-8, not JSON, not an object, a key given twice, NaN or
 Infinity, a lone surrogate, an unknown field, no body where one is needed."""
 
@@ -12,7 +12,7 @@ import pytest
 from fastapi.routing import APIRoute
 
 from marketsync.app import create_app
-from marketsync.kit import bodies
+from marketsync.http import bodies
 from marketsync.runtime import Runtime
 from tests.support.factories import make_tenant, problem
 

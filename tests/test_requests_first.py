@@ -1,4 +1,4 @@
-"""Requests first (marketsync/requests_first.py): with the workers in the API's process, background work opens its
+"""Requests first (marketsync/db/_requests_first.py): with the workers in the API's process, background work opens its
 next transaction once the requests in flight are answered (or after a bounded wait), and SQLite's one writer goes
 to a request before background work queued earlier."""
 
@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from marketsync.app import create_app
 from marketsync.db import Database
-from marketsync.requests_first import STATEMENT_MAX_WAIT_S, WriterTurns, mark_background
+from marketsync.db._requests_first import STATEMENT_MAX_WAIT_S, WriterTurns, mark_background
 from marketsync.runtime import Runtime
 from tests.support.server import serve
 

@@ -11,7 +11,7 @@ from fastapi import APIRouter, FastAPI
 from starlette.routing import Mount, Route
 
 from marketsync.app import create_app
-from marketsync.kit.route_index import RouteIndex, bucket_key
+from marketsync.http.route_index import RouteIndex, bucket_key
 from marketsync.runtime import Runtime
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")

@@ -1,4 +1,4 @@
-"""SQLite's one writer handed between processes in turn (marketsync/writer_handoff.py): a process waiting for the
+"""SQLite's one writer handed between processes in turn (marketsync/db/_writer_handoff.py): a process waiting for the
 writer gets it when the holder's transaction ends, before the holder's next one, however closely they follow; a
 waiter that gives up never keeps the writer from anyone. SQLite only: PostgreSQL has no single writer."""
 
@@ -16,7 +16,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 
 from marketsync.db import Database
-from marketsync.writer_handoff import WriterHandoff
+from marketsync.db._writer_handoff import WriterHandoff
 
 # The other process: write transactions back to back, each holding the writer HOLD_S, as a worker recording a large
 # feed chunk after chunk does. It prints "writing" once its first has committed.

@@ -6,9 +6,10 @@ import typer
 
 from marketsync.auth import repository, service
 from marketsync.auth.scopes import parse_scopes
-from marketsync.errors import NotFound, ValidationFailed
-from marketsync.kit.cli import JsonOption, account_app, credential_app, emit, run_command
+from marketsync.http.errors import NotFound, ValidationFailed
+from marketsync.kit.cli import JsonOption, account_app, credential_app, emit
 from marketsync.runtime import Runtime
+from marketsync.startup import run_command
 
 
 @account_app.command("create")

@@ -16,8 +16,8 @@ from structlog.contextvars import bind_contextvars
 from marketsync.auth import service
 from marketsync.auth.scopes import Scope
 from marketsync.auth.service import Caller
-from marketsync.errors import InsufficientScope, RateLimited, Unauthorized, ValidationFailed
-from marketsync.kit.bodies import DUPLICATE_KEY
+from marketsync.http.bodies import DUPLICATE_KEY
+from marketsync.http.errors import InsufficientScope, RateLimited, Unauthorized, ValidationFailed
 from marketsync.runtime import Runtime
 
 REALM = 'Bearer realm="marketsync"'

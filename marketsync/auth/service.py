@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.auth import repository, tokens
 from marketsync.auth.scopes import UnknownScopes, describe_unknown, parse_scopes
-from marketsync.errors import NotFound
+from marketsync.http.errors import NotFound
 from marketsync.kit import crypto
 from marketsync.kit.ids import new_id
 from marketsync.models import Account, Credential

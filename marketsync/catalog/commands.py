@@ -14,11 +14,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from marketsync.catalog import service, taxonomy
-from marketsync.errors import ValidationFailed
-from marketsync.kit.cli import JsonOption, emit, run_command, taxonomy_app
+from marketsync.http.errors import ValidationFailed
+from marketsync.kit.cli import JsonOption, emit, taxonomy_app
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.marketplaces.service import checked_site
 from marketsync.runtime import Runtime
+from marketsync.startup import run_command
 
 PlatformOption = typer.Option(..., "--platform", help="Marketplace kind: P1, P2, P3 or P4.")
 RevisionOption = typer.Option(

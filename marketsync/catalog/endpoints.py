@@ -20,10 +20,11 @@ from marketsync.catalog.schemas import (
     SearchIn,
     SearchOut,
 )
-from marketsync.kit import idempotency, jsonio
-from marketsync.kit.bodies import read_body
+from marketsync.http import idempotency
+from marketsync.http.bodies import read_body
+from marketsync.http.requestid import current_request_id
+from marketsync.kit import jsonio
 from marketsync.kit.openapi import request_body
-from marketsync.kit.requestid import current_request_id
 
 router = APIRouter(tags=["Product types"])
 

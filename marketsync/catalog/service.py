@@ -18,7 +18,7 @@ from marketsync.catalog import repository, rules
 from marketsync.catalog.repository import LeafRow
 from marketsync.catalog.taxonomy import AttributeSpec, Taxonomy
 from marketsync.db import DriverReader
-from marketsync.errors import NotFound, ValidationFailed
+from marketsync.http.errors import NotFound, ValidationFailed
 from marketsync.inventory.service import (
     ChangeSource,
     SkuChange,

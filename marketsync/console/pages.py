@@ -40,7 +40,7 @@ from marketsync.console.render import (
     page_router,
     see_other,
 )
-from marketsync.errors import (
+from marketsync.http.errors import (
     ApiError,
     BodyRefused,
     Conflict,

@@ -12,13 +12,14 @@ from typing import Any
 
 import typer
 
-from marketsync.errors import ValidationFailed
-from marketsync.kit.cli import JsonOption, emit, marketplace_app, run_command, sandbox, serve_http
+from marketsync.http.errors import ValidationFailed
+from marketsync.kit.cli import JsonOption, emit, marketplace_app, sandbox
 from marketsync.marketplaces import service
 from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import MarketplaceConnection
 from marketsync.models.sandbox import SandboxSeller
 from marketsync.runtime import Runtime
+from marketsync.startup import run_command, serve_http
 
 AccountOption = typer.Option(..., "--account", help="Account id.")
 MarketplaceOption = typer.Option(..., "--marketplace", help="Marketplace connection id (MarketplaceId).")

@@ -1,7 +1,7 @@
 """The connector interface every marketplace (sandbox or real) implements, and the data it exchanges.
 
 Services and tasks never talk HTTP to a marketplace themselves: they ask `connector_for(rt, connection)`
-and speak these types. This module knows no implementation: `marketsync/connectors.py` composes them into a
+and speak these types. This module knows no implementation: `marketsync/marketplaces/registry.py` composes them into a
 `ConnectorRegistry` per runtime. A real marketplace later is a new kind (marketsync/kinds.py) plus a class
 implementing `Connector`, registered there.
 """
@@ -219,7 +219,9 @@ class ConnectorRegistry:
 def registry_of(rt: Runtime) -> ConnectorRegistry:
     registry = rt.extras.get(REGISTRY_KEY)
     if not isinstance(registry, ConnectorRegistry):
-        raise UnknownMarketplaceKind("no connectors are composed for this runtime: call marketsync.connectors.compose")
+        raise UnknownMarketplaceKind(
+            "no connectors are composed for this runtime: call marketsync.marketplaces.registry.compose_connectors"
+        )
     return registry
 
 

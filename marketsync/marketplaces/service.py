@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.catalog import repository as catalog_repository
-from marketsync.errors import Conflict, NotFound, ValidationFailed
+from marketsync.http.errors import Conflict, NotFound, ValidationFailed
 from marketsync.jobs import service as jobs_service
 from marketsync.jobs.run import JobRun
 from marketsync.jobs.types import (

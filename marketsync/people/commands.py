@@ -5,10 +5,11 @@ from __future__ import annotations
 import typer
 
 from marketsync.auth import repository as auth_repository
-from marketsync.errors import NotFound
-from marketsync.kit.cli import JsonOption, emit, run_command, user_app
+from marketsync.http.errors import NotFound
+from marketsync.kit.cli import JsonOption, emit, user_app
 from marketsync.people import service
 from marketsync.runtime import Runtime
+from marketsync.startup import run_command
 
 
 @user_app.command("create")

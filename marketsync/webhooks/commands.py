@@ -6,10 +6,11 @@ from typing import Any
 
 import typer
 
-from marketsync.kit.cli import JsonOption, emit, run_command, webhooks_app
+from marketsync.kit.cli import JsonOption, emit, webhooks_app
 from marketsync.kit.clock import iso
 from marketsync.models.webhooks import WebhookAttempt
 from marketsync.runtime import Runtime
+from marketsync.startup import run_command
 from marketsync.webhooks import service
 
 

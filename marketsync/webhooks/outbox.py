@@ -7,10 +7,10 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from marketsync.db import wake_workers_on_commit
 from marketsync.kit import jsonio
 from marketsync.kit.ids import new_id
 from marketsync.models import Event
-from marketsync.wakeups import wake_workers_on_commit
 
 EVENT_TYPES = (
     "OrdersDownloaded",

@@ -11,8 +11,16 @@ from sqlalchemy import ColumnElement, and_, bindparam, case, delete, exists, fun
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import BindParameter
 
-from marketsync.db import Database, DriverReader, PreparedRead, insert_for, older_than
-from marketsync.db_fast import DriverSql, SessionDriver, session_driver
+from marketsync.db import (
+    Database,
+    DriverReader,
+    DriverSql,
+    PreparedRead,
+    SessionDriver,
+    insert_for,
+    older_than,
+    session_driver,
+)
 from marketsync.models import Event
 from marketsync.models.base import UTCDateTime
 from marketsync.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription

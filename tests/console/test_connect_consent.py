@@ -10,11 +10,11 @@ import asyncio
 import httpx
 import pytest
 
-from marketsync.errors import NotFound
+from marketsync.http.errors import NotFound
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import service as marketplaces
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.console.support import Browser, make_person, signed_in
 from tests.support.factories import Tenant, make_tenant
 

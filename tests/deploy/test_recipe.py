@@ -14,8 +14,8 @@ import httpx
 import yaml
 from prometheus_client import REGISTRY
 
+import marketsync.http.middleware
 import marketsync.jobs.run
-import marketsync.middleware
 import marketsync.observability
 import marketsync.webhooks.engine
 from marketsync.config import Settings
@@ -104,4 +104,6 @@ def test_alerts_and_dashboard_read_metrics_the_service_serves() -> None:
     expressions += [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
     used = {name for expr in expressions for name in re.findall(r"\b(marketsync_[a-z_]+)", expr)}
     assert used and used <= served, used - served
-    assert marketsync.observability and marketsync.jobs.run and marketsync.webhooks.engine and marketsync.middleware
+    assert (
+        marketsync.observability and marketsync.jobs.run and marketsync.webhooks.engine and marketsync.http.middleware
+    )

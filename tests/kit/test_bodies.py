@@ -1,4 +1,4 @@
-"""The one body reader (marketsync.kit.bodies) without HTTP: what it gives a good body and how it names a bad one.
+"""The one body reader (marketsync.http.bodies) without HTTP: what it gives a good body and how it names a bad one.
 Every route's answers over HTTP: tests/test_request_bodies.py."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from marketsync.errors import ValidationFailed
-from marketsync.kit import bodies
+from marketsync.http import bodies
+from marketsync.http.errors import ValidationFailed
 
 
 def _errors(raw: bytes, **options: bool) -> dict[str, list[str]] | None:

@@ -15,10 +15,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
 from marketsync.auth import service as auth_service
-from marketsync.errors import install_error_handlers
-from marketsync.kit import idempotency, jsonio
-from marketsync.kit.requestid import current_request_id
-from marketsync.middleware import RequestContextMiddleware
+from marketsync.http import idempotency
+from marketsync.http.errors import install_error_handlers
+from marketsync.http.middleware import RequestContextMiddleware
+from marketsync.http.requestid import current_request_id
+from marketsync.kit import jsonio
 from marketsync.models import Account, IdempotencyRecord
 from marketsync.runtime import Runtime
 from tests.support.factories import make_account, problem

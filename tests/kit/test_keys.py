@@ -6,8 +6,8 @@ import base64
 
 import pytest
 
+from marketsync.auth import keys
 from marketsync.config import Settings
-from marketsync.kit import keys
 from marketsync.runtime import Runtime
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from marketsync.kit import requestid
+from marketsync.http import requestid
 from marketsync.kit.ids import ALPHABET, new_id
 
 # base64's base32 alphabet to Crockford's: the encoding the table replaced, kept here as the reference.

@@ -14,8 +14,8 @@ import httpx
 from marketsync_client import AsyncClient, Client, RetryPolicy, WalkState
 from pydantic import BaseModel
 
+from marketsync.jobs.worker import Worker
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.support.factories import Tenant
 
 # Tests never wait for real backoff: a retry comes after at most 20 ms (Retry-After is still honoured).

@@ -1,4 +1,4 @@
-"""The connector for the sandbox marketplaces, composed for P1..P4 by marketsync/connectors.py.
+"""The connector for the sandbox marketplaces, composed for P1..P4 by marketsync/marketplaces/registry.py.
 
 It speaks only HTTP (httpx): in-process through `httpx.ASGITransport` when `settings.sandbox_url` is
 unset, or to `marketsync sandbox serve` at that URL. One AsyncClient per Runtime (closed by Runtime.close).
@@ -287,5 +287,5 @@ class SandboxConnector:
 
 
 def sandbox_connector(rt: Runtime, connection: MarketplaceConnection) -> Connector:
-    """The connector factory for every sandbox kind (composed in marketsync/connectors.py)."""
+    """The connector factory for every sandbox kind (composed in marketsync/marketplaces/registry.py)."""
     return SandboxConnector(sandbox_client(rt), connection, rt.settings.marketplace_timeout_s)

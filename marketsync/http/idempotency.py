@@ -28,7 +28,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
-from marketsync.errors import IdempotencyInFlight, IdempotencyMismatch, ValidationFailed, merged_errors
+from marketsync.http.errors import IdempotencyInFlight, IdempotencyMismatch, ValidationFailed, merged_errors
 from marketsync.models import IdempotencyRecord
 from marketsync.runtime import Runtime
 

@@ -23,32 +23,45 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.pool import NullPool
 from sqlalchemy.util import await_only
 
-from marketsync import wakeups
-from marketsync.db_fast import (
+from marketsync.db import _wakeups as wakeups
+from marketsync.db._fast import (
     POSTGRES_UNAVAILABLE,
     DriverReader,
     DriverSql,
     FastReads,
     KeyedRead,
     PreparedRead,
+    SessionDriver,
     asyncpg_connect_args,
+    session_driver,
     session_reader,
 )
+from marketsync.db._requests_first import RequestsFirst, WriterTurns, mark_background
+from marketsync.db._wakeups import wake_workers_on_commit
+from marketsync.db._wal_checkpoints import WRITE_CONNECTION_PRAGMAS, WalCheckpointer
+from marketsync.db._writer_handoff import WriterHandoff
 from marketsync.kit import jsonio
-from marketsync.requests_first import RequestsFirst, WriterTurns
-from marketsync.wal_checkpoints import WRITE_CONNECTION_PRAGMAS, WalCheckpointer
-from marketsync.writer_handoff import WriterHandoff
 
+# What the rest of the service uses; the modules behind it (`_fast`, `_writer_handoff`, `_wal_checkpoints`,
+# `_requests_first`, `_wakeups`) are this package's own.
 __all__ = [
+    "POSTGRES_UNAVAILABLE",
     "Database",
     "DriverReader",
     "DriverSql",
     "KeyedRead",
     "PreparedRead",
+    "RequestsFirst",
+    "SessionDriver",
     "async_url",
+    "database_unavailable",
     "dialect_of",
     "insert_for",
+    "mark_background",
+    "older_than",
+    "session_driver",
     "session_reader",
+    "wake_workers_on_commit",
 ]
 
 T = TypeVar("T")
@@ -168,9 +181,9 @@ class Database:
             )
             # Who takes the one writer next: a request before background work (requests_first.py).
             self.writer_turns = WriterTurns(timeout_s=60, background_max_wait_s=requests_first_max_wait_s)
-            # A file's WAL is checkpointed by a thread of this process after commits (marketsync/wal_checkpoints.py).
+            # A file's WAL is checkpointed by a thread of this process after commits (_wal_checkpoints.py).
             self.checkpointer = WalCheckpointer(sqlite_file) if sqlite_file else None
-            # ...and each write transaction takes its turn at the writer among processes (marketsync/writer_handoff.py).
+            # ...and each write transaction takes its turn at the writer among processes (_writer_handoff.py).
             self.handoff = WriterHandoff(sqlite_file, timeout_s=BUSY_TIMEOUT_S) if sqlite_file else None
             _configure_sqlite(self.write_engine, immediate=True, checkpointer=self.checkpointer)
         else:
@@ -239,7 +252,7 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A write session committed once at the edge, rolled back on any exception. Work it queued (a job, an
-        event) wakes the workers as it commits (marketsync/wakeups.py)."""
+        event) wakes the workers as it commits (marketsync/db/_wakeups.py)."""
         wake = False
         async with (
             self.requests_first.turn(),

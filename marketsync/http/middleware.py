@@ -11,8 +11,8 @@ import structlog
 from prometheus_client import Counter, Histogram
 from starlette.responses import Response
 
-from marketsync.db import database_unavailable
-from marketsync.errors import (
+from marketsync.db import RequestsFirst, database_unavailable
+from marketsync.http.errors import (
     BodyRefused,
     ValidationFailed,
     internal_error_response,
@@ -20,9 +20,8 @@ from marketsync.errors import (
     problem_response,
     unavailable_response,
 )
-from marketsync.kit.requestid import begin_request
-from marketsync.logging import access_line
-from marketsync.requests_first import RequestsFirst
+from marketsync.http.logs import access_line
+from marketsync.http.requestid import begin_request
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

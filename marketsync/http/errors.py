@@ -14,8 +14,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.types import Scope
 
+from marketsync.http.requestid import current_request_id
 from marketsync.kit import jsonio
-from marketsync.kit.requestid import current_request_id
 
 PROBLEM_JSON = "application/problem+json"
 TOKEN_PATH = "/connect/token"

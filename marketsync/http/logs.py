@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import structlog
 
-from marketsync.kit.requestid import _request_id
+from marketsync.http.requestid import _request_id
 
 
 def _add_request_id(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:

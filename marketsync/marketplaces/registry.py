@@ -13,7 +13,7 @@ from marketsync.marketplaces.sandbox.connector import sandbox_connector
 from marketsync.runtime import Runtime
 
 
-def compose(rt: Runtime) -> Runtime:
+def compose_connectors(rt: Runtime) -> Runtime:
     """Give the runtime its connectors (once; composing again keeps the first registry). Returns the runtime."""
     if REGISTRY_KEY not in rt.extras:
         registry = ConnectorRegistry()

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, GetJsonSchemaH
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
-from marketsync.errors import ValidationFailed, field_key, merged_errors, validation_errors
+from marketsync.http.errors import ValidationFailed, field_key, merged_errors, validation_errors
 
 REQUIRED = "Required."
 NOT_UTF8 = "The body is not valid UTF-8."
