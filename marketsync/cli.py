@@ -21,6 +21,7 @@ from marketsync.kit import crypto
 from marketsync.kit.cli import JsonOption, admin, app, db_app, emit, run_service, settle_heap
 from marketsync.marketplaces import commands as _marketplace_commands  # noqa: F401
 from marketsync.marketplaces.registry import compose_connectors
+from marketsync.marketplaces.sandbox import commands as sandbox_commands
 from marketsync.orders import commands as _orders_commands  # noqa: F401
 from marketsync.people import commands as _people_commands  # noqa: F401
 from marketsync.runtime import Runtime
@@ -121,6 +122,8 @@ def db_upgrade(as_json: bool = JsonOption) -> None:
 
 keys_app = typer.Typer(no_args_is_help=True, help="Encryption and hashing keys (shared by every process).")
 admin.add_typer(keys_app, name="keys")
+# The CLI's composition root for marketplace implementations: the one that brings commands of its own.
+app.add_typer(sandbox_commands.group, name="sandbox")
 
 
 @keys_app.command("generate")

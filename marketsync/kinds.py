@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal
+
+# What a marketplace feed carries: its webhook's FeedKind and the connector's feed calls.
+FeedKind = Literal["Product listing", "Price & stock", "Order updates"]
 
 
 class ConnectionState(StrEnum):

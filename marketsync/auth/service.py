@@ -64,6 +64,14 @@ class TokenError(Exception):
         self.error, self.description, self.status = error, description, status
 
 
+async def find_account(session: AsyncSession, account_id: str) -> Account | None:
+    return await repository.get_account(session, account_id)
+
+
+async def find_account_by_name(session: AsyncSession, name: str) -> Account | None:
+    return await repository.get_account_by_name(session, name)
+
+
 async def create_account(rt: Runtime, session: AsyncSession, name: str) -> Account:
     account = Account(id=new_id(), name=name, created_at=rt.clock.now())
     session.add(account)

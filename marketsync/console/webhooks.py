@@ -16,7 +16,7 @@ from marketsync.console.render import cursor_text, errors_of, page, page_cursor,
 from marketsync.http.errors import ApiError, ValidationFailed
 from marketsync.people.service import Person
 from marketsync.webhooks import service as webhooks
-from marketsync.webhooks.outbox import EVENT_TYPES
+from marketsync.webhooks.rules import EVENT_TYPES
 
 router = page_router()
 LOG_PAGE = 100

@@ -15,7 +15,6 @@ from pydantic_core import PydanticCustomError
 from marketsync.http.bodies import StrictRequest, read_body
 from marketsync.http.errors import ValidationFailed, validation_errors
 from marketsync.inventory import rules
-from marketsync.inventory.repository import ListingView
 from marketsync.inventory.rules import MAX_OFFSET, MAX_PUSH_ITEMS, PushItem
 from marketsync.kit.numbers import JsonNumber
 from marketsync.kit.timestamps import UtcDatetime
@@ -199,16 +198,3 @@ class ProductOut(BaseModel):
 
 class ProductEnvelopeOut(BaseModel):
     Product: ProductOut
-
-
-def listing_dicts(listings: list[ListingView]) -> list[dict[str, Any]]:
-    return [
-        {
-            "Platform": listing.platform,
-            "Country": listing.country,
-            "ListingId": listing.listing_id,
-            "ExternalSku": listing.external_sku,
-            "ListingUrl": listing.listing_url,
-        }
-        for listing in listings
-    ]

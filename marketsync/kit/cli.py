@@ -29,11 +29,9 @@ dataflow_app = typer.Typer(no_args_is_help=True, help="Data Flow: who owns Price
 taxonomy_app = typer.Typer(no_args_is_help=True, help="Marketplace taxonomies.")
 webhooks_app = typer.Typer(no_args_is_help=True, help="Webhook subscriptions and delivery log.")
 user_app = typer.Typer(no_args_is_help=True, help="People who sign in to the app (/app).")
-sandbox = typer.Typer(no_args_is_help=True, help="Drive the built-in sandbox marketplaces.")
 
 app.add_typer(db_app, name="db")
 app.add_typer(admin, name="admin")
-app.add_typer(sandbox, name="sandbox")
 admin.add_typer(account_app, name="account")
 admin.add_typer(credential_app, name="credential")
 admin.add_typer(marketplace_app, name="marketplace")
