@@ -316,7 +316,7 @@ def _token_errors() -> dict[str, Schema]:
 
 
 def _problems(operation: Operation, *, api: bool, has_body: bool) -> dict[str, Schema]:
-    """The problem answers the operation can give (errors.py, middleware.py, kit/idempotency.py)."""
+    """The problem answers the operation can give (http/errors.py, http/middleware.py, http/idempotency.py)."""
     problems: dict[str, Schema] = {}
     rate = ("RateLimit", "RateLimit-Policy")
     if api:

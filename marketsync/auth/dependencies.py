@@ -141,7 +141,7 @@ MarketplacesReader = Annotated[Caller, Depends(require(Scope.MarketplacesRead))]
 WebhooksWriter = Annotated[Caller, Depends(require(Scope.WebhooksWrite))]
 RuntimeDep = Annotated[Runtime, Depends(_runtime)]
 
-# The dependencies that need only the Request: routes taking nothing else are called directly (kit/lean_routes.py).
+# The dependencies that need only the Request: routes taking nothing else are called directly (http/lean_routes.py).
 REQUEST_DEPENDENCIES = frozenset(
     get_args(alias)[1].dependency
     for alias in (OrdersReader, OrdersWriter, InventoryReader, InventoryWriter, MarketplacesReader, WebhooksWriter)

@@ -179,7 +179,7 @@ class Database:
                 hide_parameters=True,
                 **JSON_COLUMNS,
             )
-            # Who takes the one writer next: a request before background work (requests_first.py).
+            # Who takes the one writer next: a request before background work (_requests_first.py).
             self.writer_turns = WriterTurns(timeout_s=60, background_max_wait_s=requests_first_max_wait_s)
             # A file's WAL is checkpointed by a thread of this process after commits (_wal_checkpoints.py).
             self.checkpointer = WalCheckpointer(sqlite_file) if sqlite_file else None
@@ -294,15 +294,15 @@ class Database:
             yield session
 
     async def first(self, prepared: PreparedRead, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
-        """The first row of a prepared read on the raw driver (db_fast.py: the bearer-token lookup)."""
+        """The first row of a prepared read on the raw driver (_fast.py: the bearer-token lookup)."""
         return await self.fast.first(prepared, params)
 
     async def rows_by_key(self, read: KeyedRead, key: str) -> list[tuple[Any, ...]]:
-        """The rows of one key on the raw driver, concurrent lookups batched on PostgreSQL (db_fast.py)."""
+        """The rows of one key on the raw driver, concurrent lookups batched on PostgreSQL (_fast.py)."""
         return await self.fast.rows_by_key(read, key)
 
     async def driver_read(self, work: Callable[[DriverReader], Awaitable[T]]) -> T:
-        """`work(reader)` with hand-written SQL on the raw driver (db_fast.py: the orders page)."""
+        """`work(reader)` with hand-written SQL on the raw driver (_fast.py: the orders page)."""
         async with self.requests_first.turn():
             return await self.fast.driver_read(work)
 
@@ -394,7 +394,7 @@ def _caused_by_the_driver_losing_the_server(exc: BaseException) -> bool:
     SQLAlchemy's translations keep asyncpg's error as their cause, and some say nothing by their own class: a connect
     refused while the server shuts down or starts up ("the database system is shutting down", 57P03) is a bare
     DBAPIError (no connection existed to invalidate), and a terminated connection met by a transaction started on the
-    raw driver (db_fast.session_driver) raises the dialect's InternalClientError. Both answered 500."""
+    raw driver (_fast.session_driver) raises the dialect's InternalClientError. Both answered 500."""
     lost = (*POSTGRES_UNAVAILABLE, ConnectionRefusedError, ConnectionResetError)
     if isinstance(exc, lost):
         return True

@@ -12,7 +12,7 @@ two processes alternate, and the waiter wakes when the writer is let go (the ker
 
 The locks only order processes: SQLite's own lock still guards every write, so a process that does not take them (the
 sqlite3 shell) stays safe, only outside the queue. The kernel lets go of a dead process's locks. In a process, one
-transaction at a time takes them (WriterTurns in requests_first.py orders its transactions).
+transaction at a time takes them (WriterTurns in _requests_first.py orders its transactions).
 """
 
 from __future__ import annotations

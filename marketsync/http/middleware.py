@@ -117,7 +117,7 @@ class RequestContextMiddleware:
         # it, not a problem document.
         self.app_error_page = app_error_page
         self.max_body_bytes = max_body_bytes
-        # Counts the requests in flight: background work in this process lets them go first (requests_first.py).
+        # Counts the requests in flight: background work in this process lets them go first (db/_requests_first.py).
         self.requests_first = requests_first or RequestsFirst(0.0)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -1,6 +1,7 @@
 """One example per operation in the OpenAPI document: the 200 body, and the request body where there is one.
 
-Each is checked against the document's own schema by tests/test_openapi_document.py, so an example cannot drift.
+Each is checked against the document's own schema by tests/composition/test_openapi_document.py, so an example
+cannot drift.
 """
 
 from __future__ import annotations

@@ -174,7 +174,7 @@ async def _exists(db: Database, prepared: PreparedRead, params: dict[str, Any]) 
 
 
 # The claim and the recording of results are the worker's hot path: hand-written SQL on the raw driver inside the
-# session's transaction (db_fast.SessionDriver), a fixed number of statements per batch whatever its size.
+# session's transaction (db.SessionDriver), a fixed number of statements per batch whatever its size.
 
 _CLAIM_COLUMNS = (
     "d.id, d.account_id, d.subscription_id, d.event_id, d.event_type, d.attempts, d.lease_owner, "

@@ -16,9 +16,9 @@ from marketsync_client import webhooks
 
 from marketsync.demo import run_demo
 from marketsync.runtime import Runtime
-from tests.sdk.support import draining_worker
+from tests.support.sdk import draining_worker
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "sdk" / "python" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from marketsync.runtime import Runtime
 from tests.catalog.support import load_taxonomies
 from tests.inventory.support import add_products
 from tests.orders.support import ingest, pulled_order
-from tests.sdk.support import Seen, collect, sdk
 from tests.support.factories import make_tenant
+from tests.support.sdk import Seen, collect, sdk
 
 COUNT = 1_050
 

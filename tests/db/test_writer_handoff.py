@@ -61,7 +61,7 @@ async def _others(db: Database) -> int:
 async def test_a_waiting_process_writes_between_the_other_process_transactions(database: Database) -> None:
     other = await asyncio.create_subprocess_exec(
         sys.executable, "-c", BACK_TO_BACK, database.url, str(TRANSACTIONS), str(HOLD_S),
-        stdout=subprocess.PIPE, cwd=Path(__file__).parent.parent,
+        stdout=subprocess.PIPE, cwd=Path(__file__).parents[2],
     )  # fmt: skip
     try:
         assert other.stdout is not None

@@ -1,5 +1,5 @@
 """The one body reader (marketsync.http.bodies) without HTTP: what it gives a good body and how it names a bad one.
-Every route's answers over HTTP: tests/test_request_bodies.py."""
+Every route's answers over HTTP: tests/http/test_request_bodies.py."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ async def test_openapi_documents_every_route_with_scopes_and_problems(rt: Runtim
             assert ("422" in responses) == idempotent, route.path
             for status in ("400", "401", "403", "429"):
                 assert "application/problem+json" in responses[status]["content"], (route.path, status)
-            if "404" in responses:  # only where an unknown id can be named (tests/test_openapi_document.py)
+            if "404" in responses:  # only where an unknown id can be named (tests/composition/test_openapi_document.py)
                 assert "application/problem+json" in responses["404"]["content"], route.path
 
 

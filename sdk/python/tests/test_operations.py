@@ -15,8 +15,8 @@ from marketsync.webhooks.ssrf import RESOLVER_KEY, StaticResolver
 from tests.catalog.support import anchor_id, load_taxonomies, phone_attributes
 from tests.inventory.support import add_products, stored
 from tests.orders.support import BUYER_NAME, ingest, pulled_item, pulled_order
-from tests.sdk.support import assert_exact, draining_worker, sdk
 from tests.support.factories import make_tenant
+from tests.support.sdk import assert_exact, draining_worker, sdk
 
 
 async def test_every_operation(rt: Runtime, api: httpx.AsyncClient, flavour: str) -> None:

@@ -1,4 +1,4 @@
-"""Direct endpoint calls (kit/lean_routes.py, docs/decisions/0250): the hot routes take them, and their answers are
+"""Direct endpoint calls (http/lean_routes.py, docs/decisions/0250): the hot routes take them, and their answers are
 FastAPI's own, byte for byte, for success and for every refusal the caller or the endpoint can cause."""
 
 from __future__ import annotations

@@ -2,25 +2,40 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
+from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 import pytest
 from marketsync_client import RateLimited, RetryPolicy, TokenError
 
 from marketsync.auth import service as auth_service
+from marketsync.kit.clock import FrozenClock
 from marketsync.runtime import Runtime
-from tests.sdk.support import Seen, sdk
 from tests.support.factories import make_tenant
+from tests.support.sdk import Seen, ThreadedClient, sdk
 
 TOKEN = "/connect/token"
 MARKETPLACES = "/api/marketplaces"
 
 
+@pytest.fixture
+def clock() -> FrozenClock:
+    """The service's clock, moved by hand: a token expires without the test waiting for it."""
+    return FrozenClock(datetime.now(UTC))
+
+
+def _later(client: Any, seconds: float) -> None:
+    """Move the client's clock (the token cache's) and the service's by the same amount."""
+    raw = client.client if isinstance(client, ThreadedClient) else client
+    moved = raw._clock
+    raw._clock = lambda: moved() + seconds
+
+
 @pytest.mark.parametrize("settings_overrides", [{"token_ttl_s": 2}])
 async def test_tokens_are_cached_and_renewed_before_they_expire(
-    rt: Runtime, api: httpx.AsyncClient, flavour: str
+    rt: Runtime, api: httpx.AsyncClient, flavour: str, clock: FrozenClock
 ) -> None:
     tenant = await make_tenant(rt, api)
     seen = Seen()
@@ -28,7 +43,9 @@ async def test_tokens_are_cached_and_renewed_before_they_expire(
         for _ in range(3):
             await client.list_marketplaces()
         assert len(seen.paths(TOKEN)) == 1  # one token for many calls
-        await asyncio.sleep(2.1)  # the client counts the 2-second expires_in from when it got the token: past
+        # The client counts the 2-second expires_in from when it got the token: past.
+        _later(client, 2.1)
+        clock.advance(seconds=2.1)
         await client.list_marketplaces()
         # Renewed before use, never refused: no 401 was ever answered.
         assert len(seen.paths(TOKEN)) == 2
@@ -36,7 +53,7 @@ async def test_tokens_are_cached_and_renewed_before_they_expire(
 
 
 @pytest.mark.parametrize("settings_overrides", [{"token_ttl_s": 1}])
-async def test_a_token_refused_early_is_renewed_once(rt: Runtime, api: httpx.AsyncClient) -> None:
+async def test_a_token_refused_early_is_renewed_once(rt: Runtime, api: httpx.AsyncClient, clock: FrozenClock) -> None:
     tenant = await make_tenant(rt, api)
     seen = Seen()
     async with sdk(api, tenant, seen=seen) as client:
@@ -44,7 +61,7 @@ async def test_a_token_refused_early_is_renewed_once(rt: Runtime, api: httpx.Asy
         # The client's clock runs behind the server's: it believes its token is good for an hour.
         assert client._token is not None
         client._token.expires_at = time.monotonic() + 3600
-        await asyncio.sleep(2.1)  # a 1-second token lives 1 to 2 seconds (its expiry is a whole second, rounded up)
+        clock.advance(seconds=2.1)  # a 1-second token lives 1 to 2 seconds (its expiry is a whole second, rounded up)
         await client.list_marketplaces()
         assert [status for path, status, _ in seen.statuses if path == MARKETPLACES] == [200, 401, 200]
         assert len(seen.paths(TOKEN)) == 2

@@ -23,8 +23,8 @@ from pydantic import ValidationError
 from marketsync.runtime import Runtime
 from tests.inventory.support import add_products
 from tests.orders.support import ingest, pulled_item, pulled_order
-from tests.sdk.support import Seen, sdk
 from tests.support.factories import make_tenant
+from tests.support.sdk import Seen, sdk
 
 REFUND = "/api/orders/Refund"
 

@@ -343,7 +343,7 @@ def test_errors_a_restarting_server_causes_under_sqlalchemys_are_unavailable_not
     for message in ("the database system is shutting down", "the database system is starting up"):
         refused = _translated(asyncpg.exceptions.CannotConnectNowError(message))
         assert database_unavailable(sa_exc.DBAPIError("connect", None, refused))
-    # A terminated connection met by a transaction begun on the raw driver (db_fast.session_driver): the dialect's
+    # A terminated connection met by a transaction begun on the raw driver (db._fast.session_driver): the dialect's
     # error, raised outside SQLAlchemy's execution.
     assert database_unavailable(
         _translated(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mypy import api as mypy
 
-SDK = Path(__file__).resolve().parents[2] / "sdk" / "python"
+SDK = Path(__file__).resolve().parents[1]
 
 # Names the snippets use without defining them: what an integrator's own code would hold at that point.
 PRELUDE = """\

@@ -1,4 +1,4 @@
-"""Request ids (kit/requestid.py): the layout of kit.ids, minted without base64's Python loop."""
+"""Request ids (http/requestid.py): the layout of kit.ids, minted without base64's Python loop."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The route index (kit/route_index.py) chooses exactly the route, status and path parameters of FastAPI's own
+"""The route index (http/route_index.py) chooses exactly the route, status and path parameters of FastAPI's own
 linear matching, for every route of the application, every method, and the paths that match none."""
 
 from __future__ import annotations
