@@ -23,7 +23,7 @@ from marketsync.config import Settings
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 PACKAGE = DEPLOY.parent / "marketsync"
 # Files of the package a running service never reads: the Alembic template of new revisions, the room's notes.
-NOT_RUN_TIME = {"migrations/script.py.mako", "console/README.md"}
+NOT_RUN_TIME = {"migrations/script.py.mako", "console/README.md", "marketplaces/README.md"}
 DEV_TOOLS = ("pytest", "mypy", "ruff", "schemathesis", "hypothesis", "playwright", "trustme")
 
 
