@@ -29,11 +29,12 @@ from sqlalchemy import func, insert, select
 
 from bench.orders_list import PG_ADMIN, VAR, ensure_tenant, generate, served, store_documents
 from bench.support import BENCH_KEYS
-from marketsync import connectors, migrate
+from marketsync import migrate
 from marketsync.auth import service as auth
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.config import Settings
 from marketsync.kit.ids import new_id
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.models import Event, Product
 from marketsync.models.webhooks import WebhookAttempt, WebhookSubscription
 from marketsync.people import service as people
@@ -119,7 +120,7 @@ async def bench_backend(backend: str, orders: int, products: int, attempts: int,
         await admin.close()
         url = f"postgresql://postgres@127.0.0.1:5432/{PG_DB}"
     settings = Settings(**BENCH_KEYS, database_url=url, var_dir=VAR, rate_limit="1000000/minute", log_level="WARNING")
-    rt = connectors.compose(Runtime.create(settings))
+    rt = compose_connectors(Runtime.create(settings))
     try:
         await migrate.upgrade(rt.db)
         account_id, _marketplace_id, _client_id, _client_secret = await ensure_tenant(rt)

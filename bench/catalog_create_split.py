@@ -35,14 +35,15 @@ import uvloop
 
 from bench.catalog_perf import LAPTOP_ATTRIBUTES
 from bench.support import BENCH_KEYS, create_scratch_pg, drop_scratch_pg, free_port, percentile
-from marketsync import connectors, migrate
+from marketsync import migrate
 from marketsync.app import create_app
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import service
 from marketsync.config import Settings
-from marketsync.logging import configure_logging
+from marketsync.http.logs import configure_logging
 from marketsync.marketplaces import service as marketplaces
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.runtime import Runtime
 
@@ -130,7 +131,7 @@ async def run(
         log_level="WARNING",
         sandbox_url=sandbox,
     )
-    rt = connectors.compose(Runtime.create(settings))
+    rt = compose_connectors(Runtime.create(settings))
     try:
         await migrate.upgrade(rt.db)
         async with rt.db.transaction() as session:

@@ -66,15 +66,16 @@ from bench.support import (
     print_figures,
     process,
 )
-from marketsync import connectors, migrate
+from marketsync import migrate
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import repository as catalog_repository
 from marketsync.catalog import service
 from marketsync.config import Settings
+from marketsync.http.logs import configure_logging
 from marketsync.kit.ids import new_id
-from marketsync.logging import configure_logging
 from marketsync.marketplaces import service as marketplaces
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.models.catalog import TaxonomyImport
 from marketsync.runtime import Runtime
@@ -214,7 +215,7 @@ async def prepare(
 ) -> dict[str, Any]:
     """Migrate, load the taxonomy (imported, or with `synthetic` bulk-loaded), create an account, a credential and
     a P1 UK connection."""
-    rt = connectors.compose(Runtime.create(Settings(**BENCH_KEYS, database_url=url, var_dir=directory / "var")))
+    rt = compose_connectors(Runtime.create(Settings(**BENCH_KEYS, database_url=url, var_dir=directory / "var")))
     try:
         await migrate.upgrade(rt.db)
         started = time.perf_counter()

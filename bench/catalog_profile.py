@@ -24,14 +24,15 @@ import httpx
 
 from bench.catalog_perf import LAPTOP_ATTRIBUTES, SEARCHES
 from bench.support import BENCH_KEYS, create_scratch_pg, drop_scratch_pg
-from marketsync import connectors, migrate
+from marketsync import migrate
 from marketsync.app import create_app
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import service
 from marketsync.config import Settings
-from marketsync.logging import configure_logging
+from marketsync.http.logs import configure_logging
 from marketsync.marketplaces import service as marketplaces
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.runtime import Runtime
 from tests.support.server import serve
@@ -43,7 +44,7 @@ async def loop(path: str, backend: str, seconds: float, directory: Path, *, work
         url = f"sqlite:///{directory / 'profile.db'}"
     else:
         scratch, url = await create_scratch_pg("ms_profile_cat")
-    rt = connectors.compose(
+    rt = compose_connectors(
         Runtime.create(
             Settings(
                 **BENCH_KEYS,

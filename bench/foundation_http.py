@@ -28,7 +28,7 @@ from starlette.responses import Response
 from bench.support import cpu_probe_ms, free_port, marketsync, print_figures, process, scratch_database, wrk
 from marketsync.app import create_app
 from marketsync.auth.dependencies import REQUEST_DEPENDENCIES, MarketplacesReader, RuntimeDep
-from marketsync.kit import lean_routes
+from marketsync.http import lean_routes
 from marketsync.marketplaces.endpoints import router as marketplaces_router
 from marketsync.runtime import Runtime
 
@@ -74,7 +74,7 @@ def fixed_cost_app(rt: Runtime) -> FastAPI:
 
 
 def serve_fixed_cost(port: int) -> None:
-    from marketsync.kit.cli import serve_http
+    from marketsync.startup import serve_http
 
     serve_http(fixed_cost_app, "127.0.0.1", port)
 

@@ -28,13 +28,14 @@ from typing import Any
 from sqlalchemy import select, text
 
 from bench.support import BENCH_KEYS, create_scratch_pg, drop_scratch_pg
-from marketsync import connectors, migrate
+from marketsync import migrate
 from marketsync.auth import service as auth_service
 from marketsync.config import Settings
+from marketsync.http.logs import configure_logging
 from marketsync.inventory import rules
 from marketsync.inventory import service as inventory
 from marketsync.kit.ids import new_id
-from marketsync.logging import configure_logging
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.models import Product
 from marketsync.runtime import Runtime
 
@@ -97,7 +98,7 @@ async def run_backend(backend: str, products: int, directory: Path) -> dict[str,
         rate_limit="10000000/minute",
         log_level="WARNING",
     )
-    rt = connectors.compose(Runtime.create(settings))
+    rt = compose_connectors(Runtime.create(settings))
     try:
         await migrate.upgrade(rt.db)
         async with rt.db.transaction() as session:

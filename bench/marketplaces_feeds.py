@@ -27,13 +27,14 @@ from typing import Any
 from sqlalchemy import text
 
 from bench.support import cpu_probe_ms, print_figures, scratch_database
-from marketsync import connectors, migrate
+from marketsync import migrate
 from marketsync.auth import service as auth_service
 from marketsync.config import Settings
 from marketsync.jobs import service as jobs_service
 from marketsync.jobs.types import JobPayload, JobStatus, ListingMirrorPayload, PriceStockPushPayload
 from marketsync.kit.ids import new_id
 from marketsync.marketplaces import feeds, service
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.runtime import Runtime
@@ -123,7 +124,7 @@ async def _run_job(rt: Runtime, account_id: str, payload: JobPayload) -> float:
 
 
 async def measure(url: str, runs: int, mirror_listings: int) -> dict[str, float]:
-    rt = connectors.compose(
+    rt = compose_connectors(
         Runtime.create(Settings(database_url=url, encryption_keys="b1:" + "A" * 43, secret_hash_key="B" * 43))
     )
     try:

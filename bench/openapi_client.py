@@ -34,9 +34,9 @@ CALLS = Path(__file__).with_name("openapi_client_calls.py")
 
 
 def document() -> dict[str, Any]:
-    from marketsync import connectors
     from marketsync.app import create_app
     from marketsync.config import Settings
+    from marketsync.marketplaces.registry import compose_connectors
     from marketsync.runtime import Runtime
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -46,7 +46,7 @@ def document() -> dict[str, Any]:
             encryption_keys="k1:" + base64.urlsafe_b64encode(b"k" * 32).decode(),
             secret_hash_key=base64.urlsafe_b64encode(b"h" * 32).decode(),
         )
-        app = create_app(connectors.compose(Runtime.create(settings)))
+        app = create_app(compose_connectors(Runtime.create(settings)))
         return app.openapi()
 
 

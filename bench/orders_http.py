@@ -26,8 +26,9 @@ import httpx
 from bench import floor_orders
 from bench.orders_list import PG_ADMIN, PG_DB, VAR, ensure_tenant, generate, served, store_documents
 from bench.support import BENCH_KEYS, cpu_probe_ms, free_port, percentile, print_figures, process
-from marketsync import connectors, migrate
+from marketsync import migrate
 from marketsync.config import Settings
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.runtime import Runtime
 
 FLOOR_TOKEN = "floor-orders-token"
@@ -117,7 +118,7 @@ async def prepare(backend: str, total: int) -> tuple[str, str, str, str, str]:
         await admin.close()
         url = floor_url = f"postgresql://postgres@127.0.0.1:5432/{database}"
     settings = Settings(**BENCH_KEYS, database_url=url, var_dir=VAR, rate_limit="1000000/minute", log_level="WARNING")
-    rt = connectors.compose(Runtime.create(settings))
+    rt = compose_connectors(Runtime.create(settings))
     try:
         await migrate.upgrade(rt.db)
         account_id, marketplace_id, client_id, client_secret = await ensure_tenant(rt)

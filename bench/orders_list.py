@@ -42,11 +42,12 @@ import asyncpg  # type: ignore[import-untyped]
 import httpx
 
 from bench.support import BENCH_KEY_ENV, BENCH_KEYS, free_port, process, wrk
-from marketsync import connectors, migrate
+from marketsync import migrate
 from marketsync.auth import service as auth_service
 from marketsync.config import Settings
 from marketsync.kit import jsonio
 from marketsync.marketplaces import service as marketplace_service
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.models.base import PRICE_SCALE
 from marketsync.orders import rules, schemas, service
 from marketsync.runtime import Runtime
@@ -419,7 +420,7 @@ async def bench_backend(backend: str, total: int, runs: int, seconds: int) -> li
         await admin.close()
         url = f"postgresql://postgres@127.0.0.1:5432/{PG_DB}"
     settings = Settings(**BENCH_KEYS, database_url=url, var_dir=VAR, rate_limit="1000000/minute", log_level="WARNING")
-    rt = connectors.compose(Runtime.create(settings))
+    rt = compose_connectors(Runtime.create(settings))
     lines = []
     try:
         await migrate.upgrade(rt.db)

@@ -26,12 +26,13 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bench.support import BENCH_KEYS, create_scratch_pg, drop_scratch_pg, percentile
-from marketsync import connectors, migrate
+from marketsync import migrate
 from marketsync.auth import service as auth_service
 from marketsync.config import Settings
-from marketsync.logging import configure_logging
+from marketsync.http.logs import configure_logging
 from marketsync.marketplaces import service as marketplace_service
 from marketsync.marketplaces.connector import MarketplaceOrder, MarketplaceOrderItem, PostalAddress
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.orders import service
 from marketsync.runtime import Runtime
 
@@ -74,7 +75,7 @@ async def run_backend(backend: str, batches: int, per_batch: int, directory: Pat
         url = f"sqlite:///{directory / 'bench.db'}"
     else:
         scratch_pg, url = await create_scratch_pg("ms_bench")
-    rt = connectors.compose(
+    rt = compose_connectors(
         Runtime.create(Settings(**BENCH_KEYS, database_url=url, var_dir=directory / "var", log_level="WARNING"))
     )
     real_store = service.store_documents

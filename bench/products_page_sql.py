@@ -29,7 +29,7 @@ import asyncpg  # type: ignore[import-untyped]
 from bench.catalogue_http import PLATFORMS, _marketplaces, seed_service
 from bench.foundation_http import service_env
 from bench.support import create_scratch_pg, drop_scratch_pg, marketsync
-from marketsync.db_fast import DriverSql
+from marketsync.db._fast import DriverSql
 from marketsync.inventory import repository, service
 
 LIMIT = 200

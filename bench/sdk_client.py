@@ -27,16 +27,16 @@ from marketsync_client import Client, InventoryMirror
 from bench.foundation_http import service_env
 from bench.inventory_push import seed_catalogue
 from bench.support import BENCH_KEYS, free_port, marketsync, process, scratch_database
-from marketsync import connectors
 from marketsync.config import Settings
-from marketsync.logging import configure_logging
+from marketsync.http.logs import configure_logging
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.runtime import Runtime
 
 SCOPES = "InventoryRead InventoryWrite MarketplacesRead"
 
 
 async def seed(url: str, account_id: str, products: int, var_dir: str) -> list[str]:
-    rt = connectors.compose(Runtime.create(Settings(**BENCH_KEYS, database_url=url, var_dir=var_dir)))
+    rt = compose_connectors(Runtime.create(Settings(**BENCH_KEYS, database_url=url, var_dir=var_dir)))
     try:
         return await seed_catalogue(rt, account_id, products)
     finally:

@@ -31,9 +31,11 @@ import uvloop
 from sqlalchemy import func, select
 
 from bench.support import print_figures
-from marketsync import connectors, migrate
+from marketsync import migrate
 from marketsync.config import Settings
+from marketsync.jobs.worker import Worker
 from marketsync.kit import crypto
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.models import Event
 from marketsync.models.webhooks import WebhookAttempt, WebhookDelivery
 from marketsync.runtime import Runtime
@@ -41,7 +43,6 @@ from marketsync.webhooks import rules, service
 from marketsync.webhooks.engine import DELIVERY_CONCURRENCY
 from marketsync.webhooks.outbox import record_event
 from marketsync.webhooks.ssrf import RESOLVER_KEY, StaticResolver
-from marketsync.worker import Worker
 
 HOST = "hooks.bench.test"
 PAYLOAD: dict[str, Any] = {
@@ -142,7 +143,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         order_pull_interval_s=36_000.0,
         log_level="WARNING",
     )
-    rt = connectors.compose(Runtime.create(settings))
+    rt = compose_connectors(Runtime.create(settings))
     rt.extras[RESOLVER_KEY] = StaticResolver({HOST: "127.0.0.1"})
     result: dict[str, Any] = {"database": rt.db.dialect, "events": args.events, "subscriptions": args.subscriptions}
     try:

@@ -12,20 +12,21 @@ from fastapi.routing import APIRoute
 from sqlalchemy import text
 from starlette.responses import JSONResponse, Response
 
-from marketsync import __version__, connectors, observability, openapi
+from marketsync import __version__, observability, openapi
 from marketsync.auth import endpoints as auth_endpoints
 from marketsync.auth.dependencies import REQUEST_DEPENDENCIES
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import endpoints as catalog_endpoints
 from marketsync.console import pages as console_pages
 from marketsync.console.render import error_page
-from marketsync.errors import install_error_handlers
+from marketsync.http import lean_routes, operation_names
+from marketsync.http.errors import install_error_handlers
+from marketsync.http.middleware import RequestContextMiddleware
+from marketsync.http.route_index import RouteIndex
 from marketsync.inventory import endpoints as inventory_endpoints
 from marketsync.jobs import endpoints as jobs_endpoints
-from marketsync.kit import lean_routes, operation_names
-from marketsync.kit.route_index import RouteIndex
 from marketsync.marketplaces import endpoints as marketplaces_endpoints
-from marketsync.middleware import RequestContextMiddleware
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.orders import endpoints as orders_endpoints
 from marketsync.runtime import Runtime
 from marketsync.webhooks import endpoints as webhooks_endpoints
@@ -42,14 +43,14 @@ ROUTERS = (
 
 
 def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
-    connectors.compose(rt)
+    compose_connectors(rt)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()
         worker_task = None
         if run_workers:
-            from marketsync.worker import Worker
+            from marketsync.jobs.worker import Worker
 
             worker = Worker(rt)
             rt.extras["worker"] = worker

@@ -10,32 +10,24 @@ from collections.abc import AsyncIterator, Callable, Iterator
 import structlog
 import typer
 
-from marketsync import connectors, migrate, startup
+from marketsync import migrate, startup
 from marketsync.auth import commands as _auth_commands  # noqa: F401  (registers commands)
+from marketsync.auth import keys
 from marketsync.catalog import commands as _catalog_commands  # noqa: F401
 from marketsync.config import is_loopback_host
 from marketsync.demo import run_demo
+from marketsync.http.logs import configure_logging
 from marketsync.inventory import commands as _inventory_commands  # noqa: F401
-from marketsync.kit import crypto, keys
-from marketsync.kit.cli import (
-    JsonOption,
-    admin,
-    app,
-    db_app,
-    emit,
-    fail,
-    run_command,
-    run_or_exit,
-    run_service,
-    serve_http,
-    settings_or_exit,
-    settle_heap,
-)
-from marketsync.logging import configure_logging
+from marketsync.kit import crypto
+from marketsync.kit.cli import JsonOption, admin, app, db_app, emit, fail, run_service, settle_heap
 from marketsync.marketplaces import commands as _marketplace_commands  # noqa: F401
+from marketsync.marketplaces.amazon.simulator import commands as amazon_simulator_commands
+from marketsync.marketplaces.registry import compose_connectors
+from marketsync.marketplaces.sandbox import commands as sandbox_commands
 from marketsync.orders import commands as _orders_commands  # noqa: F401
 from marketsync.people import commands as _people_commands  # noqa: F401
 from marketsync.runtime import Runtime
+from marketsync.startup import run_command, run_or_exit, serve_http, settings_or_exit
 from marketsync.webhooks import commands as _webhooks_commands  # noqa: F401
 
 log = structlog.get_logger("marketsync.cli")
@@ -63,13 +55,13 @@ def serve(
 @app.command()
 def worker() -> None:
     """Run a worker: jobs, schedules and webhook deliveries. Stops gracefully on SIGTERM/SIGINT."""
-    from marketsync.worker import Worker
+    from marketsync.jobs.worker import Worker
 
     settings = settings_or_exit()
     configure_logging(settings.log_level)
 
     async def main() -> None:
-        rt = connectors.compose(Runtime.create(settings))
+        rt = compose_connectors(Runtime.create(settings))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -136,6 +128,9 @@ def db_upgrade(as_json: bool = JsonOption) -> None:
 
 keys_app = typer.Typer(no_args_is_help=True, help="Encryption and hashing keys (shared by every process).")
 admin.add_typer(keys_app, name="keys")
+# The CLI's composition root for marketplace implementations: the one that brings commands of its own.
+app.add_typer(sandbox_commands.group, name="sandbox")
+sandbox_commands.group.command("amazon")(amazon_simulator_commands.amazon)
 
 
 @keys_app.command("generate")

@@ -65,7 +65,7 @@ class Settings(BaseSettings):
     worker_poll_s: float = Field(0.5, gt=0, le=60)
     worker_concurrency: int = Field(4, ge=1, le=256)
     # Workers in the API's process (`serve`) wait at most this long for the requests in flight before their next
-    # transaction (marketsync/requests_first.py; 100 ms: docs/decisions/0302); 0: they never wait.
+    # transaction (marketsync/db/_requests_first.py; 100 ms: docs/decisions/0302); 0: they never wait.
     requests_first_max_wait_s: float = Field(0.1, ge=0, le=5)
     # Extra modules imported by workers to register task handlers (plugins, test tasks).
     task_modules: str = ""

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from marketsync.auth import repository as auth_repository
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import demo as catalog_demo
 from marketsync.inventory import demo as inventory_demo
 from marketsync.kinds import KINDS, home_site
 from marketsync.marketplaces import demo as marketplaces_demo
-from marketsync.marketplaces import repository as marketplace_repository
 from marketsync.marketplaces import service as marketplace_service
 from marketsync.models import MarketplaceConnection
 from marketsync.orders import demo as orders_demo
@@ -27,7 +25,7 @@ DEMO_MARKETPLACES = tuple((platform, home_site(platform)) for platform in KINDS)
 # Each domain's part of the demo, in order: taxonomies before the catalogue, listings before orders.
 DEMO_APP_USER = "owner@demo.example"
 
-DEMO_SEEDERS: tuple[Callable[[Runtime, DemoTenant], Awaitable[None]], ...] = (
+DEMO_SEEDERS: tuple[Callable[[Runtime, str, Sequence[MarketplaceConnection]], Awaitable[None]], ...] = (
     catalog_demo.seed,
     inventory_demo.seed,
     marketplaces_demo.seed,
@@ -44,20 +42,20 @@ class DemoTenant:
 
 async def run_demo(rt: Runtime) -> dict[str, Any]:
     async with rt.db.transaction() as session:
-        account = await auth_repository.get_account_by_name(session, DEMO_ACCOUNT)
+        account = await auth_service.find_account_by_name(session, DEMO_ACCOUNT)
         if account is None:
             account = await auth_service.create_account(rt, session, DEMO_ACCOUNT)
         credential = await auth_service.create_credential(rt, session, account.id, "demo", list(ALL_SCOPES))
         connections = []
         for platform, country in DEMO_MARKETPLACES:
-            connection = await marketplace_repository.find(session, account.id, platform, country)
+            connection = await marketplace_service.find_site(session, account.id, platform, country)
             if connection is None:
                 connection = await marketplace_service.connect(rt, session, account.id, platform, country)
             connections.append(connection)
         app_user = await people_service.ensure_user(rt, session, account.id, DEMO_APP_USER, people_service.Role.OWNER)
     tenant = DemoTenant(account.id, connections)
     for seed in DEMO_SEEDERS:
-        await seed(rt, tenant)
+        await seed(rt, tenant.account_id, tenant.connections)
     return {
         "AccountId": account.id,
         "client_id": credential.client_id,

@@ -1,11 +1,15 @@
 """Marketplace kinds as data (spec section 1), and the states every domain reads off a connection and a listing.
 A leaf: it imports nothing of the service, so every domain may import it. Adding a real marketplace is adding a
-kind and a connector (marketsync/connectors.py)."""
+kind and a connector (marketsync/marketplaces/registry.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal
+
+# What a marketplace feed carries: its webhook's FeedKind and the connector's feed calls.
+FeedKind = Literal["Product listing", "Price & stock", "Order updates"]
 
 
 class ConnectionState(StrEnum):

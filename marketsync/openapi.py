@@ -23,10 +23,10 @@ from starlette.responses import HTMLResponse
 from starlette.staticfiles import StaticFiles
 
 from marketsync.catalog.taxonomy import AttributeType
-from marketsync.errors import TOKEN_PATH
+from marketsync.http.errors import TOKEN_PATH
+from marketsync.http.openapi_examples import EXAMPLES, REQUEST_EXAMPLES
 from marketsync.inventory.rules import PUSH_OUTCOMES
 from marketsync.jobs.types import JobStatus
-from marketsync.openapi_examples import EXAMPLES, REQUEST_EXAMPLES
 from marketsync.orders.rules import ORDER_STATUSES, CancelReason, RefundReason
 from marketsync.webhooks.payloads import openapi_webhooks
 
@@ -321,7 +321,7 @@ def _token_errors() -> dict[str, Schema]:
 
 
 def _problems(operation: Operation, *, api: bool, has_body: bool) -> dict[str, Schema]:
-    """The problem answers the operation can give (errors.py, middleware.py, kit/idempotency.py)."""
+    """The problem answers the operation can give (http/errors.py, http/middleware.py, http/idempotency.py)."""
     problems: dict[str, Schema] = {}
     rate = ("RateLimit", "RateLimit-Policy")
     if api:

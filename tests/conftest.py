@@ -15,11 +15,11 @@ import asyncpg
 import httpx
 import pytest
 
-from marketsync import connectors
 from marketsync.app import create_app
 from marketsync.config import Settings
+from marketsync.http.logs import configure_logging
 from marketsync.kit.clock import Clock, SystemClock
-from marketsync.logging import configure_logging
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.runtime import Runtime
 from tests.support.amazon import amazon_simulator  # noqa: F401  (the Amazon SP-API simulator fixture)
 from tests.support.databases import IN_CI, PG_ADMIN_URL, PostgresSessionDatabase, SqliteTemplate, postgres_or_skip
@@ -111,7 +111,7 @@ async def rt(
     database_url: str, tmp_path: Path, settings_overrides: dict[str, Any], clock: Clock
 ) -> AsyncIterator[Runtime]:
     settings = test_settings(database_url, tmp_path / "var", **settings_overrides)
-    runtime = connectors.compose(Runtime.create(settings, clock=clock))
+    runtime = compose_connectors(Runtime.create(settings, clock=clock))
     try:
         yield runtime
     finally:
@@ -131,7 +131,7 @@ async def make_runtime(database_url: str, tmp_path: Path) -> AsyncIterator[Calla
     created: list[Runtime] = []
 
     def factory(**overrides: Any) -> Runtime:
-        runtime = connectors.compose(Runtime.create(test_settings(database_url, tmp_path / "var", **overrides)))
+        runtime = compose_connectors(Runtime.create(test_settings(database_url, tmp_path / "var", **overrides)))
         created.append(runtime)
         return runtime
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import typer
 
-from marketsync.auth import repository, service
+from marketsync.auth import service
 from marketsync.auth.scopes import parse_scopes
-from marketsync.errors import NotFound, ValidationFailed
-from marketsync.kit.cli import JsonOption, account_app, credential_app, emit, run_command
+from marketsync.http.errors import NotFound, ValidationFailed
+from marketsync.kit.cli import JsonOption, account_app, credential_app, emit
 from marketsync.runtime import Runtime
+from marketsync.startup import run_command
 
 
 @account_app.command("create")
@@ -17,7 +18,7 @@ def account_create(name: str = typer.Option(..., "--name"), as_json: bool = Json
 
     async def body(rt: Runtime) -> dict[str, str]:
         async with rt.db.transaction() as session:
-            if await repository.get_account_by_name(session, name) is not None:
+            if await service.find_account_by_name(session, name) is not None:
                 raise ValidationFailed(errors={"name": ["An account with this name exists."]})
             account = await service.create_account(rt, session, name)
             return {"AccountId": account.id}
@@ -42,7 +43,7 @@ def credential_create(
         if not granted:
             raise ValidationFailed(errors={"scopes": ["At least one scope."]})
         async with rt.db.transaction() as session:
-            if await repository.get_account(session, account) is None:
+            if await service.find_account(session, account) is None:
                 raise NotFound("No such account.")
             created = await service.create_credential(rt, session, account, name, granted)
         return {
@@ -65,10 +66,10 @@ def credential_delete(
 
     async def body(rt: Runtime) -> dict[str, object]:
         async with rt.db.transaction() as session:
-            row = await repository.get_credential(session, account, credential)
-            if row is None:
-                raise NotFound("No such credential in this account.")
-            await repository.delete_credential(session, row)
+            try:
+                await service.delete_credential(session, account, credential)
+            except NotFound:
+                raise NotFound("No such credential in this account.") from None
         return {"CredentialId": credential, "Deleted": True}
 
     emit(run_command(body, as_json=as_json), as_json)

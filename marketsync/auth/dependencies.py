@@ -16,8 +16,8 @@ from structlog.contextvars import bind_contextvars
 from marketsync.auth import service
 from marketsync.auth.scopes import Scope
 from marketsync.auth.service import Caller
-from marketsync.errors import InsufficientScope, RateLimited, Unauthorized, ValidationFailed
-from marketsync.kit.bodies import DUPLICATE_KEY
+from marketsync.http.bodies import DUPLICATE_KEY
+from marketsync.http.errors import InsufficientScope, RateLimited, Unauthorized, ValidationFailed
 from marketsync.runtime import Runtime
 
 REALM = 'Bearer realm="marketsync"'
@@ -141,7 +141,7 @@ MarketplacesReader = Annotated[Caller, Depends(require(Scope.MarketplacesRead))]
 WebhooksWriter = Annotated[Caller, Depends(require(Scope.WebhooksWrite))]
 RuntimeDep = Annotated[Runtime, Depends(_runtime)]
 
-# The dependencies that need only the Request: routes taking nothing else are called directly (kit/lean_routes.py).
+# The dependencies that need only the Request: routes taking nothing else are called directly (http/lean_routes.py).
 REQUEST_DEPENDENCIES = frozenset(
     get_args(alias)[1].dependency
     for alias in (OrdersReader, OrdersWriter, InventoryReader, InventoryWriter, MarketplacesReader, WebhooksWriter)

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from marketsync.auth import service
 from marketsync.auth.dependencies import runtime_of
 from marketsync.auth.service import TokenError
-from marketsync.errors import TOKEN_NO_STORE, token_error_response
+from marketsync.http.errors import TOKEN_NO_STORE, token_error_response
 from marketsync.kit.ratelimit import RateDecision
 
 router = APIRouter(tags=["Token"])

@@ -21,11 +21,6 @@ async def get_account_by_name(session: AsyncSession, name: str) -> Account | Non
     return result.scalar_one_or_none()
 
 
-async def get_credential_by_client_id(session: AsyncSession, client_id: str) -> Credential | None:
-    result = await session.execute(select(Credential).where(Credential.client_id == client_id))
-    return result.scalar_one_or_none()
-
-
 async def get_credential(session: AsyncSession, account_id: str, credential_id: str) -> Credential | None:
     result = await session.execute(
         select(Credential).where(Credential.id == credential_id, Credential.account_id == account_id)

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.auth import repository, tokens
 from marketsync.auth.scopes import UnknownScopes, describe_unknown, parse_scopes
-from marketsync.errors import NotFound
+from marketsync.http.errors import NotFound
 from marketsync.kit import crypto
 from marketsync.kit.ids import new_id
 from marketsync.models import Account, Credential
@@ -62,6 +62,14 @@ class TokenError(Exception):
     def __init__(self, error: str, description: str, status: int = 400) -> None:
         super().__init__(description)
         self.error, self.description, self.status = error, description, status
+
+
+async def find_account(session: AsyncSession, account_id: str) -> Account | None:
+    return await repository.get_account(session, account_id)
+
+
+async def find_account_by_name(session: AsyncSession, name: str) -> Account | None:
+    return await repository.get_account_by_name(session, name)
 
 
 async def create_account(rt: Runtime, session: AsyncSession, name: str) -> Account:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from marketsync.http import idempotency
 from marketsync.jobs.registry import schedule
-from marketsync.kit import idempotency
 from marketsync.runtime import Runtime
 
 

@@ -14,11 +14,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from marketsync.catalog import service, taxonomy
-from marketsync.errors import ValidationFailed
-from marketsync.kit.cli import JsonOption, emit, run_command, taxonomy_app
-from marketsync.marketplaces.sandbox import taxonomies as shipped
+from marketsync.http.errors import ValidationFailed
+from marketsync.kinds import home_site
+from marketsync.kit.cli import JsonOption, emit, taxonomy_app
+from marketsync.marketplaces.registry import shipped_taxonomy
 from marketsync.marketplaces.service import checked_site
 from marketsync.runtime import Runtime
+from marketsync.startup import run_command
 
 PlatformOption = typer.Option(..., "--platform", help="Marketplace kind: P1, P2, P3 or P4.")
 RevisionOption = typer.Option(
@@ -37,7 +39,10 @@ def build_taxonomy(platform: str, file: Path | None, revision: int, size: int | 
     if platform not in taxonomy.PLATFORMS:
         raise ValidationFailed(errors={"Platform": [f"One of {', '.join(taxonomy.PLATFORMS)}."]})
     if file is None:
-        return shipped.generate(platform, revision, size)  # the sandbox marketplace's own taxonomy
+        shipped = shipped_taxonomy(platform, revision, size)  # the tree the kind's marketplace ships (the sandbox's)
+        if shipped is None:
+            raise ValidationFailed(errors={"FILE": [f"{platform} ships no taxonomy of its own: give a taxonomy file."]})
+        return shipped
     try:
         loaded = taxonomy.load_file(file)
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -66,7 +71,7 @@ def import_taxonomy(
         if not countries:
             async with rt.db.read() as session:
                 countries = await service.taxonomy_countries(session, loaded.platform)
-            countries = countries or [shipped.HOME_COUNTRIES[loaded.platform]]
+            countries = countries or [home_site(loaded.platform)]
         console = Console(stderr=True)
         sites: list[dict[str, Any]] = []
         with Progress(

@@ -1,20 +1,20 @@
-"""This domain's part of `marketsync demo`: the shipped taxonomy of each demo marketplace's site (idempotent: an
-import of unchanged content is a no-op)."""
+"""This domain's part of `marketsync demo`: the category tree of each demo marketplace's site, as its marketplace
+gives it (idempotent: an import of unchanged content is a no-op)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from marketsync.catalog import service
-from marketsync.marketplaces.sandbox import taxonomies as shipped
+from marketsync.marketplaces.connector import connector_for
+from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 
-if TYPE_CHECKING:
-    from marketsync.demo import DemoTenant
 
-
-async def seed(rt: Runtime, tenant: DemoTenant) -> None:
-    for connection in tenant.connections:
-        generated = shipped.generate(connection.platform)
+async def seed(rt: Runtime, account_id: str, connections: Sequence[MarketplaceConnection]) -> None:
+    for connection in connections:
+        generated = await connector_for(rt, connection).category_tree()
+        if generated is None:  # found by search at that marketplace: nothing to load ahead
+            continue
         async with rt.db.transaction() as session:
             await service.import_taxonomy(rt, session, generated, connection.country)

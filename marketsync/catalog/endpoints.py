@@ -11,7 +11,6 @@ from starlette.responses import Response
 
 from marketsync.auth.dependencies import InventoryReader, InventoryWriter, RuntimeDep
 from marketsync.catalog import service
-from marketsync.catalog.repository import DriverCreateReads
 from marketsync.catalog.schemas import (
     CreateProductIn,
     CreateProductOut,
@@ -20,10 +19,11 @@ from marketsync.catalog.schemas import (
     SearchIn,
     SearchOut,
 )
-from marketsync.kit import idempotency, jsonio
-from marketsync.kit.bodies import read_body
+from marketsync.http import idempotency
+from marketsync.http.bodies import read_body
+from marketsync.http.requestid import current_request_id
+from marketsync.kit import jsonio
 from marketsync.kit.openapi import request_body
-from marketsync.kit.requestid import current_request_id
 
 router = APIRouter(tags=["Product types"])
 
@@ -92,7 +92,7 @@ async def create_product(request: Request, caller: InventoryWriter, rt: RuntimeD
         # Read-only on the raw driver, before the write transaction: on SQLite the one writer is not held meanwhile.
         validated.append(
             await rt.db.driver_read(
-                lambda reader: service.validate_create(DriverCreateReads(reader), caller.account_id, raw, key_problems)
+                lambda reader: service.validate_create_on_driver(reader, caller.account_id, raw, key_problems)
             )
         )
 

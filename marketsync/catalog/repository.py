@@ -12,8 +12,7 @@ from sqlalchemy import and_, delete, select, true, update
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import DriverReader, DriverSql, dialect_of
-from marketsync.db_fast import session_driver
+from marketsync.db import DriverReader, DriverSql, dialect_of, session_driver
 from marketsync.kinds import ConnectionState
 from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.catalog import ProductTypeView, TaxonomyCategory, TaxonomyImport

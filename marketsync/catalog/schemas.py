@@ -8,8 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from marketsync.catalog import rules
 from marketsync.catalog.taxonomy import AttributeSpec
+from marketsync.http.bodies import StrictRequest
 from marketsync.inventory.rules import MAX_OFFSET
-from marketsync.kit.bodies import StrictRequest
 from marketsync.models.catalog import ProductTypeView
 
 

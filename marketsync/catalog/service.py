@@ -12,13 +12,14 @@ from decimal import Decimal
 from typing import Any
 
 import orjson
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.catalog import repository, rules
 from marketsync.catalog.repository import LeafRow
 from marketsync.catalog.taxonomy import AttributeSpec, Taxonomy
 from marketsync.db import DriverReader
-from marketsync.errors import NotFound, ValidationFailed
+from marketsync.http.errors import NotFound, ValidationFailed
 from marketsync.inventory.service import (
     ChangeSource,
     SkuChange,
@@ -29,7 +30,7 @@ from marketsync.inventory.service import (
 )
 from marketsync.jobs import service as jobs
 from marketsync.jobs.run import JobRun, RetryLater
-from marketsync.jobs.types import JobStatus, ListingPublishPayload
+from marketsync.jobs.types import JobStatus, ListingPublishPayload, TaxonomyLoadPayload
 from marketsync.kinds import ConnectionState, ListingStatus, kind_of, marketplace_name
 from marketsync.kit.ids import new_id
 from marketsync.marketplaces import events, feeds
@@ -55,12 +56,15 @@ __all__ = [
     "get_schema",
     "import_taxonomy",
     "listing_details",
+    "load_categories_if_missing",
+    "load_site_categories",
     "product_listings",
     "publish_journey",
     "search",
     "set_listing_app_fields",
     "set_listing_category",
     "taxonomy_countries",
+    "validate_create_on_driver",
 ]
 
 
@@ -101,6 +105,37 @@ class ImportSummary:
 
 
 Progress = Callable[[int, int], None]
+
+
+async def load_categories_if_missing(
+    rt: Runtime, session: AsyncSession, connection: MarketplaceConnection
+) -> str | None:
+    """A connection just authorised on a site with no category tree yet: queue the load of that site's tree (a job:
+    seconds of work, not the connect's transaction), so search and create work there without an operator. The job id,
+    or None when the site has its tree already."""
+    if await repository.site_has_taxonomy(session, connection.platform, connection.country):
+        return None
+    payload = TaxonomyLoadPayload(MarketplaceId=connection.id)
+    return jobs.enqueue(session, rt.clock.now(), connection.account_id, payload).id
+
+
+async def load_site_categories(rt: Runtime, account_id: str, marketplace_id: str) -> None:
+    """The category tree of a newly authorised connection's site, unless it has one by now (another account's
+    connection to the same site, an operator's import), as its marketplace gives it (TaxonomySource). A marketplace
+    whose categories are found by search gives no tree: nothing is loaded ahead."""
+    async with rt.db.read() as session:
+        connection = await marketplaces.find(session, account_id, marketplace_id)
+        if connection is None or await repository.site_has_taxonomy(session, connection.platform, connection.country):
+            return  # disconnected meanwhile (the next connection to its site loads it), or loaded already
+    tree = await connector_for(rt, connection).category_tree()  # outside the write transaction
+    if tree is None:
+        return
+    try:
+        async with rt.db.transaction() as session:
+            if not await repository.site_has_taxonomy(session, connection.platform, connection.country):
+                await import_taxonomy(rt, session, tree, connection.country)
+    except IntegrityError:  # another connection's load of the same site committed first: the site has its tree
+        return
 
 
 def taxonomy_hash(taxonomy: Taxonomy) -> str:
@@ -390,6 +425,13 @@ async def create_product(
         )
     product_id, job_id, propagation_warnings = await _write(rt, session, account_id, plan)
     return CreateOutcome(product_id, sku, action, existing_listing_id, job_id, plan.warnings + propagation_warnings)
+
+
+async def validate_create_on_driver(
+    reader: DriverReader, account_id: str, raw: Any, also: Mapping[str, Sequence[str]] | None = None
+) -> CreatePlan:
+    """`validate_create` on the raw driver (`Database.driver_read`), before the create's write transaction."""
+    return await validate_create(repository.DriverCreateReads(reader), account_id, raw, also)
 
 
 async def validate_create(

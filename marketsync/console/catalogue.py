@@ -16,7 +16,7 @@ from marketsync.auth.dependencies import runtime_of
 from marketsync.catalog import service as catalog
 from marketsync.console.guards import SignedIn, checked_form
 from marketsync.console.render import cursor_text, errors_of, is_partial, page, page_cursor, page_router, see_other
-from marketsync.errors import ValidationFailed
+from marketsync.http.errors import ValidationFailed
 from marketsync.inventory import rules
 from marketsync.inventory import service as inventory
 from marketsync.people.service import Person

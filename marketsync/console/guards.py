@@ -3,6 +3,7 @@ every state-changing request passes (docs/decisions/0120-app-sign-in.md)."""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from typing import Annotated
 from urllib.parse import urlsplit
@@ -95,3 +96,18 @@ async def checked_form(request: Request, person: Person) -> FormData:
             await form.close()
             raise FormRefused
     return form
+
+
+def consent_state(person: Person, marketplace_id: str) -> str:
+    """The `state` a marketplace's consent page carries back to the callback: the connection's id, bound to this
+    session (a MAC keyed by its CSRF token), so an answer is taken only in the session that started it."""
+    mac = hmac.new(person.csrf_token.encode(), marketplace_id.encode(), hashlib.sha256).hexdigest()[:32]
+    return f"{marketplace_id}.{mac}"
+
+
+def consented_marketplace(person: Person, state: str) -> str | None:
+    """The connection id a callback's `state` names, or None when this session did not start it."""
+    marketplace_id, _, _mac = state.partition(".")
+    if not marketplace_id or not hmac.compare_digest(consent_state(person, marketplace_id).encode(), state.encode()):
+        return None
+    return marketplace_id

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 from marketsync.auth.dependencies import runtime_of
 from marketsync.console.guards import SignedIn, checked_form
 from marketsync.console.render import cursor_text, errors_of, is_partial, page, page_cursor, page_router, see_other
-from marketsync.errors import ApiError, NotFound
+from marketsync.http.errors import ApiError, NotFound
 from marketsync.jobs import service as jobs
 from marketsync.jobs.types import JobStatus, JobType
 from marketsync.kinds import marketplace_name

@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, Response
 from marketsync.auth.dependencies import runtime_of
 from marketsync.console.guards import SignedIn, checked_form
 from marketsync.console.render import errors_of, page, page_router, see_other
-from marketsync.errors import ValidationFailed
+from marketsync.http.errors import ValidationFailed
 from marketsync.kit import jsonio
 from marketsync.orders import rules, schemas
 from marketsync.orders import service as orders

@@ -27,6 +27,8 @@ from marketsync.console.guards import (
     SignInRequired,
     check_same_origin,
     checked_form,
+    consent_state,
+    consented_marketplace,
 )
 from marketsync.console.render import (
     HERE,
@@ -40,7 +42,7 @@ from marketsync.console.render import (
     page_router,
     see_other,
 )
-from marketsync.errors import (
+from marketsync.http.errors import (
     ApiError,
     BodyRefused,
     Conflict,
@@ -54,6 +56,7 @@ from marketsync.errors import (
 from marketsync.inventory import service as inventory
 from marketsync.kinds import KINDS
 from marketsync.marketplaces import service as marketplaces
+from marketsync.models import MarketplaceConnection
 from marketsync.people import service as people
 from marketsync.people.service import Person
 
@@ -275,7 +278,39 @@ async def connect_marketplace(request: Request, person: SignedIn) -> Response:
         )
     # Connecting ends with the marketplace's consent, as a real marketplace's authorisation does; until then the
     # connection awaits consent (docs/decisions/0310-connection-consent.md).
-    return see_other(f"/app/marketplaces/{connection.id}/consent")
+    return await _to_consent(request, person, connection)
+
+
+CONSENT_CALLBACK = "/app/marketplaces/consent/callback"
+
+
+async def _to_consent(request: Request, person: Person, connection: MarketplaceConnection) -> Response:
+    """To where the merchant allows access: the marketplace's consent page, or this app's page standing for it (the
+    sandbox marketplaces). Either way the answer comes back to this session only (docs/decisions/0351)."""
+    rt = runtime_of(request)
+    start = await marketplaces.begin_consent(
+        rt, connection, consent_state(person, connection.id), rt.settings.base_url.rstrip("/") + CONSENT_CALLBACK
+    )
+    return see_other(start.url or f"/app/marketplaces/{connection.id}/consent")
+
+
+@router.get(CONSENT_CALLBACK.removeprefix("/app"))
+async def consent_callback(request: Request, person: SignedIn) -> Response:
+    """Where a marketplace's consent page sends the merchant back: `state` names the connection (and must come from
+    this session), the rest is the marketplace's answer, which its connector exchanges for the authorisation. An
+    answer carrying `error` (access denied at the marketplace) is a Deny."""
+    answer = {key: value for key, value in request.query_params.items() if key != "state"}
+    marketplace_id = consented_marketplace(person, request.query_params.get("state", ""))
+    if marketplace_id is None:
+        raise Forbidden("This answer from the marketplace does not belong to this session; connect again.")
+    rt = runtime_of(request)
+    if "error" not in answer:
+        await marketplaces.grant_consent(
+            rt, person.account_id, marketplace_id, answer, when_authorised=catalog.load_categories_if_missing
+        )
+        return see_other("/app/marketplaces")
+    removed = await marketplaces.refuse_consent(rt, person.account_id, marketplace_id)
+    return see_other(f"/app/marketplaces?done={'denied' if removed else 'kept'}")
 
 
 @router.get("/marketplaces/{marketplace_id}/consent", response_class=HTMLResponse)
@@ -290,7 +325,9 @@ async def give_consent(request: Request, marketplace_id: str, person: SignedIn) 
     form = await checked_form(request, person)
     rt = runtime_of(request)
     if form.get("decision") == "allow":
-        await marketplaces.grant_consent(rt, person.account_id, marketplace_id)
+        await marketplaces.grant_consent(
+            rt, person.account_id, marketplace_id, {}, when_authorised=catalog.load_categories_if_missing
+        )
         return see_other("/app/marketplaces")
     removed = await marketplaces.refuse_consent(rt, person.account_id, marketplace_id)
     return see_other(f"/app/marketplaces?done={'denied' if removed else 'kept'}")
@@ -303,8 +340,8 @@ async def change_marketplace(request: Request, marketplace_id: str, action: str,
     rt = runtime_of(request)
     if action == "reauthorize":  # also "continue" for a connection still awaiting consent
         async with rt.db.read() as session:
-            await marketplaces.get(session, person.account_id, marketplace_id)  # 404 for another account's id
-        return see_other(f"/app/marketplaces/{marketplace_id}/consent")
+            connection = await marketplaces.get(session, person.account_id, marketplace_id)  # 404: another account's
+        return await _to_consent(request, person, connection)
     try:
         async with rt.db.transaction() as session:
             if action == "pause":

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from marketsync.errors import ApiError, ValidationFailed
+from marketsync.http.errors import ApiError, ValidationFailed
 from marketsync.people.service import Person
 
 HERE = Path(__file__).parent

@@ -13,10 +13,10 @@ from fastapi.responses import HTMLResponse, Response
 from marketsync.auth.dependencies import runtime_of
 from marketsync.console.guards import SignedIn, checked_form
 from marketsync.console.render import cursor_text, errors_of, page, page_cursor, page_router, see_other
-from marketsync.errors import ApiError, ValidationFailed
+from marketsync.http.errors import ApiError, ValidationFailed
 from marketsync.people.service import Person
 from marketsync.webhooks import service as webhooks
-from marketsync.webhooks.outbox import EVENT_TYPES
+from marketsync.webhooks.rules import EVENT_TYPES
 
 router = page_router()
 LOG_PAGE = 100

@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from marketsync.inventory import service
-from marketsync.kit.cli import JsonOption, admin, dataflow_app, emit, run_command
+from marketsync.kit.cli import JsonOption, admin, dataflow_app, emit
 from marketsync.runtime import Runtime
+from marketsync.startup import run_command
 
 
 @dataflow_app.command("set")

@@ -5,9 +5,10 @@ nothing new and never touches values changed since."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from datetime import timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import select
 
@@ -15,11 +16,8 @@ from marketsync.db import insert_for
 from marketsync.inventory import rules
 from marketsync.kinds import ListingStatus
 from marketsync.kit.ids import new_id
-from marketsync.models import Listing, Product
+from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.runtime import Runtime
-
-if TYPE_CHECKING:
-    from marketsync.demo import DemoTenant
 
 DEMO_PRODUCTS = 3_000
 LISTING_SHARE = {"P1": 0.70, "P2": 0.40, "P3": 0.20, "P4": 0.20}
@@ -61,7 +59,7 @@ def catalogue() -> list[dict[str, Any]]:
     return products
 
 
-async def seed(rt: Runtime, tenant: DemoTenant) -> None:
+async def seed(rt: Runtime, account_id: str, connections: Sequence[MarketplaceConnection]) -> None:
     now = rt.clock.now()
     base = now - timedelta(days=3)
     products = catalogue()
@@ -71,7 +69,7 @@ async def seed(rt: Runtime, tenant: DemoTenant) -> None:
         rows = [
             {
                 "id": new_id(),
-                "account_id": tenant.account_id,
+                "account_id": account_id,
                 "sku": product["sku"],
                 "sku_lower": rules.sku_key(product["sku"]),
                 "price": product["price"],
@@ -92,14 +90,14 @@ async def seed(rt: Runtime, tenant: DemoTenant) -> None:
         skus = [product["sku"] for product in products]
         result = await session.execute(
             select(Product.id, Product.sku, Product.price, Product.quantity).where(
-                Product.account_id == tenant.account_id, Product.sku.in_(skus)
+                Product.account_id == account_id, Product.sku.in_(skus)
             )
         )
         stored = {row.sku: row for row in result.all()}
         listings = []
         for product in products:
             row = stored.get(product["sku"])
-            for connection in tenant.connections:
+            for connection in connections:
                 # Drawn for every pair, so the same pairs are chosen on every run.
                 chosen = rng.random() < LISTING_SHARE.get(connection.platform, 0.2)
                 if row is None or not chosen:
@@ -108,7 +106,7 @@ async def seed(rt: Runtime, tenant: DemoTenant) -> None:
                 listings.append(
                     {
                         "id": new_id(),
-                        "account_id": tenant.account_id,
+                        "account_id": account_id,
                         "product_id": row.id,
                         "marketplace_id": connection.id,
                         "listing_id": listing_id,

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from marketsync.auth.dependencies import InventoryReader, InventoryWriter, RuntimeDep
+from marketsync.http.requestid import current_request_id
 from marketsync.inventory import service
 from marketsync.inventory.schemas import (
     ProductEnvelopeOut,
@@ -20,7 +21,6 @@ from marketsync.inventory.schemas import (
 )
 from marketsync.kit import jsonio
 from marketsync.kit.openapi import request_body
-from marketsync.kit.requestid import current_request_id
 
 router = APIRouter(tags=["Inventory"])
 

@@ -20,8 +20,15 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 
-from marketsync.db import dialect_of, insert_for, older_than
-from marketsync.db_fast import POSTGRES_UNAVAILABLE, DriverReader, DriverSql, session_driver
+from marketsync.db import (
+    POSTGRES_UNAVAILABLE,
+    DriverReader,
+    DriverSql,
+    dialect_of,
+    insert_for,
+    older_than,
+    session_driver,
+)
 from marketsync.inventory.rules import (
     DATA_KINDS,
     DATA_OWNERS,

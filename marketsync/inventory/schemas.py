@@ -1,6 +1,6 @@
 """Request and response shapes of the catalogue endpoints, with the spec's field names (spec §2, §4).
 
-Bodies are read by `marketsync.kit.bodies` like every route's. The push's is parsed with exact decimals: a JSON
+Bodies are read by `marketsync.http.bodies` like every route's. The push's is parsed with exact decimals: a JSON
 number such as 19.99 never passes through a binary float on its way to the database.
 """
 
@@ -12,11 +12,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from marketsync.errors import ValidationFailed, validation_errors
+from marketsync.http.bodies import StrictRequest, read_body
+from marketsync.http.errors import ValidationFailed, validation_errors
 from marketsync.inventory import rules
-from marketsync.inventory.repository import ListingView
 from marketsync.inventory.rules import MAX_OFFSET, MAX_PUSH_ITEMS, PushItem
-from marketsync.kit.bodies import StrictRequest, read_body
 from marketsync.kit.numbers import JsonNumber
 from marketsync.kit.timestamps import UtcDatetime
 
@@ -199,16 +198,3 @@ class ProductOut(BaseModel):
 
 class ProductEnvelopeOut(BaseModel):
     Product: ProductOut
-
-
-def listing_dicts(listings: list[ListingView]) -> list[dict[str, Any]]:
-    return [
-        {
-            "Platform": listing.platform,
-            "Country": listing.country,
-            "ListingId": listing.listing_id,
-            "ExternalSku": listing.external_sku,
-            "ListingUrl": listing.listing_url,
-        }
-        for listing in listings
-    ]

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, TextIO
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import DriverReader
-from marketsync.errors import Conflict, NotFound, ValidationFailed
+from marketsync.http.errors import Conflict, NotFound, ValidationFailed
 from marketsync.inventory import repository, rules
 from marketsync.inventory.repository import ListingView, ProductWrite
 from marketsync.inventory.rules import (

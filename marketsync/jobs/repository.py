@@ -10,8 +10,7 @@ from sqlalchemy import ColumnElement, and_, case, exists, func, or_, select, typ
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from marketsync.db import dialect_of, insert_for, older_than
-from marketsync.db_fast import DriverSql, session_driver
+from marketsync.db import DriverSql, dialect_of, insert_for, older_than, session_driver
 from marketsync.jobs.types import QUEUED, JobStatus, JobType
 from marketsync.kit import jsonio
 from marketsync.models import Job, JobProductAddition, Schedule

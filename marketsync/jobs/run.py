@@ -1,4 +1,4 @@
-"""A running job: the handle its task body receives, and the one path every run takes (worker or `run_now`).
+"""A running job: the handle its task body receives (the one path every run takes is `jobs.worker.execute`).
 
 Every method that writes checks the lease: when another worker has taken the job over (this one was presumed
 dead), the write does not happen and `LeaseLost` is raised, so the caller's transaction is rolled back with it.
@@ -6,20 +6,16 @@ dead), the write does not happen and `LeaseLost` is raised, so the caller's tran
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any, TypeVar
 
 import structlog
 from prometheus_client import Counter
 from sqlalchemy.ext.asyncio import AsyncSession
-from structlog.contextvars import bound_contextvars
 
-from marketsync.db import database_unavailable
-from marketsync.jobs import registry, repository
+from marketsync.jobs import repository
 from marketsync.jobs.types import STATE_KEY, JobPayload, JobStatus
 from marketsync.models import Job
 from marketsync.runtime import Runtime
@@ -130,114 +126,3 @@ class JobRun:
         if progress is not None:
             self.progress_done, self.progress_total = progress
         self.finished, self.finished_status = True, status
-
-
-async def execute(rt: Runtime, run: JobRun) -> JobStatus | None:
-    """Run a claimed job to its end with a heartbeat: the handler's own end state, or Completed when it returns,
-    Failed (with the reason, visible in the app) when it raises; RetryLater re-queues it. Returns the end state,
-    None when the job went back to the queue or another worker took it over."""
-    # Every log line of the run names its account and job (ids only).
-    with bound_contextvars(account_id=run.account_id, job_id=run.job_id):
-        return await _execute(rt, run)
-
-
-async def _execute(rt: Runtime, run: JobRun) -> JobStatus | None:
-    handler = registry.TASKS[run.type]
-    runner = asyncio.current_task()
-    heartbeat = asyncio.create_task(_heartbeat(rt, run, runner))
-    status, reason = JobStatus.COMPLETED, None
-    try:
-        try:
-            run.outcome = await handler(rt, run)
-        except Exception as exc:
-            if not database_unavailable(exc):
-                raise
-            # The database went away under the job (restart, lost connection): not the job's failure. Its writes
-            # were rolled back; it runs again once the requeue is written (_record waits for the database).
-            raise RetryLater(DATABASE_RETRY_S, f"database unavailable: {type(exc).__name__}") from exc
-    except RetryLater as exc:
-        JOB_OUTCOMES.labels(run.type, "Retried").inc()
-        delay = timedelta(seconds=exc.delay_s)
-        await _record(
-            rt, run, lambda session: repository.requeue(
-                session, run.job_id, run.worker_id, rt.clock.now(), rt.clock.now() + delay
-            )
-        )  # fmt: skip
-        log.info("job_requeued", job_id=run.job_id, delay_s=exc.delay_s, reason=str(exc))
-        return None
-    except LeaseLost:
-        JOB_OUTCOMES.labels(run.type, "LeaseLost").inc()
-        log.warning("job_lease_lost", job_id=run.job_id)
-        return None
-    except asyncio.CancelledError:
-        if run.lease_lost:
-            JOB_OUTCOMES.labels(run.type, "LeaseLost").inc()
-            log.warning("job_lease_lost", job_id=run.job_id)
-            return None
-        # The worker is stopping (Worker.shutdown hands the job back to the queue): nothing was lost.
-        JOB_OUTCOMES.labels(run.type, "Interrupted").inc()
-        log.info("job_interrupted", job_id=run.job_id, type=run.type)
-        raise
-    except Exception as exc:
-        status, reason = JobStatus.FAILED, f"{type(exc).__name__}: {exc}"
-        log.exception("job_failed", job_id=run.job_id, type=run.type)
-    finally:
-        heartbeat.cancel()
-    if run.finished:  # the handler ended the job with its outcome
-        log.info("job_finished_by_handler", job_id=run.job_id, type=run.type)
-        # A handler that returned committed the end state it gave `finish` (no read back); one that raised after
-        # `finish` may have rolled it back: the stored state is read.
-        ended = run.finished_status if status == JobStatus.COMPLETED else await _status_of(rt, run.job_id)
-        JOB_OUTCOMES.labels(run.type, str(ended or "Unknown")).inc()
-        return ended
-    recorded = await _record(
-        rt, run, lambda session: repository.finish(
-            session, run.job_id, run.worker_id, rt.clock.now(), status, reason[:MAX_REASON] if reason else None
-        )
-    )  # fmt: skip
-    if recorded:
-        JOB_OUTCOMES.labels(run.type, str(status)).inc()
-        log.info("job_finished", job_id=run.job_id, type=run.type, status=status)
-        return status
-    return await _status_of(rt, run.job_id)
-
-
-async def _record(rt: Runtime, run: JobRun, write: Callable[[AsyncSession], Awaitable[bool]]) -> bool:
-    """Write a run's outcome (its requeue or its end), again while the database is unavailable (a restart). Giving up
-    would leave the job InProcess under this worker's name, and a worker never takes over its own job: under
-    `marketsync serve` (one worker) it stayed so until the process restarted. Each write is conditional on this
-    worker still owning the job, so a late one, after another worker took the job over, changes nothing."""
-    delay = DATABASE_RETRY_S / 10
-    while True:
-        try:
-            async with rt.db.transaction() as session:
-                return await write(session)
-        except Exception as exc:
-            if not database_unavailable(exc):
-                raise
-            log.warning("job_outcome_not_recorded", job_id=run.job_id, error_class=type(exc).__name__, retry_s=delay)
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, OUTCOME_RETRY_MAX_S)
-
-
-async def _status_of(rt: Runtime, job_id: str) -> JobStatus | None:
-    async with rt.db.read() as session:
-        job = await repository.get_any(session, job_id)
-    return JobStatus(job.status) if job is not None else None
-
-
-async def _heartbeat(rt: Runtime, run: JobRun, runner: asyncio.Task[Any] | None) -> None:
-    lease_s = rt.settings.job_lease_s
-    while True:
-        await asyncio.sleep(max(0.05, lease_s / 3))
-        try:
-            async with rt.db.transaction() as session:
-                kept = await repository.renew_lease(session, run.job_id, run.worker_id, rt.clock.now(), lease_s)
-        except Exception:
-            log.exception("job_heartbeat_failed", job_id=run.job_id)
-            continue
-        if not kept:
-            run.lease_lost = True
-            if runner is not None:
-                runner.cancel()
-            return

@@ -13,14 +13,15 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.errors import NotFound
+from marketsync.db import wake_workers_on_commit
+from marketsync.http.errors import NotFound
 from marketsync.jobs import registry, repository
-from marketsync.jobs.run import JobRun, execute
+from marketsync.jobs.run import JobRun
 from marketsync.jobs.types import OPEN, QUEUED, TERMINAL, JobPayload, JobStatus, JobType, PriceStockPushPayload
+from marketsync.jobs.worker import execute
 from marketsync.kit.ids import new_id
 from marketsync.models import Job
 from marketsync.runtime import Runtime
-from marketsync.wakeups import wake_workers_on_commit
 
 __all__ = [
     "JobDetails",

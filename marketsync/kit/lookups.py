@@ -16,10 +16,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from marketsync.runtime import Runtime
+from typing import Any, Protocol
 
 # Lookups in flight at once per pool. A few: enough for normal traffic (answers come in milliseconds), few enough
 # that a stuck resolver holds only a handful of threads.
@@ -60,7 +57,13 @@ class NameLookups:
             pool.shutdown(wait=False, cancel_futures=True)
 
 
-def lookups_of(rt: Runtime, user: str) -> NameLookups:
+class HasExtras(Protocol):
+    """What `lookups_of` needs of a runtime (kit imports nothing else of marketsync)."""
+
+    extras: dict[str, Any]
+
+
+def lookups_of(rt: HasExtras, user: str) -> NameLookups:
     """The runtime's lookup threads of one user ("webhooks", "marketplaces"): created at the first lookup, closed with
     the runtime."""
     key = f"{user}.name_lookups"

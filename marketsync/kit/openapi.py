@@ -27,5 +27,5 @@ def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def request_body(model: type[BaseModel], *, required: bool = True) -> dict[str, Any]:
-    """`openapi_extra` documenting a body the endpoint reads itself (marketsync.kit.bodies)."""
+    """`openapi_extra` documenting a body the endpoint reads itself (marketsync.http.bodies)."""
     return {"requestBody": {"required": required, "content": {"application/json": {"schema": inline_schema(model)}}}}

@@ -1,24 +1,14 @@
-"""admin marketplace connect|pause|resume|disconnect, admin pull-orders, and the `sandbox` commands.
-
-The sandbox commands act on the marketplace's side (its own state in the sandbox_* tables): what
-happens there without us (orders arrive, the merchant edits a listing in the marketplace's tools,
-authorisation is revoked). A running server or worker sees them at its next cycle.
-"""
+"""admin marketplace connect|pause|resume|disconnect (the `sandbox` commands: marketplaces/sandbox/commands.py)."""
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
-from typing import Any
-
 import typer
 
-from marketsync.errors import ValidationFailed
-from marketsync.kit.cli import JsonOption, emit, marketplace_app, run_command, sandbox, serve_http
+from marketsync.catalog import service as catalog
+from marketsync.kit.cli import JsonOption, emit, marketplace_app
 from marketsync.marketplaces import service
-from marketsync.marketplaces.sandbox import state as sandbox_state
-from marketsync.models import MarketplaceConnection
-from marketsync.models.sandbox import SandboxSeller
 from marketsync.runtime import Runtime
+from marketsync.startup import run_command
 
 AccountOption = typer.Option(..., "--account", help="Account id.")
 MarketplaceOption = typer.Option(..., "--marketplace", help="Marketplace connection id (MarketplaceId).")
@@ -36,7 +26,7 @@ def connect(
     async def body(rt: Runtime) -> dict[str, object]:
         async with rt.db.transaction() as session:
             connection = await service.connect(rt, session, account, platform, country)
-            loading = await service.load_categories_if_missing(rt, session, connection)
+            loading = await catalog.load_categories_if_missing(rt, session, connection)
         connected: dict[str, object] = {
             "MarketplaceId": connection.id, "Platform": connection.platform, "Country": connection.country,
         }  # fmt: skip
@@ -81,170 +71,3 @@ def disconnect(account: str = AccountOption, marketplace: str = MarketplaceOptio
         return {"MarketplaceId": marketplace, "Disconnected": True, "CancelledJobs": cancelled}
 
     emit(run_command(body, as_json=as_json), as_json)
-
-
-# -- sandbox ---------------------------------------------------------------------------------------------
-
-
-async def _seller(
-    rt: Runtime, session: Any, account: str, marketplace: str
-) -> tuple[MarketplaceConnection, SandboxSeller]:
-    connection = await service.get(session, account, marketplace)
-    seller = await sandbox_state.ensure_seller(
-        session, connection.id, connection.platform, connection.country, rt.clock.now()
-    )
-    return connection, seller
-
-
-@sandbox.command("orders-arrive")
-def orders_arrive(
-    account: str = AccountOption,
-    marketplace: str = MarketplaceOption,
-    count: int = typer.Option(1, "--count", min=1, max=1000, help="How many orders buyers place."),
-    as_json: bool = JsonOption,
-) -> None:
-    """Buyers place orders at the marketplace (pulled at the next order pull for P1 and P2)."""
-
-    async def body(rt: Runtime) -> dict[str, Any]:
-        async with rt.db.transaction() as session:
-            _, seller = await _seller(rt, session, account, marketplace)
-            orders = await sandbox_state.orders_arrive(session, seller, rt.clock.now(), count)
-        return {"MarketplaceId": marketplace, "Created": len(orders), "OrderIds": [o.order_id for o in orders]}
-
-    emit(run_command(body, as_json=as_json), as_json)
-
-
-@sandbox.command("revoke-auth")
-def revoke_auth(account: str = AccountOption, marketplace: str = MarketplaceOption, as_json: bool = JsonOption) -> None:
-    """The marketplace revokes the merchant's authorisation: every call now answers 401."""
-
-    async def body(rt: Runtime) -> dict[str, Any]:
-        async with rt.db.transaction() as session:
-            _, seller = await _seller(rt, session, account, marketplace)
-            seller.auth_revoked = True
-        return {"MarketplaceId": marketplace, "AuthRevoked": True}
-
-    emit(run_command(body, as_json=as_json), as_json)
-
-
-@sandbox.command("restore-auth")
-def restore_auth(
-    account: str = AccountOption, marketplace: str = MarketplaceOption, as_json: bool = JsonOption
-) -> None:
-    """The merchant reconnects the marketplace in the app; its health is checked again at once."""
-
-    async def body(rt: Runtime) -> dict[str, Any]:
-        async with rt.db.transaction() as session:
-            connection, seller = await _seller(rt, session, account, marketplace)
-            seller.auth_revoked = False
-        event = None
-        if connection.state == service.ACTIVE:
-            event = await service.check_health(rt, connection)
-        return {"MarketplaceId": marketplace, "AuthRevoked": False, "HealthEvent": event}
-
-    emit(run_command(body, as_json=as_json), as_json)
-
-
-def _price(value: str | None) -> Decimal | None:
-    if value is None:
-        return None
-    try:
-        price = Decimal(value)
-    except InvalidOperation:
-        price = Decimal("NaN")
-    if not price.is_finite() or price <= 0 or price != price.quantize(Decimal("0.0001")):
-        raise ValidationFailed(errors={"Price": ["A positive dot-decimal number with at most 4 decimals."]})
-    return price
-
-
-@sandbox.command("set")
-def set_listing(
-    account: str = AccountOption,
-    marketplace: str = MarketplaceOption,
-    sku: str = typer.Option(..., "--sku"),
-    price: str | None = typer.Option(None, "--price"),
-    quantity: int | None = typer.Option(None, "--quantity", min=0),
-    as_json: bool = JsonOption,
-) -> None:
-    """A change made at the marketplace (listing created if absent). Where that marketplace owns the
-    value (Data Flow), its next listing mirror brings it back into the catalogue."""
-
-    async def body(rt: Runtime) -> dict[str, Any]:
-        value = _price(price)
-        async with rt.db.transaction() as session:
-            _, seller = await _seller(rt, session, account, marketplace)
-            listing = await sandbox_state.put_listing(
-                session, seller, rt.clock.now(), sku=sku, price=value, quantity=quantity
-            )
-        return {
-            "MarketplaceId": marketplace,
-            "Sku": listing.sku,
-            "ListingId": listing.listing_id,
-            "ExternalSku": listing.external_sku,
-            "Price": None if listing.price is None else str(listing.price),
-            "Quantity": listing.quantity,
-        }
-
-    emit(run_command(body, as_json=as_json), as_json)
-
-
-@sandbox.command("feed-fault")
-def feed_fault(
-    account: str = AccountOption,
-    marketplace: str = MarketplaceOption,
-    mode: str = typer.Option(..., "--mode", help="none, reject or item-errors."),
-    as_json: bool = JsonOption,
-) -> None:
-    """How the marketplace processes feeds from now on: normally, rejecting them whole, or with item errors."""
-
-    async def body(rt: Runtime) -> dict[str, Any]:
-        async with rt.db.transaction() as session:
-            _, seller = await _seller(rt, session, account, marketplace)
-            try:
-                sandbox_state.set_feed_fault(seller, mode)
-            except sandbox_state.SandboxError as exc:
-                raise ValidationFailed(errors={"Mode": [exc.message]}) from None
-        return {"MarketplaceId": marketplace, "FeedFault": mode}
-
-    emit(run_command(body, as_json=as_json), as_json)
-
-
-@sandbox.command("throttle")
-def throttle(
-    account: str = AccountOption,
-    marketplace: str = MarketplaceOption,
-    capacity: float = typer.Option(sandbox_state.DEFAULT_BUCKET_CAPACITY, "--capacity", min=0),
-    refill: float = typer.Option(sandbox_state.DEFAULT_BUCKET_REFILL_PER_S, "--refill-per-s", min=0),
-    as_json: bool = JsonOption,
-) -> None:
-    """The marketplace's request budget for this seller (a token bucket); empty answers 429 + Retry-After."""
-
-    async def body(rt: Runtime) -> dict[str, Any]:
-        async with rt.db.transaction() as session:
-            _, seller = await _seller(rt, session, account, marketplace)
-            sandbox_state.set_throttle(seller, rt.clock.now(), capacity=capacity, refill_per_s=refill)
-        return {"MarketplaceId": marketplace, "Capacity": capacity, "RefillPerSecond": refill}
-
-    emit(run_command(body, as_json=as_json), as_json)
-
-
-@sandbox.command("serve")
-def serve(
-    host: str = typer.Option("127.0.0.1", "--host"),
-    port: int = typer.Option(8100, "--port"),
-) -> None:
-    """Serve the sandbox marketplaces as their own process; point MARKETSYNC_SANDBOX_URL at it."""
-    from marketsync.marketplaces.sandbox.app import create_sandbox_app
-
-    serve_http(create_sandbox_app, host, port, lifespan="off", component="sandbox marketplaces")
-
-
-@sandbox.command("amazon")
-def amazon(
-    host: str = typer.Option("127.0.0.1", "--host"),
-    port: int = typer.Option(8200, "--port", help="0: an ephemeral port (printed)."),
-) -> None:
-    """Serve the Amazon SP-API and Login with Amazon simulator as its own process (state in memory)."""
-    from marketsync.marketplaces.amazon.simulator.server import run
-
-    run(host, port)

@@ -1,23 +1,30 @@
-"""The connector interface every marketplace (sandbox or real) implements, and the data it exchanges.
+"""The boundary between the domains and the marketplaces: everything a domain needs from one goes through here.
 
-Services and tasks never talk HTTP to a marketplace themselves: they ask `connector_for(rt, connection)`
-and speak these types. This module knows no implementation: `marketsync/connectors.py` composes them into a
-`ConnectorRegistry` per runtime. A real marketplace later is a new kind (marketsync/kinds.py) plus a class
-implementing `Connector`, registered there.
+- `Connector`: one connection's calls (consent, health, pulls, feeds, the mirror's listings, the site's categories).
+  Services and tasks never talk HTTP to a marketplace themselves: they ask `connector_for(rt, connection)` and speak
+  the types below.
+- `TaxonomySource`: a site's category tree and each category's attribute schema, as the catalog imports them,
+  whatever the marketplace (a tree shipped whole, or product types found by search with schemas fetched lazily).
+- `Marketplace`: what one implementation package offers, registered per kind (kinds.py) by the composition root.
+
+This module knows no implementation: `marketplaces/registry.py` composes them into a `ConnectorRegistry` per
+runtime. Adding a marketplace: marketplaces/README.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal, Protocol
 
+from marketsync.catalog.taxonomy import CategorySpec, Taxonomy
+from marketsync.kinds import FeedKind
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 
-FeedKind = Literal["Product listing", "Price & stock", "Order updates"]
+__all__ = ["FeedKind"]  # kept importable from here: the feed calls below speak it
 
 
 class MarketplaceError(Exception):
@@ -157,7 +164,65 @@ class FeedResult:
     published: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
 
-class Connector(Protocol):
+@dataclass(frozen=True)
+class ConsentStart:
+    """Where the merchant's browser goes to allow access. `url` is the marketplace's own consent page (Amazon:
+    Seller Central's, carrying the `state` and the callback), or None where the app shows its own page standing for
+    it (the sandbox marketplaces)."""
+
+    url: str | None
+
+
+@dataclass(frozen=True)
+class Authorisation:
+    """What the marketplace granted when the merchant allowed access (`Connector.finish_consent`)."""
+
+    # A long-lived secret to call the marketplace with (Amazon: the LWA refresh token the one-time code is exchanged
+    # for). The service stores it encrypted on the connection, never in clear. None where the marketplace keeps the
+    # grant on its side (the sandbox).
+    refresh_token: str | None = None
+    # The merchant's account at the marketplace (Amazon: selling_partner_id), for the app to show; None if unknown.
+    seller_id: str | None = None
+
+
+@dataclass(frozen=True)
+class CategorySchema:
+    """One category's attribute schema as the marketplace gives it now. `version` is the marketplace's own name for
+    this state of the schema (Amazon: productTypeVersion); a new one makes a new ProductTypeViewId and
+    SchemaVersion when the catalog imports it."""
+
+    category: CategorySpec
+    version: str
+
+
+class TaxonomySource(Protocol):
+    """A marketplace site's categories, as the catalog imports them without knowing the marketplace."""
+
+    async def category_tree(self) -> Taxonomy | None:
+        """The site's whole category tree, leaves with their schemas (the sandbox ships its tree), or None where the
+        categories are found by search and each schema is fetched when first needed (Amazon's product types)."""
+        ...
+
+    async def category_schema(self, category_id: str) -> CategorySchema:
+        """One leaf category's attribute schema now; MarketplaceError for an id the marketplace does not know."""
+        ...
+
+
+class Connector(TaxonomySource, Protocol):
+    """One connection's calls to its marketplace. Never called inside a write transaction (the in-process sandbox
+    writes its own state to the same database)."""
+
+    async def begin_consent(self, state: str, callback_url: str) -> ConsentStart:
+        """Start connecting (or reauthorising): where the merchant allows access. `state` is bound to the merchant's
+        app session and comes back with the answer; `callback_url` is where the marketplace sends the merchant
+        back (the app's consent callback)."""
+        ...
+
+    async def finish_consent(self, answer: Mapping[str, str]) -> Authorisation:
+        """The merchant allowed access: `answer` is what came back (Amazon: the callback's spapi_oauth_code and
+        selling_partner_id, exchanged here for a refresh token; the sandbox: nothing, it records the grant)."""
+        ...
+
     async def check_authorization(self) -> AuthStatus: ...
 
     async def pull_orders(self, cursor: str | None, limit: int = 100) -> OrderPage: ...
@@ -176,7 +241,27 @@ class Connector(Protocol):
 
 
 ConnectorFactory = Callable[[Runtime, MarketplaceConnection], Connector]
+# A kind's tree shipped whole, without a connection (the operator's `admin taxonomy import|export` without a file):
+# (platform, revision, size) -> the tree.
+ShippedTaxonomy = Callable[[str, int, "int | None"], Taxonomy]
+# What `marketsync demo` does at the marketplace for one demo connection, before the demo pulls its orders: the
+# marketplace takes the tenant's live listings as its own (and the sandbox receives a few orders); returns what it
+# holds of each, by merchant SKU.
+DemoSeeder = Callable[
+    [Runtime, MarketplaceConnection, Sequence[ListingDraft]], Awaitable[dict[str, MarketplaceListing]]
+]
 REGISTRY_KEY = "marketplaces.connectors"
+
+
+@dataclass(frozen=True)
+class Marketplace:
+    """One implementation package under marketplaces/, as the composition root registers it."""
+
+    name: str
+    platforms: tuple[str, ...]  # the kinds (kinds.py) it serves
+    connector: ConnectorFactory
+    shipped_taxonomy: ShippedTaxonomy | None = None
+    seed_demo: DemoSeeder | None = None
 
 
 class UnknownMarketplaceKind(LookupError):
@@ -189,11 +274,22 @@ class ConnectorRegistry:
 
     def __init__(self) -> None:
         self._factories: dict[str, ConnectorFactory] = {}
+        self._marketplaces: dict[str, Marketplace] = {}
 
     def register(self, platform: str, factory: ConnectorFactory) -> None:
         if platform in self._factories:
             raise ValueError(f"a connector for {platform} is already registered")
         self._factories[platform] = factory
+
+    def add(self, marketplace: Marketplace) -> None:
+        """Register an implementation for every kind it serves."""
+        for platform in marketplace.platforms:
+            self.register(platform, marketplace.connector)
+            self._marketplaces[platform] = marketplace
+
+    def marketplace(self, platform: str) -> Marketplace | None:
+        """The implementation registered for a kind (its demo seeder, its shipped tree), None for a bare factory."""
+        return self._marketplaces.get(platform)
 
     def replace(self, platform: str, factory: ConnectorFactory) -> ConnectorFactory:
         """Swap the connector of a registered kind (tests' fakes); returns the one it replaced."""
@@ -219,7 +315,9 @@ class ConnectorRegistry:
 def registry_of(rt: Runtime) -> ConnectorRegistry:
     registry = rt.extras.get(REGISTRY_KEY)
     if not isinstance(registry, ConnectorRegistry):
-        raise UnknownMarketplaceKind("no connectors are composed for this runtime: call marketsync.connectors.compose")
+        raise UnknownMarketplaceKind(
+            "no connectors are composed for this runtime: call marketsync.marketplaces.registry.compose_connectors"
+        )
     return registry
 
 

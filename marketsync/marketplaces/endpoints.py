@@ -7,7 +7,7 @@ from starlette.responses import Response
 
 from marketsync.auth.dependencies import MarketplacesReader, RuntimeDep
 from marketsync.kit import jsonio
-from marketsync.marketplaces import repository
+from marketsync.marketplaces import service
 from marketsync.marketplaces.schemas import MarketplacesOut
 
 router = APIRouter(tags=["Marketplaces"])
@@ -19,5 +19,5 @@ router = APIRouter(tags=["Marketplaces"])
 async def list_marketplaces(caller: MarketplacesReader, rt: RuntimeDep) -> Response:
     # One read on the raw driver, serialised once with orjson (docs/decisions/0250); tests check the body against
     # MarketplacesOut, the document's schema.
-    connections = await repository.active_for_api(rt.db, caller.account_id)
+    connections = await service.active_for_api(rt, caller.account_id)
     return Response(jsonio.dumps({"Marketplaces": connections}), media_type="application/json")

@@ -9,8 +9,7 @@ from typing import Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.kinds import marketplace_name
-from marketsync.marketplaces.connector import FeedKind
+from marketsync.kinds import FeedKind, marketplace_name
 from marketsync.models import Event, MarketplaceConnection
 from marketsync.runtime import Runtime
 from marketsync.webhooks.outbox import record_event

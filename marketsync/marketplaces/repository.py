@@ -11,8 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import Database, KeyedRead
-from marketsync.db_fast import DriverSql, session_driver, session_reader
+from marketsync.db import Database, DriverSql, KeyedRead, session_driver, session_reader
 from marketsync.kinds import ConnectionState, ListingStatus
 from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.base import money_to_storage

@@ -1,21 +1,22 @@
 """Use cases on marketplace connections: connect, consent, pause, resume, disconnect, list.
 
 Connecting and authorising happen in the merchant's app (spec section 1): `begin_connect` starts a connection that
-awaits the marketplace's consent, `grant_consent` and `refuse_consent` are the merchant's answer there
-(docs/decisions/0310-connection-consent.md). The operator CLI's `connect` (and the demo) stands for a connection
-already authorised.
+awaits the marketplace's consent, `begin_consent` says where the merchant allows access, `grant_consent` and
+`refuse_consent` are the merchant's answer there (docs/decisions/0310-connection-consent.md, 0351). Every call to
+the marketplace goes through its Connector (marketplaces/connector.py). The operator CLI's `connect` (and the demo)
+stands for a connection already authorised.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.catalog import repository as catalog_repository
-from marketsync.errors import Conflict, NotFound, ValidationFailed
+from marketsync.http.errors import Conflict, NotFound, ValidationFailed
 from marketsync.jobs import service as jobs_service
 from marketsync.jobs.run import JobRun
 from marketsync.jobs.types import (
@@ -24,14 +25,12 @@ from marketsync.jobs.types import (
     JobType,
     OrderPullPayload,
     PriceStockPushPayload,
-    TaxonomyLoadPayload,
 )
 from marketsync.kinds import KINDS, ConnectionState, kind_of
 from marketsync.kit.ids import new_id
 from marketsync.marketplaces import events, repository
-from marketsync.marketplaces.connector import Throttled, connector_for
+from marketsync.marketplaces.connector import ConsentStart, Throttled, connector_for
 from marketsync.marketplaces.rules import UNAUTHORIZED, Health, HealthEvent, health_transition, observed_health
-from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 
@@ -39,11 +38,15 @@ __all__ = [
     "ACTIVE",
     "AWAITING_CONSENT",
     "PAUSED",
+    "active_for_api",
     "begin_connect",
+    "begin_consent",
     "check_health",
     "connect",
     "disconnect",
     "enqueue_for_active_connections",
+    "find",
+    "find_site",
     "get",
     "grant_consent",
     "health_summary",
@@ -72,18 +75,6 @@ async def connect(
     if await repository.find(session, account_id, platform, country) is not None:
         raise Conflict(f"{platform} {country} is already connected.")
     return await _new_connection(rt, session, account_id, platform, country, ACTIVE)
-
-
-async def load_categories_if_missing(
-    rt: Runtime, session: AsyncSession, connection: MarketplaceConnection
-) -> str | None:
-    """A connection just authorised on a site with no category tree yet: queue the load of that site's tree (a job:
-    seconds of work, not the connect's transaction), so search and create work there without an operator. The job id,
-    or None when the site has its tree already."""
-    if await catalog_repository.site_has_taxonomy(session, connection.platform, connection.country):
-        return None
-    payload = TaxonomyLoadPayload(MarketplaceId=connection.id)
-    return jobs_service.enqueue(session, rt.clock.now(), connection.account_id, payload).id
 
 
 async def begin_connect(
@@ -151,6 +142,23 @@ async def get(session: AsyncSession, account_id: str, marketplace_id: str) -> Ma
     if connection is None:
         raise NotFound("No marketplace connection with this id.")
     return connection
+
+
+async def find(session: AsyncSession, account_id: str, marketplace_id: str) -> MarketplaceConnection | None:
+    """The account's connection, or None (disconnected meanwhile, or another account's)."""
+    return await repository.get(session, account_id, marketplace_id)
+
+
+async def find_site(
+    session: AsyncSession, account_id: str, platform: str, country: str
+) -> MarketplaceConnection | None:
+    """The account's connection to one site, whatever its state."""
+    return await repository.find(session, account_id, platform, country)
+
+
+async def active_for_api(rt: Runtime, account_id: str) -> list[dict[str, Any]]:
+    """GET /api/marketplaces' rows: the account's active connections, on the raw driver (docs/decisions/0250)."""
+    return await repository.active_for_api(rt.db, account_id)
 
 
 def require_orders_pulled(connection: MarketplaceConnection) -> None:
@@ -329,19 +337,41 @@ async def enqueue_for_active_connections(
     return created
 
 
-async def grant_consent(rt: Runtime, account_id: str, marketplace_id: str) -> HealthEvent | None:
-    """The merchant allowed access on the marketplace's consent page: the marketplace takes the authorisation
-    (again: the sandbox's own grant), a connection awaiting consent becomes Active, and the health is checked at
-    once."""
+async def begin_consent(rt: Runtime, connection: MarketplaceConnection, state: str, callback_url: str) -> ConsentStart:
+    """Where the merchant allows access to a connection awaiting consent or being reauthorised: the marketplace's
+    consent page (its URL carries `state`, bound to the merchant's session by the app), or the app's own page
+    standing for it (`url` None)."""
+    return await connector_for(rt, connection).begin_consent(state, callback_url)
+
+
+# What the caller does in the transaction that makes a connection Active (the catalog queues its site's categories).
+WhenAuthorised = Callable[[Runtime, AsyncSession, MarketplaceConnection], Awaitable[object]]
+
+
+async def grant_consent(
+    rt: Runtime,
+    account_id: str,
+    marketplace_id: str,
+    answer: Mapping[str, str],
+    *,
+    when_authorised: WhenAuthorised,
+) -> HealthEvent | None:
+    """The merchant allowed access at the marketplace: the marketplace takes the authorisation (again, on a
+    reconnect) through its connector, outside any transaction; then a connection awaiting consent becomes Active
+    (`when_authorised` runs in that transaction) and the health is checked at once. `answer`: what came back from
+    the consent page (the callback's query), exchanged by the connector."""
+    async with rt.db.read() as session:
+        connection = await get(session, account_id, marketplace_id)
+    authorisation = await connector_for(rt, connection).finish_consent(answer)
+    if authorisation.refresh_token is not None:
+        # Stored encrypted on the connection by the first connector that returns one (its migration adds the
+        # column; docs/decisions/0351): never dropped silently.
+        raise NotImplementedError(f"{connection.platform} returned a refresh token this service cannot store yet")
     async with rt.db.transaction() as session:
         connection = await _locked(session, account_id, marketplace_id)
-        seller = await sandbox_state.ensure_seller(
-            session, connection.id, connection.platform, connection.country, rt.clock.now()
-        )
-        seller.auth_revoked = False
         if connection.state == AWAITING_CONSENT:
             connection.state = ACTIVE
-            await load_categories_if_missing(rt, session, connection)
+            await when_authorised(rt, session, connection)
     if connection.state != ACTIVE:
         return None
     return await check_health(rt, connection)

@@ -9,11 +9,12 @@ from typing import Any
 
 from marketsync.jobs import service as jobs_service
 from marketsync.jobs.types import OrderPullPayload
-from marketsync.kit.cli import JsonOption, admin, emit, run_command
+from marketsync.kit.cli import JsonOption, admin, emit
 from marketsync.marketplaces import service
 from marketsync.marketplaces.commands import AccountOption, MarketplaceOption
 from marketsync.orders.tasks import PullOutcome
 from marketsync.runtime import Runtime
+from marketsync.startup import run_command
 
 
 @admin.command("pull-orders")

@@ -10,7 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
 from marketsync.auth.dependencies import OrdersReader, OrdersWriter, RuntimeDep
-from marketsync.kit import idempotency, jsonio
+from marketsync.http import idempotency
+from marketsync.kit import jsonio
 from marketsync.kit.openapi import request_body
 from marketsync.orders import schemas, service
 

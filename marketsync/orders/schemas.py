@@ -30,9 +30,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from marketsync.errors import ValidationFailed, merged_errors
+from marketsync.http.bodies import Checked, NullIsDefault, StrictRequest, read_body, valid_fields
+from marketsync.http.errors import ValidationFailed, merged_errors
 from marketsync.kit import jsonio
-from marketsync.kit.bodies import Checked, NullIsDefault, StrictRequest, read_body, valid_fields
 from marketsync.kit.clock import iso
 from marketsync.kit.numbers import JsonNumber
 from marketsync.kit.timestamps import UtcDatetime

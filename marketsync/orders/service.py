@@ -21,14 +21,14 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import DriverReader
-from marketsync.errors import NotFound, ValidationFailed
+from marketsync.http.bodies import Checked
+from marketsync.http.errors import NotFound, ValidationFailed
+from marketsync.http.requestid import current_request_id
 from marketsync.jobs.service import enqueue
 from marketsync.jobs.types import OrderWriteBackPayload
 from marketsync.kinds import ConnectionState, kind_of, marketplace_name
-from marketsync.kit.bodies import Checked
 from marketsync.kit.clock import iso
 from marketsync.kit.ids import new_id
-from marketsync.kit.requestid import current_request_id
 from marketsync.marketplaces.connector import MarketplaceOrder, MarketplaceOrderItem
 from marketsync.models import MarketplaceConnection
 from marketsync.models.orders import Order, OrderItem, OrderRefundLine, OrderShipment

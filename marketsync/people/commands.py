@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import typer
 
-from marketsync.auth import repository as auth_repository
-from marketsync.errors import NotFound
-from marketsync.kit.cli import JsonOption, emit, run_command, user_app
+from marketsync.auth import service as auth_service
+from marketsync.http.errors import NotFound
+from marketsync.kit.cli import JsonOption, emit, user_app
 from marketsync.people import service
 from marketsync.runtime import Runtime
+from marketsync.startup import run_command
 
 
 @user_app.command("create")
@@ -22,7 +23,7 @@ def user_create(
 
     async def body(rt: Runtime) -> dict[str, str]:
         async with rt.db.transaction() as session:
-            if await auth_repository.get_account(session, account) is None:
+            if await auth_service.find_account(session, account) is None:
                 raise NotFound("No account with this id.")
             created = await service.create_user(rt, session, account, email, role)
         return {"UserId": created.user_id, "Email": created.email, "Password": created.password, "Role": created.role}

@@ -21,7 +21,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.errors import Conflict, NotFound, ValidationFailed
+from marketsync.http.errors import Conflict, NotFound, ValidationFailed
 from marketsync.kit import crypto
 from marketsync.kit.ids import new_id
 from marketsync.models.people import AppSession, AppUser

@@ -7,10 +7,11 @@ from typing import Any
 
 import typer
 
-from marketsync.kit.cli import JsonOption, dev_app, emit, fail, run_command, webhooks_app
+from marketsync.kit.cli import JsonOption, dev_app, emit, fail, webhooks_app
 from marketsync.kit.clock import iso
 from marketsync.models.webhooks import WebhookAttempt
 from marketsync.runtime import Runtime
+from marketsync.startup import run_command
 from marketsync.webhooks import service
 
 

@@ -8,13 +8,11 @@ fanned out to whatever subscriptions exist when the workers run; with none, they
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
+from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 
-if TYPE_CHECKING:
-    from marketsync.demo import DemoTenant
 
-
-async def seed(rt: Runtime, tenant: DemoTenant) -> None:
+async def seed(rt: Runtime, account_id: str, connections: Sequence[MarketplaceConnection]) -> None:
     return None

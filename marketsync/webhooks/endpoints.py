@@ -7,10 +7,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
 from marketsync.auth.dependencies import RuntimeDep, WebhooksWriter
-from marketsync.errors import merged_errors
-from marketsync.kit import idempotency, jsonio
+from marketsync.http import idempotency
+from marketsync.http.errors import merged_errors
+from marketsync.http.requestid import current_request_id
+from marketsync.kit import jsonio
 from marketsync.kit.openapi import request_body
-from marketsync.kit.requestid import current_request_id
 from marketsync.webhooks import service
 from marketsync.webhooks.schemas import (
     CreateSubscriptionIn,

@@ -7,19 +7,13 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from marketsync.db import wake_workers_on_commit
+from marketsync.webhooks.rules import EVENT_TYPES
+
+__all__ = ["EVENT_TYPES", "record_event"]
 from marketsync.kit import jsonio
 from marketsync.kit.ids import new_id
 from marketsync.models import Event
-from marketsync.wakeups import wake_workers_on_commit
-
-EVENT_TYPES = (
-    "OrdersDownloaded",
-    "ListingPublished",
-    "FeedOutcome",
-    "MarketplaceUnhealthy",
-    "MarketplaceRestored",
-    "InventoryChanged",
-)
 
 
 def record_event(

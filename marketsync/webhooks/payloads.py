@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from marketsync.inventory.rules import Channel, Writer
-from marketsync.marketplaces.connector import FeedKind
+from marketsync.kinds import FeedKind
 from marketsync.webhooks import rules
 
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]

@@ -11,8 +11,16 @@ from sqlalchemy import ColumnElement, and_, bindparam, case, delete, exists, fun
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import BindParameter
 
-from marketsync.db import Database, DriverReader, PreparedRead, insert_for, older_than
-from marketsync.db_fast import DriverSql, SessionDriver, session_driver
+from marketsync.db import (
+    Database,
+    DriverReader,
+    DriverSql,
+    PreparedRead,
+    SessionDriver,
+    insert_for,
+    older_than,
+    session_driver,
+)
 from marketsync.models import Event
 from marketsync.models.base import UTCDateTime
 from marketsync.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
@@ -167,7 +175,7 @@ async def _exists(db: Database, prepared: PreparedRead, params: dict[str, Any]) 
 
 
 # The claim and the recording of results are the worker's hot path: hand-written SQL on the raw driver inside the
-# session's transaction (db_fast.SessionDriver), a fixed number of statements per batch whatever its size.
+# session's transaction (db.SessionDriver), a fixed number of statements per batch whatever its size.
 
 _CLAIM_COLUMNS = (
     "d.id, d.account_id, d.subscription_id, d.event_id, d.event_type, d.attempts, d.lease_owner, "

@@ -15,7 +15,15 @@ from urllib.parse import urlsplit
 
 import idna
 
-from marketsync.webhooks.outbox import EVENT_TYPES
+# The events the outbox records and subscriptions name (webhooks/outbox.py records them).
+EVENT_TYPES = (
+    "OrdersDownloaded",
+    "ListingPublished",
+    "FeedOutcome",
+    "MarketplaceUnhealthy",
+    "MarketplaceRestored",
+    "InventoryChanged",
+)
 
 # --- signing (spec section 6) -------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field, field_serializer
 
-from marketsync.kit.bodies import StrictRequest
+from marketsync.http.bodies import StrictRequest
 from marketsync.kit.clock import iso
 from marketsync.models.webhooks import WebhookSubscription
 

@@ -9,13 +9,13 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.errors import Conflict, NotFound, ValidationFailed, merged_errors
+from marketsync.db import wake_workers_on_commit
+from marketsync.http.errors import Conflict, NotFound, ValidationFailed, merged_errors
 from marketsync.kit import crypto, jsonio
 from marketsync.kit.ids import new_id
 from marketsync.models import Event
 from marketsync.models.webhooks import WebhookAttempt, WebhookSubscription
 from marketsync.runtime import Runtime
-from marketsync.wakeups import wake_workers_on_commit
 from marketsync.webhooks import repository, rules, ssrf
 from marketsync.webhooks.outbox import EVENT_TYPES
 

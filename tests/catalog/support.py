@@ -8,10 +8,10 @@ import httpx
 from sqlalchemy import func, select
 
 from marketsync.catalog import service
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.models import Event, Job, Listing, Product
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.support.factories import Tenant
 
 # Small taxonomies keep each test fast; the anchor categories are the same in every size.

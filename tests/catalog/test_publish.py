@@ -112,7 +112,7 @@ async def test_a_recovered_publish_run_records_nothing_twice(
     from marketsync.catalog import service
     from marketsync.jobs import repository as jobs_repository
     from marketsync.jobs.run import JobRun
-    from marketsync.worker import Worker
+    from marketsync.jobs.worker import Worker
 
     class Killed(Exception):
         pass

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import httpx
 
+from marketsync.catalog import service as catalog
 from marketsync.jobs.types import JobType
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import service as marketplaces
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.console.support import make_person, signed_in
 from tests.inventory.support import jobs_of
 from tests.support.factories import make_tenant
@@ -27,7 +28,7 @@ async def test_the_first_connection_to_a_site_loads_its_categories_and_the_next_
     first, second = await make_tenant(rt, api), await make_tenant(rt, api)
     async with rt.db.transaction() as session:
         connection = await marketplaces.connect(rt, session, first.account_id, "P3", "UK")
-        job_id = await marketplaces.load_categories_if_missing(rt, session, connection)
+        job_id = await catalog.load_categories_if_missing(rt, session, connection)
     assert job_id is not None
     assert await _search(api, first.headers, connection.id) == 0  # queued, not loaded in the connect
 
@@ -38,7 +39,7 @@ async def test_the_first_connection_to_a_site_loads_its_categories_and_the_next_
 
     async with rt.db.transaction() as session:
         other = await marketplaces.connect(rt, session, second.account_id, "P3", "UK")
-        assert await marketplaces.load_categories_if_missing(rt, session, other) is None  # the site has its tree
+        assert await catalog.load_categories_if_missing(rt, session, other) is None  # the site has its tree
     assert await _search(api, second.headers, other.id) == await _search(api, first.headers, connection.id)
 
 
@@ -61,5 +62,5 @@ async def test_consent_in_the_app_queues_the_load_and_a_disconnect_before_it_run
     assert job.status == "Cancelled"  # the connection's queued work goes with it
     async with rt.db.transaction() as session:
         again = await marketplaces.connect(rt, session, tenant.account_id, "P2", "IT")
-        assert await marketplaces.load_categories_if_missing(rt, session, again) is not None  # still none loaded
+        assert await catalog.load_categories_if_missing(rt, session, again) is not None  # still none loaded
     await owner.client.aclose()

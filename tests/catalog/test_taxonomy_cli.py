@@ -18,7 +18,7 @@ def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MARKETSYNC_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
     monkeypatch.setenv("MARKETSYNC_VAR_DIR", str(tmp_path / "var"))
     # The CLI would bind structlog to CliRunner's short-lived streams, breaking later tests' logging.
-    monkeypatch.setattr("marketsync.kit.cli.configure_logging", lambda level="INFO": None)
+    monkeypatch.setattr("marketsync.startup.configure_logging", lambda level="INFO": None)
     return tmp_path
 
 

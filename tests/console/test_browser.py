@@ -14,10 +14,10 @@ from marketsync.jobs import registry
 from marketsync.jobs import service as jobs_service
 from marketsync.jobs.run import JobRun
 from marketsync.jobs.types import JobPayload
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import service as marketplaces
 from marketsync.models import Listing
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.catalog.support import create, create_payload, load_taxonomies, run_jobs
 from tests.console.support import make_person
 from tests.inventory.support import add_products

@@ -10,11 +10,12 @@ import asyncio
 import httpx
 import pytest
 
-from marketsync.errors import NotFound
+from marketsync.catalog import service as catalog
+from marketsync.http.errors import NotFound
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import service as marketplaces
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.console.support import Browser, make_person, signed_in
 from tests.support.factories import Tenant, make_tenant
 
@@ -126,7 +127,9 @@ async def test_allow_and_deny_racing_never_remove_an_authorised_connection(rt: R
     for _ in range(5):
         marketplace_id = await _start(owner, "P3", "US")
         allow, deny = await asyncio.gather(
-            marketplaces.grant_consent(rt, tenant.account_id, marketplace_id),
+            marketplaces.grant_consent(
+                rt, tenant.account_id, marketplace_id, {}, when_authorised=catalog.load_categories_if_missing
+            ),
             marketplaces.refuse_consent(rt, tenant.account_id, marketplace_id),
             return_exceptions=True,
         )

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from marketsync.db_fast import DriverSql
+from marketsync.db._fast import DriverSql
 from marketsync.inventory import rules
 from marketsync.inventory import service as inventory
 from marketsync.runtime import Runtime

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from marketsync.console import pages as console_pages
-from marketsync.middleware import APP_CSP, app_security_headers
+from marketsync.http.middleware import APP_CSP, app_security_headers
 from marketsync.runtime import Runtime
 from tests.console.support import make_person, signed_in
 from tests.support.factories import make_account

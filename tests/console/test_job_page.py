@@ -10,14 +10,14 @@ import re
 import httpx
 from sqlalchemy import update
 
-from marketsync.db_fast import DriverSql
+from marketsync.db._fast import DriverSql
 from marketsync.jobs import registry
 from marketsync.jobs import service as jobs_service
 from marketsync.jobs.run import JobRun
 from marketsync.jobs.types import JobPayload, PriceStockPushPayload
+from marketsync.jobs.worker import Worker
 from marketsync.models import Job
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.console.support import make_person, signed_in
 from tests.inventory.support import add_products
 from tests.support.factories import make_account, make_tenant

@@ -11,9 +11,9 @@ from marketsync.jobs import registry
 from marketsync.jobs import service as jobs_service
 from marketsync.jobs.run import JobRun
 from marketsync.jobs.types import JobPayload
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import service as marketplaces
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.console.support import make_person, signed_in
 from tests.inventory.support import add_listing, add_products
 from tests.marketplaces import support as marketplace_support

@@ -9,7 +9,7 @@ import re
 import httpx
 import pytest
 
-from marketsync.errors import Conflict
+from marketsync.http.errors import Conflict
 from marketsync.people import repository as people_repository
 from marketsync.people import service as people
 from marketsync.runtime import Runtime

@@ -14,8 +14,8 @@ import httpx
 import yaml
 from prometheus_client import REGISTRY
 
+import marketsync.http.middleware
 import marketsync.jobs.run
-import marketsync.middleware
 import marketsync.observability
 import marketsync.webhooks.engine
 from marketsync.config import Settings
@@ -23,7 +23,7 @@ from marketsync.config import Settings
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 PACKAGE = DEPLOY.parent / "marketsync"
 # Files of the package a running service never reads: the Alembic template of new revisions, the room's notes.
-NOT_RUN_TIME = {"migrations/script.py.mako", "console/README.md"}
+NOT_RUN_TIME = {"migrations/script.py.mako", "console/README.md", "marketplaces/README.md"}
 DEV_TOOLS = ("pytest", "mypy", "ruff", "schemathesis", "hypothesis", "playwright", "trustme")
 
 
@@ -104,4 +104,6 @@ def test_alerts_and_dashboard_read_metrics_the_service_serves() -> None:
     expressions += [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
     used = {name for expr in expressions for name in re.findall(r"\b(marketsync_[a-z_]+)", expr)}
     assert used and used <= served, used - served
-    assert marketsync.observability and marketsync.jobs.run and marketsync.webhooks.engine and marketsync.middleware
+    assert (
+        marketsync.observability and marketsync.jobs.run and marketsync.webhooks.engine and marketsync.http.middleware
+    )

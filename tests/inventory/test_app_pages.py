@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.inventory import service
+from marketsync.jobs.worker import Worker
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.console.support import Browser, make_person, signed_in
 from tests.inventory.support import (
     add_listing,

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from marketsync.errors import NotFound, ValidationFailed
+from marketsync.http.errors import NotFound, ValidationFailed
 from marketsync.inventory import service
 from marketsync.runtime import Runtime
 from tests.conftest import TEST_ENCRYPTION_KEYS, TEST_HASH_KEY
@@ -238,7 +238,7 @@ async def test_a_row_replaced_from_a_later_batch_is_superseded(
 async def test_the_cli_text_and_the_app_report_show_superseded_rows(
     rt: Runtime, api: httpx.AsyncClient, tmp_path: Path
 ) -> None:
-    from marketsync.worker import Worker
+    from marketsync.jobs.worker import Worker
     from tests.console.support import make_person, signed_in
     from tests.inventory.support import upload_file
 

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from marketsync.db_fast import DriverSql
+from marketsync.db._fast import DriverSql
 from marketsync.inventory import repository
 from marketsync.inventory.rules import wire_timestamp
 from marketsync.runtime import Runtime

@@ -424,7 +424,7 @@ async def test_a_loop_of_pushes_queues_one_job_per_connection_not_one_per_push(
 ) -> None:
     """Backpressure (issue 14's probe: a 60-second push loop queued 1,516 jobs): pushes coalesce into the job still
     queued for the connection, which sends the latest values when it runs."""
-    from marketsync.worker import Worker
+    from marketsync.jobs.worker import Worker
     from tests.marketplaces.support import listed_product, sandbox_listings
 
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))

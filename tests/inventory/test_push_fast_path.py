@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from marketsync.db_fast import DriverSql
+from marketsync.db._fast import DriverSql
 from marketsync.inventory import repository, service
 from marketsync.runtime import Runtime
 from tests.inventory.support import (

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 
 from marketsync.db import DriverReader
-from marketsync.db_fast import DriverSql
+from marketsync.db._fast import DriverSql
 from marketsync.inventory import repository
 from marketsync.models import Listing, Product
 from marketsync.runtime import Runtime

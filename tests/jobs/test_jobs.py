@@ -19,10 +19,10 @@ from marketsync.jobs import registry
 from marketsync.jobs import service as job_service
 from marketsync.jobs.run import JobRun, RetryLater
 from marketsync.jobs.types import JobPayload, payload_for
+from marketsync.jobs.worker import Worker, worker_identity
 from marketsync.models import Account, Job, Schedule
 from marketsync.models.jobs import LEASE_OWNER_LENGTH
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker, worker_identity
 from tests.support import tasks as test_tasks
 from tests.support.factories import make_account, make_tenant
 from tests.support.processes import spawn

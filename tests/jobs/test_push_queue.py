@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+from marketsync.db._wakeups import wants_wake_up
 from marketsync.jobs import repository
 from marketsync.jobs import service as job_service
 from marketsync.jobs.types import JobStatus, JobType, PriceStockPushPayload
 from marketsync.runtime import Runtime
-from marketsync.wakeups import wants_wake_up
 from tests.support.factories import make_account, make_connection
 
 

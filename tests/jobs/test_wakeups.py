@@ -1,4 +1,4 @@
-"""Wake-ups (marketsync/wakeups.py): an idle worker whose poll interval is far away starts a job the moment the
+"""Wake-ups (marketsync/db/_wakeups.py): an idle worker whose poll interval is far away starts a job the moment the
 transaction that queued it commits: through NOTIFY from another process on PostgreSQL, in-process on SQLite. A
 rolled-back transaction wakes nobody, and a lost LISTEN connection comes back."""
 
@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator, Callable
 import asyncpg  # type: ignore[import-untyped]
 import pytest
 
-from marketsync.db_fast import asyncpg_connect_args
+from marketsync.db._fast import asyncpg_connect_args
+from marketsync.db._wakeups import CHANNEL
 from marketsync.jobs import service as job_service
 from marketsync.jobs.types import JobStatus, payload_for
+from marketsync.jobs.worker import Worker
 from marketsync.runtime import Runtime
-from marketsync.wakeups import CHANNEL
-from marketsync.worker import Worker
 from tests.support import tasks as test_tasks
 from tests.support.factories import make_account
 

@@ -17,12 +17,12 @@ import pytest
 from sqlalchemy import update
 
 from marketsync.jobs.types import JobStatus
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import service as marketplaces
 from marketsync.marketplaces.connector import PriceStockLine, Unavailable, connector_for
 from marketsync.marketplaces.sandbox.app import create_sandbox_app
 from marketsync.models import Job
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.marketplaces import support
 from tests.support.factories import make_tenant
 from tests.support.server import serve

@@ -17,10 +17,10 @@ import httpx
 import structlog
 from typer.testing import CliRunner
 
-from marketsync import logging as marketsync_logging
+from marketsync import startup
 from marketsync.cli import app
-from marketsync.kit import cli as kit_cli
-from marketsync.logging import configure_logging
+from marketsync.http import logs as marketsync_logging
+from marketsync.http.logs import configure_logging
 from marketsync.marketplaces import tasks
 from marketsync.runtime import Runtime
 from tests.conftest import TEST_ENCRYPTION_KEYS, TEST_HASH_KEY
@@ -64,7 +64,7 @@ async def cli(database_url: str, var_dir: Path, *args: str, expect_rc: int = 0) 
         "MARKETSYNC_SECRET_HASH_KEY": TEST_HASH_KEY,
         "MARKETSYNC_LOG_LEVEL": "WARNING",
     }
-    with _suite_logging_kept(), mock.patch.object(kit_cli, "configure_logging", _logging_to_real_stderr):
+    with _suite_logging_kept(), mock.patch.object(startup, "configure_logging", _logging_to_real_stderr):
         result = await asyncio.to_thread(CliRunner().invoke, app, [*args, "--json"], env=env)
     assert result.exit_code == expect_rc, (result.output, result.exception)
     lines = result.stdout.strip().splitlines()

@@ -1,4 +1,4 @@
-"""Connectors are composed in one place (marketsync/connectors.py); the registry knows no implementation."""
+"""Connectors are composed in one place (marketsync/marketplaces/registry.py); the registry knows no implementation."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from marketsync import connectors
 from marketsync.config import Settings
 from marketsync.kinds import KINDS
 from marketsync.marketplaces.connector import ConnectorRegistry, UnknownMarketplaceKind, connector_for, registry_of
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.marketplaces.sandbox.connector import SandboxConnector
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
@@ -43,8 +43,8 @@ async def test_a_runtime_without_composition_says_so(tmp_path: Path) -> None:
     try:
         with pytest.raises(UnknownMarketplaceKind, match="compose"):
             connector_for(bare, _connection("P1"))
-        assert connectors.compose(bare) is bare
-        assert connectors.compose(bare) is bare and registry_of(bare).platforms == sorted(KINDS)  # idempotent
+        assert compose_connectors(bare) is bare
+        assert compose_connectors(bare) is bare and registry_of(bare).platforms == sorted(KINDS)  # idempotent
     finally:
         await bare.close()
 

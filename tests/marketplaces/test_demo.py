@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import httpx
 
-from marketsync.demo import DemoTenant
 from marketsync.marketplaces import demo
 from marketsync.runtime import Runtime
 from tests.marketplaces import support
@@ -22,7 +21,7 @@ async def test_demo_seed_is_idempotent(rt: Runtime, api: httpx.AsyncClient) -> N
         )
 
     for _ in range(2):
-        await demo.seed(rt, DemoTenant(tenant.account_id, connections))
+        await demo.seed(rt, tenant.account_id, connections)
 
     downloaded = await support.events(rt, tenant.account_id, "OrdersDownloaded")
     assert sorted((e["payload"]["Platform"], e["payload"]["NewOrderCount"]) for e in downloaded) == [

@@ -9,11 +9,11 @@ import httpx
 import pytest
 
 from marketsync.jobs import service as jobs_service
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import feeds, service
 from marketsync.marketplaces.connector import AuthorizationRevoked, Throttled, Unavailable
 from marketsync.models import Job
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.marketplaces import support
 from tests.support.connectors import FakeConnector
 from tests.support.factories import make_tenant

@@ -12,11 +12,11 @@ from sqlalchemy import update
 
 from marketsync.jobs import repository as jobs_repository
 from marketsync.jobs.run import JobRun, LeaseLost
+from marketsync.jobs.worker import Worker
 from marketsync.kit.clock import Clock, FrozenClock
 from marketsync.marketplaces import feeds, service, tasks
 from marketsync.models import Job, MarketplaceConnection
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.marketplaces import support
 from tests.support.factories import Tenant, make_tenant
 

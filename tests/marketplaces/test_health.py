@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import httpx
 
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import service, tasks
 from marketsync.marketplaces.schemas import MarketplacesOut
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.marketplaces import support
 from tests.support.factories import make_tenant
 

@@ -17,11 +17,11 @@ from sqlalchemy import update
 
 from marketsync.jobs import service as jobs_service
 from marketsync.jobs.types import JobStatus
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import service as marketplaces
 from marketsync.marketplaces.sandbox.app import create_sandbox_app
 from marketsync.models import Job
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.marketplaces import support
 from tests.support.server import serve
 

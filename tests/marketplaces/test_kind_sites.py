@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from marketsync.errors import ValidationFailed
+from marketsync.http.errors import ValidationFailed
 from marketsync.kinds import KINDS, home_site
 from marketsync.marketplaces import service
 from marketsync.models import MarketplaceConnection

@@ -11,12 +11,12 @@ import pytest
 from marketsync.inventory import service as inventory_service
 from marketsync.inventory import tasks
 from marketsync.jobs import service as jobs_service
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces.connector import ListingPage
 from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.marketplaces.sandbox.connector import SandboxConnector
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.inventory.support import jobs_of
 from tests.marketplaces import support
 from tests.support.factories import make_tenant

@@ -5,12 +5,12 @@ from __future__ import annotations
 import httpx
 from sqlalchemy import select
 
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import service
 from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import Job, MarketplaceConnection
 from marketsync.orders import tasks
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.marketplaces import support
 from tests.support.factories import make_tenant
 

@@ -11,6 +11,7 @@ import pytest
 from marketsync.marketplaces.connector import (
     AuthorizationRevoked,
     ListingDraft,
+    MarketplaceError,
     OrderUpdateLine,
     PriceStockLine,
     Throttled,
@@ -211,3 +212,33 @@ async def test_a_feed_interrupted_between_chunks_is_resumed_without_a_line_appli
     remote = await support.sandbox_listings(rt, p1)
     assert {sku: row.feed_updates for sku, row in remote.items()} == {f"CHUNK-{index}": 1 for index in range(5)}
     assert remote["CHUNK-4"].price == Decimal("10.00") and remote["CHUNK-4"].quantity == 14
+
+
+async def test_consent_is_granted_at_the_sandbox_itself_and_restores_a_revoked_authorisation(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """The sandbox has no consent page of its own (the app shows one); the grant goes through its connector over
+    HTTP, free of the request budget, and clears a revoked authorisation (docs/decisions/0351)."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P2", "DE"),))
+    p2 = tenant.marketplace("P2")
+    connector = connector_for(rt, p2)
+    assert (await connector.begin_consent("state-1", "http://app.invalid/callback")).url is None
+    await support.update_seller(rt, p2, bucket_tokens=0.0, bucket_refill_per_s=0.0, auth_revoked=True)
+    granted = await connector.finish_consent({})
+    assert granted.refresh_token is None  # the sandbox keeps the grant on its side
+    await support.update_seller(rt, p2, bucket_tokens=10.0, bucket_refill_per_s=1.0)
+    assert (await connector.check_authorization()).health_status == "Healthy"
+
+
+async def test_the_sandbox_is_a_taxonomy_source_of_its_shipped_tree(rt: Runtime, api: httpx.AsyncClient) -> None:
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    connector = connector_for(rt, tenant.marketplace("P1"))
+    tree = await connector.category_tree()
+    assert tree == shipped.generate("P1")
+    t_shirts = shipped.anchor(tree, "T-Shirts")
+    schema = await connector.category_schema(t_shirts.category_id)
+    assert schema.category == t_shirts and schema.version == t_shirts.content_hash()[:16]
+    assert t_shirts.parent_id is not None
+    for unknown in ("no-such-category", t_shirts.parent_id):  # a department is no leaf: it has no schema
+        with pytest.raises(MarketplaceError):
+            await connector.category_schema(unknown)

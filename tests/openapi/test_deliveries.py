@@ -7,12 +7,12 @@ import json
 
 import httpx
 
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import tasks as marketplace_tasks
 from marketsync.orders import tasks as order_tasks
 from marketsync.runtime import Runtime
 from marketsync.webhooks import verify
 from marketsync.webhooks.outbox import EVENT_TYPES
-from marketsync.worker import Worker
 from tests.catalog.support import run_jobs
 from tests.marketplaces.support import update_seller
 from tests.orders.support import sandbox_orders_arrive, set_feed_fault

@@ -14,12 +14,12 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 from sqlalchemy import select
 
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces.connector import MarketplaceOrder, MarketplaceOrderItem, PostalAddress, connector_for
 from marketsync.marketplaces.sandbox import state as sandbox
 from marketsync.models import Event, Job, MarketplaceConnection
 from marketsync.orders import schemas, service
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.support.factories import Tenant, make_tenant
 
 _sequence = itertools.count(1)

@@ -8,11 +8,11 @@ from typing import Any
 import httpx
 from sqlalchemy import update
 
+from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import service as marketplaces
 from marketsync.marketplaces.sandbox import state as sandbox
 from marketsync.models import Job, MarketplaceConnection
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.orders.support import listed, pull_everything, sandbox_orders_arrive
 from tests.support.factories import make_tenant
 

@@ -10,7 +10,7 @@ import orjson
 import pytest
 from sqlalchemy import select
 
-from marketsync.errors import ValidationFailed
+from marketsync.http.errors import ValidationFailed
 from marketsync.models.people import AppUser
 from marketsync.people import service as people
 from marketsync.runtime import Runtime

@@ -5,7 +5,8 @@ Every test of the suite runs under two guards:
   outside loopback is refused before a packet leaves (so a failing SSRF check can never reach anything);
 - `leak_scan`: after the test, every value of every table of its database and every log line it produced are
   searched for the secrets and tokens the test saw (client secrets, access tokens, webhook secrets, passwords,
-  session tokens) and the logs for customer data (tests/test_secret_scan.py's rule, applied to the whole suite).
+  session tokens) and the logs for customer data (tests/security/test_secret_scan.py's rule, applied to the whole
+  suite).
 """
 
 from __future__ import annotations

@@ -8,11 +8,16 @@ fake.fail_next("submit_price_stock", Throttled(2.0))
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from marketsync.catalog.taxonomy import Taxonomy
 from marketsync.marketplaces.connector import (
+    Authorisation,
     AuthStatus,
+    CategorySchema,
     Connector,
+    ConsentStart,
     FeedResult,
     ItemError,
     ListingDraft,
@@ -35,6 +40,11 @@ class FakeConnector:
     item_errors: list[ItemError] = field(default_factory=list)
     calls: Counter[str] = field(default_factory=Counter)
     submitted: list[tuple[str, list[PriceStockLine]]] = field(default_factory=list)
+    # Consent: where begin_consent sends the merchant (None: the app's own page), and the answers finish_consent got.
+    consent_url: str | None = None
+    consents: list[tuple[str, str]] = field(default_factory=list)
+    answers: list[dict[str, str]] = field(default_factory=list)
+    tree: Taxonomy | None = None
     _failures: dict[str, list[MarketplaceError]] = field(default_factory=dict)
 
     @classmethod
@@ -55,6 +65,27 @@ class FakeConnector:
         pending = self._failures.get(call)
         if pending:
             raise pending.pop(0)
+
+    async def begin_consent(self, state: str, callback_url: str) -> ConsentStart:
+        self._enter("begin_consent")
+        self.consents.append((state, callback_url))
+        return ConsentStart(None if self.consent_url is None else f"{self.consent_url}?state={state}")
+
+    async def finish_consent(self, answer: Mapping[str, str]) -> Authorisation:
+        self._enter("finish_consent")
+        self.answers.append(dict(answer))
+        return Authorisation(seller_id=answer.get("selling_partner_id"))
+
+    async def category_tree(self) -> Taxonomy | None:
+        self._enter("category_tree")
+        return self.tree
+
+    async def category_schema(self, category_id: str) -> CategorySchema:
+        self._enter("category_schema")
+        category = self.tree.get(category_id) if self.tree is not None else None
+        if category is None:
+            raise MarketplaceError(f"no category {category_id!r}")
+        return CategorySchema(category, version="1")
 
     async def check_authorization(self) -> AuthStatus:
         self._enter("check_authorization")

@@ -95,3 +95,173 @@ def test_no_test_module_imports_another_test_module() -> None:
             if imported.startswith("tests.") and imported.rsplit(".", 1)[-1].startswith("test_"):
                 offenders.append(f"{path.relative_to(tests_root)}: {imported}")
     assert offenders == [], "shared test code belongs in tests/support/ or the domain's support.py"
+
+
+# -- imports: one direction, no cycles, connectors behind one boundary (issue 39) ---------------------------------
+
+DOMAINS = ("auth", "catalog", "inventory", "jobs", "marketplaces", "orders", "people", "webhooks")
+# Marketplace implementations are imported by the composition roots only: marketplaces/registry.py registers their
+# connectors, cli.py adds the commands an implementation brings (the sandbox's `marketsync sandbox ...`).
+COMPOSITION_ROOTS = {"marketplaces/registry.py", "cli.py"}
+# The edges: they call services, never repositories (DESIGN.md section 3: endpoints, pages, commands -> service).
+EDGES = re.compile(r"^(app\.py|cli\.py|demo\.py|console/.*|[a-z]+/endpoints\.py|.*/commands\.py)$")
+# Vocabulary and pure rules: nothing with I/O, nothing that reaches a marketplace.
+PURE = re.compile(r"^([a-z]+/(rules|schemas|payloads|types|taxonomy)\.py|marketplaces/sandbox/rules\.py)$")
+IO_MODULES = re.compile(
+    r"^marketsync\.(db|runtime|[a-z.]+\.(repository|service|outbox|tasks|engine|delivery|connector|feeds|events|state))$"
+)
+
+
+def _module_name(relative: str) -> str:
+    parts = relative.removesuffix(".py").split("/")
+    return ".".join(["marketsync", *(parts[:-1] if parts[-1] == "__init__" else parts)])
+
+
+_KNOWN = {_module_name(path.relative_to(PACKAGE).as_posix()) for path in PACKAGE.rglob("*.py")}
+
+
+def _imports(relative: str, tree: ast.Module) -> set[str]:
+    """The marketsync modules a module imports by name (TYPE_CHECKING imports included: they are edges too)."""
+    package = _module_name(relative).rsplit(".", 0 if relative.endswith("__init__.py") else 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("marketsync"))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(
+                    [*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [base])]
+                )
+            if not base.startswith("marketsync"):
+                continue
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in _KNOWN else base)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    return {
+        relative: _imports(relative, tree)
+        for relative, tree in _modules()
+        if not relative.startswith("migrations/versions/")
+    }
+
+
+def test_kit_imports_nothing_else_of_marketsync() -> None:
+    offenders = {
+        relative: sorted(name for name in imported if not name.startswith("marketsync.kit"))
+        for relative, imported in _graph().items()
+        if relative.startswith("kit/")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}, "kit/ is a leaf: move the module where it belongs"
+
+
+def test_only_the_composition_roots_import_a_marketplace_implementation() -> None:
+    implementations = sorted(
+        f"marketsync.marketplaces.{path.parent.name}" for path in (PACKAGE / "marketplaces").glob("*/__init__.py")
+    )
+    assert "marketsync.marketplaces.sandbox" in implementations
+    offenders = {}
+    for relative, imported in _graph().items():
+        own = next((i for i in implementations if _module_name(relative).startswith(i)), None)
+        reached = sorted(
+            name for name in imported for i in implementations if (name == i or name.startswith(i + ".")) and i != own
+        )
+        if reached and relative not in COMPOSITION_ROOTS:
+            offenders[relative] = reached
+    assert offenders == {}, "go through marketplaces/connector.py (Connector, TaxonomySource, Marketplace)"
+
+
+def test_the_database_machinery_stays_behind_marketsync_db() -> None:
+    offenders = {
+        relative: sorted(name for name in imported if name.startswith("marketsync.db._"))
+        for relative, imported in _graph().items()
+        if not relative.startswith("db/")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}, "import it from marketsync.db"
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    edges = {
+        _module_name(relative): {name for name in imported if name in _KNOWN} for relative, imported in graph.items()
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(edges.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(_graph()) == [], "a cycle between modules: one of them imports upwards"
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    graph = {"a.py": {"marketsync.b"}, "b.py": {"marketsync.a"}, "c.py": {"marketsync.a"}}
+    known = set(_KNOWN)
+    _KNOWN.update({"marketsync.a", "marketsync.b", "marketsync.c"})
+    try:
+        assert _cycles(graph) == [["marketsync.a", "marketsync.b"]]
+    finally:
+        _KNOWN.clear()
+        _KNOWN.update(known)
+
+
+def test_edges_call_services_not_repositories() -> None:
+    offenders = {
+        relative: sorted(name for name in imported if name.endswith(".repository"))
+        for relative, imported in _graph().items()
+        if EDGES.match(relative)
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}, "endpoints, pages, commands and the demo call services"
+
+
+def test_a_domain_uses_another_domains_service_not_its_repository() -> None:
+    offenders = {}
+    for relative, imported in _graph().items():
+        domain = relative.split("/")[0]
+        if domain not in DOMAINS:
+            continue
+        foreign = sorted(
+            name for name in imported if name.endswith(".repository") and not name.startswith(f"marketsync.{domain}.")
+        )
+        if foreign:
+            offenders[relative] = foreign
+    assert offenders == {}, "only services talk to other domains (through their service)"
+
+
+def test_rules_and_vocabulary_import_nothing_with_io() -> None:
+    offenders = {
+        relative: sorted(name for name in imported if IO_MODULES.match(name))
+        for relative, imported in _graph().items()
+        if PURE.match(relative)
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}, "rules, schemas and payload types stay pure"

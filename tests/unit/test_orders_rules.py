@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from marketsync.errors import ValidationFailed
+from marketsync.http.errors import ValidationFailed
 from marketsync.orders import rules, schemas
 from marketsync.orders.rules import ItemFigures
 

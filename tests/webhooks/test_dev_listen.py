@@ -19,7 +19,7 @@ import pytest
 from marketsync_client import webhooks
 from sqlalchemy import select
 
-from marketsync import connectors
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.models.webhooks import WebhookSubscription
 from marketsync.runtime import Runtime
 from tests.conftest import test_settings as settings_for
@@ -43,7 +43,7 @@ async def dev_rt(sqlite_template: SqliteTemplate, tmp_path: Path) -> AsyncIterat
     settings = settings_for(
         sqlite_template.fresh(tmp_path), tmp_path / "var", webhook_allowed_networks="", webhook_retry_scale=0.001
     )
-    runtime = connectors.compose(Runtime.create(settings))
+    runtime = compose_connectors(Runtime.create(settings))
     try:
         yield runtime
     finally:

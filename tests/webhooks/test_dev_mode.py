@@ -16,9 +16,9 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from marketsync import connectors
 from marketsync.app import create_app
 from marketsync.config import Settings
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.runtime import Runtime
 from marketsync.webhooks.ssrf import RESOLVER_KEY, StaticResolver
 from tests.conftest import TEST_ENCRYPTION_KEYS, TEST_HASH_KEY
@@ -50,7 +50,7 @@ async def dev_rt(sqlite_template: SqliteTemplate, tmp_path: Path) -> AsyncIterat
         sqlite_template.fresh(tmp_path), tmp_path / "var", dev_mode=True, webhook_allowed_networks="",
         webhook_timeout_s=2.0,
     )  # fmt: skip
-    runtime = connectors.compose(Runtime.create(settings))
+    runtime = compose_connectors(Runtime.create(settings))
     runtime.extras[RESOLVER_KEY] = StaticResolver(DEV_DNS)
     try:
         yield runtime
@@ -193,7 +193,7 @@ async def test_outside_dev_mode_plain_http_is_refused_at_create_and_at_delivery(
     strict_settings = settings_for(
         dev_rt.settings.database_url, tmp_path / "var", webhook_allowed_networks="127.0.0.0/8"
     )
-    strict = connectors.compose(Runtime.create(strict_settings))
+    strict = compose_connectors(Runtime.create(strict_settings))
     try:
         async with serve(create_app(strict)) as base_url, httpx.AsyncClient(base_url=base_url) as strict_api:
             refused = await strict_api.post(

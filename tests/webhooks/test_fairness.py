@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
+from marketsync.jobs.worker import Worker
 from marketsync.runtime import Runtime
 from marketsync.webhooks.repository import PER_SUBSCRIPTION_CLAIMS
-from marketsync.worker import Worker
 from tests.support.factories import make_tenant
 from tests.webhooks.receiver import Received, Receiver
 from tests.webhooks.support import attempts, fire, subscribe

@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
+from marketsync import startup
 from marketsync.cli import app
-from marketsync.kit import cli as kit_cli
 from marketsync.kit.ids import new_id
 from marketsync.models import Event
 from marketsync.models.webhooks import WebhookAttempt, WebhookDelivery
@@ -28,7 +28,7 @@ from tests.webhooks.support import attempts, deliveries, fire, pump, subscribe
 @pytest.fixture(autouse=True)
 def keep_test_logging(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI configures logging onto the runner's captured stream, which closes after each invoke."""
-    monkeypatch.setattr(kit_cli, "configure_logging", lambda _level="INFO": None)
+    monkeypatch.setattr(startup, "configure_logging", lambda _level="INFO": None)
 
 
 async def cli(rt: Runtime, *args: str) -> dict[str, Any]:

@@ -18,8 +18,8 @@ from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.runtime import Runtime
 from tests.inventory.support import add_products, stored
 from tests.marketplaces.support import enqueue, listed_product
-from tests.sdk.support import sdk
 from tests.support.factories import make_tenant
+from tests.support.sdk import sdk
 from tests.webhooks.receiver import Receiver
 from tests.webhooks.support import pump, subscribe
 

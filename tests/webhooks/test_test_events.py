@@ -12,8 +12,8 @@ from sqlalchemy import update
 
 from marketsync.models.webhooks import WebhookSubscription
 from marketsync.runtime import Runtime
-from tests.sdk.support import sdk
 from tests.support.factories import make_tenant, problem
+from tests.support.sdk import sdk
 from tests.webhooks.receiver import Receiver
 from tests.webhooks.support import attempts, fire, pump, subscribe
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 
+from marketsync.jobs.worker import Worker
 from marketsync.runtime import Runtime
 from marketsync.webhooks import verify
-from marketsync.worker import Worker
 from tests.support.factories import make_tenant
 from tests.webhooks.conftest import Tls
 from tests.webhooks.receiver import Received, Receiver, serve_https

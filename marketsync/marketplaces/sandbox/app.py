@@ -6,6 +6,8 @@ announces its kind and country on first contact. Every call is charged to the se
 asynchronous: a submission returns a feed id whose result is polled.
 
 Routes (all JSON):
+  POST /v1/auth/grant                       the merchant allowed access (the consent page): creates the seller or
+                                            restores a revoked authorisation; free of the request budget
   GET  /v1/auth/check
   GET  /v1/orders?cursor=N&limit=L          orders changed after the cursor, oldest change first
   GET  /v1/listings?cursor=ID&limit=L
@@ -141,6 +143,17 @@ def create_sandbox_app(rt: Runtime) -> Starlette:
 
         return endpoint
 
+    async def grant(request: Request) -> Response:
+        connection_id = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        platform = request.headers.get("x-sandbox-platform", "")
+        country = request.headers.get("x-sandbox-country", "")
+        if not connection_id or platform not in KINDS or not country:
+            return _error(401, "Missing seller token, platform or country.")
+        async with rt.db.transaction() as session:
+            seller = await state.ensure_seller(session, connection_id, platform, country, rt.clock.now())
+            seller.auth_revoked = False
+        return _json({"Status": "Granted", "Seller": connection_id})
+
     async def auth_check(call: Call) -> Any:
         return {"Status": "Healthy", "Seller": call.seller.connection_id}
 
@@ -194,6 +207,7 @@ def create_sandbox_app(rt: Runtime) -> Starlette:
 
     return Starlette(
         routes=[
+            Route("/v1/auth/grant", grant, methods=["POST"]),
             Route("/v1/auth/check", seller_route(auth_check), methods=["GET"]),
             Route("/v1/orders", seller_route(orders), methods=["GET"]),
             Route("/v1/listings", seller_route(listings), methods=["GET"]),

@@ -1,4 +1,4 @@
-"""The connector for the sandbox marketplaces, composed for P1..P4 by marketsync/connectors.py.
+"""The connector for the sandbox marketplaces, composed for P1..P4 by marketsync/marketplaces/registry.py.
 
 It speaks only HTTP (httpx): in-process through `httpx.ASGITransport` when `settings.sandbox_url` is
 unset, or to `marketsync sandbox serve` at that URL. One AsyncClient per Runtime (closed by Runtime.close).
@@ -12,7 +12,7 @@ to the same database, and on SQLite a second write transaction in the same task 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
@@ -20,11 +20,15 @@ from typing import Any
 
 import httpx
 
+from marketsync.catalog.taxonomy import Taxonomy
 from marketsync.kit import jsonio
 from marketsync.marketplaces.connector import (
+    Authorisation,
     AuthorizationRevoked,
     AuthStatus,
+    CategorySchema,
     Connector,
+    ConsentStart,
     FeedResult,
     ItemError,
     ListingDraft,
@@ -40,6 +44,7 @@ from marketsync.marketplaces.connector import (
     Throttled,
     Unavailable,
 )
+from marketsync.marketplaces.sandbox import taxonomies
 from marketsync.marketplaces.transport import LookupTransport, lookups_of
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
@@ -142,6 +147,7 @@ class SandboxConnector:
     def __init__(self, client: httpx.AsyncClient, connection: MarketplaceConnection, deadline_s: float) -> None:
         self.client = client
         self.deadline_s = deadline_s
+        self.platform = connection.platform
         self.headers = {
             "Authorization": f"Bearer {connection.id}",
             "X-Sandbox-Platform": connection.platform,
@@ -184,6 +190,26 @@ class SandboxConnector:
             # A proxy's error page, a truncated body: the call is retried later, never taken for an answer.
             raise Unavailable(f"marketplace answered a malformed body ({len(response.content)} bytes)")
         return document
+
+    async def begin_consent(self, state: str, callback_url: str) -> ConsentStart:
+        """No consent page of its own: the app shows one standing for it (console/templates/consent.html)."""
+        return ConsentStart(url=None)
+
+    async def finish_consent(self, answer: Mapping[str, str]) -> Authorisation:
+        """The marketplace records the grant (again, for a reauthorisation); it keeps it on its side."""
+        await self._call("POST", "/v1/auth/grant", body={})
+        return Authorisation(seller_id=None)
+
+    async def category_tree(self) -> Taxonomy:
+        """The tree the sandbox marketplace of this kind ships (every site of the kind has the same one)."""
+        return await asyncio.to_thread(taxonomies.generate, self.platform)  # CPU: off the event loop
+
+    async def category_schema(self, category_id: str) -> CategorySchema:
+        tree = await self.category_tree()
+        category = tree.get(category_id)
+        if category is None or not category.is_leaf:
+            raise MarketplaceError(f"{self.platform} has no leaf category {category_id!r}")
+        return CategorySchema(category, version=category.content_hash()[:16])
 
     async def check_authorization(self) -> AuthStatus:
         try:
@@ -287,5 +313,5 @@ class SandboxConnector:
 
 
 def sandbox_connector(rt: Runtime, connection: MarketplaceConnection) -> Connector:
-    """The connector factory for every sandbox kind (composed in marketsync/connectors.py)."""
+    """The connector factory for every sandbox kind (composed in marketsync/marketplaces/registry.py)."""
     return SandboxConnector(sandbox_client(rt), connection, rt.settings.marketplace_timeout_s)

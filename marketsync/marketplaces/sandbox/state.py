@@ -17,8 +17,7 @@ from typing import Any, cast
 from sqlalchemy import Table, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import insert_for
-from marketsync.db_fast import DriverSql, session_driver
+from marketsync.db import DriverSql, insert_for, session_driver
 from marketsync.kinds import kind_of
 from marketsync.marketplaces.sandbox import rules, taxonomies
 from marketsync.models.base import money_to_storage

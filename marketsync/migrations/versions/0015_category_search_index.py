@@ -8,7 +8,7 @@ lower-cased name no longer scans every leaf of the site.
 - PostgreSQL: a GIN trigram index (pg_trgm, a trusted extension: the database owner can create it) on the
   leaves' `name_lower`, which answers the same `LIKE '%text%'` the search always ran.
 
-Neither is in the models (both are specific to one backend); tests/test_migrations_match_models.py names them.
+Neither is in the models (both are specific to one backend); tests/migrations/test_migrations_match_models.py names them.
 
 Revision ID: 0015
 Revises: 0014

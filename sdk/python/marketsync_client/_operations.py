@@ -19,7 +19,7 @@ from marketsync_client._core import Call
 
 ResponseT = TypeVar("ResponseT", bound=BaseModel)
 
-# Every operation of the API as (method, path template); tests/sdk checks it against /openapi.json.
+# Every operation of the API as (method, path template); sdk/python/tests checks it against /openapi.json.
 OPERATIONS: dict[str, tuple[str, str]] = {
     "fetch_token": ("POST", "/connect/token"),
     "list_orders": ("POST", "/api/orders/List"),

@@ -1,6 +1,6 @@
 """`Client` (sync) and `AsyncClient`: tokens, retries, one typed method per operation, paging and job waits.
 
-Both classes have the same methods with the same parameters (tests/sdk checks it); the async ones are
+Both classes have the same methods with the same parameters (sdk/python/tests checks it); the async ones are
 coroutines and the iterators are async iterators. What they share without I/O lives in `_core`,
 `_operations` and `paging`.
 """
@@ -11,7 +11,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -81,6 +81,8 @@ class _Base:
         self.retry = retry or RetryPolicy()
         self.user_agent = user_agent or USER_AGENT
         self._token: CachedToken | None = None
+        # Seconds, for the token cache's expiry (time.monotonic); tests move it instead of waiting.
+        self._clock: Callable[[], float] = time.monotonic
         self.tokens_fetched = 0
         # The credential's rate-limit budget as the last response reported it.
         self.rate_limit: RateLimit | None = None
@@ -102,7 +104,7 @@ class _Base:
 
     def _fresh_token(self) -> str | None:
         token = self._token
-        return token.value if token is not None and token.fresh(time.monotonic(), TOKEN_MARGIN_S) else None
+        return token.value if token is not None and token.fresh(self._clock(), TOKEN_MARGIN_S) else None
 
     def _forget(self, value: str) -> None:
         # Only the token that was refused: another caller may already have renewed it.
@@ -185,7 +187,7 @@ class Client(_Base):
         attempt = 0
         while True:
             attempt += 1
-            started = time.monotonic()
+            started = self._clock()
             try:
                 response = self._http.post(
                     self.token_url,
@@ -536,7 +538,7 @@ class AsyncClient(_Base):
         attempt = 0
         while True:
             attempt += 1
-            started = time.monotonic()
+            started = self._clock()
             try:
                 response = await self._http.post(
                     self.token_url,

@@ -1,7 +1,7 @@
 """Request and response models with the API's field names, case-exact (spec sections 2 and 4).
 
 Responses accept fields this version does not know (``model_extra``), so a service that grows a field does not
-break an older client; tests/sdk checks every model against the service's OpenAPI document, field by field.
+break an older client; sdk/python/tests checks every model against the service's OpenAPI document, field by field.
 Money is `Decimal` both ways: responses are parsed without binary floats and requests send exact JSON numbers.
 Timestamps are timezone-aware datetimes both ways: a naive one is refused before anything is sent, and a response
 timestamp without an offset is a contract breach, refused (ValidationError) rather than handed over naive.
@@ -105,7 +105,7 @@ class Request(BaseModel):
 
     A field left out is never sent. A field given as None is sent as null (``ExternalReference=None`` clears the
     reference, ``Price=None`` is "not provided"), except the fields in ``OMIT_IF_NONE``: the service takes those
-    as absent but refuses a null, so None there means "left out" (tests/sdk checks the set against the document).
+    as absent but refuses a null, so None there means "left out" (sdk/python/tests checks the set against the document).
     """
 
     model_config = ConfigDict(extra="forbid")

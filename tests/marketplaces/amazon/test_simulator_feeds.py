@@ -13,6 +13,7 @@ import pytest
 
 from marketsync.kit.clock import FrozenClock
 from marketsync.marketplaces.amazon.contracts import validate_feed_document, validate_processing_report
+from tests.marketplaces.amazon.support import luggage
 from tests.support.amazon import AmazonServer
 
 UK = "A1F83G8C2ARO7P"
@@ -131,8 +132,6 @@ async def test_a_price_and_stock_feed_is_applied_and_its_report_validates(amazon
 
 
 async def test_update_and_delete_messages_create_and_remove_listings(amazon_simulator: AmazonServer) -> None:
-    from tests.marketplaces.amazon.test_simulator_listings import luggage
-
     sim = amazon_simulator.sim
     sid = sim.add_seller(countries=("UK",)).selling_partner_id
     sim.set_listing(sid, "UK", "OLD", price="1.00", quantity=1)

@@ -23,7 +23,6 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from marketsync.kit import jsonio
-from marketsync.kit.clock import FrozenClock
 from marketsync.marketplaces.amazon.contracts.validation import Operation, lwa_request_errors, lwa_response_errors
 from marketsync.marketplaces.amazon.simulator import operations
 from marketsync.marketplaces.amazon.simulator import product_types as pt
@@ -387,9 +386,3 @@ def create_simulator_app(sim: AmazonSimulator | None = None) -> Starlette:
     )
     app.state.simulator = simulator.sim
     return app
-
-
-def advance_clock(sim: AmazonSimulator, seconds: float) -> None:
-    if not isinstance(sim.clock, FrozenClock):
-        raise ValueError("the simulator runs on the system clock; its time cannot be moved")
-    sim.clock.advance(seconds=seconds)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from marketsync.kit.clock import FrozenClock
 from marketsync.marketplaces.amazon.simulator.state import AmazonSimulator
 
 
@@ -78,8 +79,6 @@ def handle(sim: AmazonSimulator, method: str, path: str, data: dict[str, Any]) -
     if route == ("DELETE", "violations"):
         return 200, {"Violations": [str(v) for v in sim.take_violations()]}
     if route == ("POST", "clock"):
-        from marketsync.marketplaces.amazon.simulator.app import advance_clock
-
         advance_clock(sim, float(data["advance_s"]))
         return 200, {"now": sim.clock.now().isoformat()}
     return 404, {"error": f"no control endpoint {method} /_simulator/{path}"}
@@ -112,3 +111,9 @@ def _seller(
         )  # fmt: skip
         return 200, {"sku": listing.sku, "price": str(listing.price), "quantity": listing.quantity}
     return 404, {"error": f"no control endpoint {method} for a seller: {'/'.join(rest)}"}
+
+
+def advance_clock(sim: AmazonSimulator, seconds: float) -> None:
+    if not isinstance(sim.clock, FrozenClock):
+        raise ValueError("the simulator runs on the system clock; its time cannot be moved")
+    sim.clock.advance(seconds=seconds)

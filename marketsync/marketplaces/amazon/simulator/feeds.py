@@ -23,6 +23,7 @@ from marketsync.marketplaces.amazon.simulator.state import (
     Seller,
     Violation,
 )
+from marketsync.marketplaces.amazon.simulator.views import _z, item_json
 
 MISSING_CODE = "90220"
 INVALID_CODE = "99022"
@@ -61,8 +62,6 @@ def advance(sim: AmazonSimulator, feed: Feed) -> None:
 
 
 def feed_json(feed: Feed) -> dict[str, Any]:
-    from marketsync.marketplaces.amazon.simulator.operations import _z
-
     data: dict[str, Any] = {
         "feedId": feed.feed_id, "feedType": feed.feed_type, "marketplaceIds": feed.marketplace_ids,
         "createdTime": _z(feed.created), "processingStatus": feed.status,
@@ -141,8 +140,6 @@ def process(sim: AmazonSimulator, feed: Feed) -> None:
 def _items(
     sim: AmazonSimulator, seller: Seller, marketplace_ids: list[str], skus: list[str], included: list[str]
 ) -> list[dict[str, Any]]:
-    from marketsync.marketplaces.amazon.simulator.operations import item_json
-
     items = []
     for sku in dict.fromkeys(skus):
         for marketplace_id in marketplace_ids:

@@ -32,6 +32,7 @@ from marketsync.marketplaces.amazon.simulator.state import (
     SimulatorError,
     invalid_input,
 )
+from marketsync.marketplaces.amazon.simulator.views import _z, item_json
 
 ORDERS_PAGE_MAX = 100
 BEFORE_LAG = timedelta(minutes=2)  # CreatedBefore/LastUpdatedBefore: no later than two minutes before the request
@@ -153,10 +154,6 @@ def _address(order: Order, with_pii: bool) -> dict[str, str]:
         return dict(order.address)
     # Without an RDT for shippingAddress, only what is not personal data (docs/decisions/0360).
     return {k: v for k, v in order.address.items() if k in ("City", "StateOrRegion", "PostalCode", "CountryCode")}
-
-
-def _z(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def get_orders(call: Call) -> tuple[int, Any]:
@@ -455,39 +452,6 @@ def delete_listings_item(call: Call) -> tuple[int, Any]:
     for market in call.markets():
         market.listings.pop(call.path_parameters["sku"], None)
     return _submission(call, "ACCEPTED", [])
-
-
-def item_json(listing: Listing, market: Market, included: list[str]) -> dict[str, Any]:
-    site = market.site
-    item: dict[str, Any] = {"sku": listing.sku}
-    if "summaries" in included:
-        summary: dict[str, Any] = {
-            "marketplaceId": site.marketplace_id, "asin": listing.asin, "productType": listing.product_type,
-            "conditionType": "new_new", "status": listing.statuses, "createdDate": _z(listing.created),
-            "lastUpdatedDate": _z(listing.updated),
-        }  # fmt: skip
-        if listing.item_name:
-            summary["itemName"] = listing.item_name
-        item["summaries"] = [summary]
-    if "attributes" in included:
-        item["attributes"] = listing.attributes
-    if "issues" in included:
-        item["issues"] = listing.issues
-    if "offers" in included:
-        price = listing.price
-        item["offers"] = (
-            [{"marketplaceId": site.marketplace_id, "offerType": "B2C",
-              "price": {"currencyCode": site.currency, "amount": f"{price:.2f}"}}]
-            if price is not None else []
-        )  # fmt: skip
-    if "fulfillmentAvailability" in included:
-        quantity = listing.quantity
-        item["fulfillmentAvailability"] = (
-            [{"fulfillmentChannelCode": "DEFAULT", "quantity": quantity}] if quantity is not None else []
-        )
-    if "productTypes" in included:
-        item["productTypes"] = [{"marketplaceId": site.marketplace_id, "productType": listing.product_type}]
-    return item
 
 
 def get_listings_item(call: Call) -> tuple[int, Any]:

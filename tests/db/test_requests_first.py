@@ -1,0 +1,383 @@
+"""Requests first (marketsync/db/_requests_first.py): with the workers in the API's process, background work opens its
+next transaction once the requests in flight are answered (or after a bounded wait), and SQLite's one writer goes
+to a request before background work queued earlier."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import text
+
+from marketsync.app import create_app
+from marketsync.db import Database
+from marketsync.db._requests_first import STATEMENT_MAX_WAIT_S, WriterTurns, mark_background
+from marketsync.runtime import Runtime
+from tests.support.server import serve
+
+# Long enough that only the end of the request, never the bound, lets the background work through.
+HELD_S = 5.0
+
+
+@pytest.fixture
+def settings_overrides() -> dict[str, Any]:
+    return {"requests_first_max_wait_s": HELD_S}
+
+
+def in_background(work: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
+    """A task marked as the worker's loop marks what it starts."""
+
+    async def run() -> None:
+        mark_background()
+        await work()
+
+    return asyncio.create_task(run())
+
+
+async def settled() -> None:
+    """Let every ready task run until it waits on something that has not happened yet."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+    await asyncio.sleep(0.05)
+
+
+class HeldRequest:
+    """A real HTTP request to the service's app, answered only when released."""
+
+    def __init__(self, client: httpx.AsyncClient, release: asyncio.Event) -> None:
+        self.release = release
+        self.task = asyncio.create_task(client.get("/test/held"))
+
+
+@pytest.fixture
+async def held(rt: Runtime) -> AsyncIterator[Callable[[], Awaitable[HeldRequest]]]:
+    app = create_app(rt)
+    release = asyncio.Event()
+
+    @app.get("/test/held")
+    async def held_route() -> dict[str, str]:
+        await release.wait()
+        return {"status": "answered"}
+
+    async with serve(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+
+        async def start() -> HeldRequest:
+            request = HeldRequest(client, release)
+            while rt.db.requests_first.in_flight == 0:
+                await asyncio.sleep(0.005)
+            return request
+
+        yield start
+        release.set()
+
+
+async def test_background_work_opens_its_transaction_once_the_request_in_flight_is_answered(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    request = await held()
+    done: list[str] = []
+
+    async def write() -> None:
+        async with rt.db.transaction() as session:
+            await session.execute(text("SELECT 1"))
+        done.append("background")
+
+    background = in_background(write)
+    await settled()
+    assert done == [], "background work opened a transaction while a request was in flight"
+
+    request.release.set()
+    response = await request.task
+    await asyncio.wait_for(background, 10)
+    assert response.json() == {"status": "answered"}
+    assert done == ["background"]
+    assert rt.db.requests_first.in_flight == 0
+
+
+async def test_background_python_pauses_between_its_stretches_until_the_request_in_flight_is_answered(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    """A long loop outside the database (a coalesced feed's lines) lets the request go first between stretches."""
+    request = await held()
+    stretches: list[str] = []
+
+    async def two_stretches() -> None:
+        stretches.append("first")
+        await rt.db.requests_first.pause()
+        stretches.append("second")
+
+    background = in_background(two_stretches)
+    await settled()
+    assert stretches == ["first"], "background Python went on while a request was in flight"
+
+    request.release.set()
+    await request.task
+    await asyncio.wait_for(background, 10)
+    assert stretches == ["first", "second"]
+
+
+async def test_a_pause_inside_a_database_use_or_outside_the_worker_never_waits(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    """Inside a transaction the work may hold what the request needs; outside the worker it is the request's own."""
+    entered, request_started = asyncio.Event(), asyncio.Event()
+
+    async def pause_inside_a_read() -> None:
+        async with rt.db.read() as session:
+            await session.execute(text("SELECT 1"))
+            entered.set()
+            await request_started.wait()
+            await rt.db.requests_first.pause()
+
+    background = in_background(pause_inside_a_read)
+    await entered.wait()
+    request = await held()
+    await asyncio.wait_for(rt.db.requests_first.pause(), 1)  # not background
+    request_started.set()
+    await asyncio.wait_for(background, 2)
+    assert rt.db.requests_first.in_flight == 1
+    request.release.set()
+    await request.task
+
+
+async def test_requests_and_work_outside_the_worker_never_wait(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    request = await held()
+    async with rt.db.transaction() as session:  # not background: the API's own work, a CLI command, a test
+        assert (await session.execute(text("SELECT 1"))).scalar_one() == 1
+    async with rt.db.read() as session:
+        assert (await session.execute(text("SELECT 2"))).scalar_one() == 2
+    request.release.set()
+    await request.task
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+async def test_on_sqlite_background_work_inside_its_transaction_goes_on_while_a_request_is_in_flight(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    """It may hold the writer the request needs: its nested reads and statements never wait."""
+    entered = asyncio.Event()
+    request_started = asyncio.Event()
+    read_back: list[int] = []
+
+    async def transaction_then_nested_read() -> None:
+        async with rt.db.transaction() as session:
+            await session.execute(text("SELECT 1"))
+            entered.set()
+            await request_started.wait()
+            async with rt.db.read() as nested:
+                read_back.append((await nested.execute(text("SELECT 7"))).scalar_one())
+
+    background = in_background(transaction_then_nested_read)
+    await entered.wait()
+    request = await held()
+    request_started.set()
+    await asyncio.wait_for(background, 10)
+    assert read_back == [7]
+    request.release.set()
+    await request.task
+
+
+async def second_statement_during_a_request(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> tuple[asyncio.Task[None], HeldRequest, list[str]]:
+    """A background transaction whose second statement comes while a request is in flight: the background task, the
+    request, and the list the second statement's end is noted in."""
+    entered, go = asyncio.Event(), asyncio.Event()
+    done: list[str] = []
+
+    async def two_statements() -> None:
+        async with rt.db.transaction() as session:
+            await session.execute(text("SELECT 1"))
+            entered.set()
+            await go.wait()
+            await session.execute(text("SELECT 2"))
+            done.append("second statement")
+
+    background = in_background(two_statements)
+    await entered.wait()
+    request = await held()
+    go.set()
+    return background, request, done
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+async def test_on_postgresql_background_work_waits_before_each_statement_while_a_request_is_in_flight(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    """No single writer there: the loop, not a lock, is what a request waits for, so background statements wait too."""
+    rt.db.requests_first.statement_max_wait_s = HELD_S
+    background, request, done = await second_statement_during_a_request(rt, held)
+    await settled()
+    assert done == [], "a background statement ran while a request was in flight"
+    request.release.set()
+    await request.task
+    await asyncio.wait_for(background, 10)
+    assert done == ["second statement"]
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+async def test_on_postgresql_a_background_statement_waits_no_longer_than_its_own_bound(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    """Inside a transaction it may hold a row lock the request needs: it waits 25 ms at most, not the bound."""
+    assert rt.db.requests_first.statement_max_wait_s == STATEMENT_MAX_WAIT_S < HELD_S
+    background, request, done = await second_statement_during_a_request(rt, held)
+    await asyncio.wait_for(background, 2)
+    assert done == ["second statement"]
+    assert rt.db.requests_first.in_flight == 1, "the statement waited for the request's end, not its own bound"
+    request.release.set()
+    await request.task
+
+
+@pytest.mark.parametrize("settings_overrides", [{"requests_first_max_wait_s": 0.02}])
+async def test_background_work_waits_no_longer_than_the_bound(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    """A steady stream of requests cannot starve the workers."""
+    request = await held()
+
+    async def read() -> None:
+        async with rt.db.read() as session:
+            await session.execute(text("SELECT 1"))
+
+    await asyncio.wait_for(in_background(read), 10)
+    assert rt.db.requests_first.in_flight == 1, "the background read finished before the request was answered"
+    request.release.set()
+    await request.task
+
+
+async def test_every_answer_ends_its_count_errors_and_refusals_included(rt: Runtime, api: httpx.AsyncClient) -> None:
+    for response in (
+        await api.get("/healthz"),
+        await api.get("/api/no-such-thing"),
+        await api.post("/api/products/List", content=b"x", headers={"Content-Type": "text/plain"}),
+        await api.get("/api/marketplaces"),  # 401: no token
+    ):
+        assert response.status_code in (200, 401, 404, 415)
+    assert rt.db.requests_first.in_flight == 0
+
+
+def sqlite_database(path: Path, max_wait_s: float) -> Database:
+    return Database(f"sqlite:///{path / 'turns.db'}", requests_first_max_wait_s=max_wait_s)
+
+
+async def writers_in_order(db: Database, *, before_request: Callable[[], Awaitable[None]]) -> list[str]:
+    """A background transaction holds SQLite's writer; another background one queues, then a request's. The order
+    in which the two queued ones get the writer once the first commits."""
+    order: list[str] = []
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def hold() -> None:
+        async with db.transaction() as session:
+            await session.execute(text("SELECT 1"))
+            holding.set()
+            await release.wait()
+
+    async def write(name: str) -> None:
+        async with db.transaction() as session:
+            await session.execute(text("INSERT INTO t (name) VALUES (:name)"), {"name": name})
+            order.append(name)
+
+    holder = in_background(hold)
+    await holding.wait()
+    queued_background = in_background(lambda: write("background"))
+    await settled()
+    await before_request()
+    request = asyncio.create_task(write("request"))
+    await settled()
+    release.set()
+    await asyncio.wait_for(asyncio.gather(holder, queued_background, request), 10)
+    return order
+
+
+async def with_table(db: Database) -> Database:
+    async with db.transaction() as session:
+        await session.execute(text("CREATE TABLE t (name TEXT)"))
+    return db
+
+
+async def test_on_sqlite_a_request_takes_the_writer_before_background_work_queued_earlier(tmp_path: Path) -> None:
+    db = await with_table(sqlite_database(tmp_path, HELD_S))
+    try:
+        assert await writers_in_order(db, before_request=settled) == ["request", "background"]
+        async with db.read() as session:
+            assert (await session.execute(text("SELECT count(*) FROM t"))).scalar_one() == 2
+    finally:
+        await db.dispose()
+
+
+async def test_on_sqlite_background_work_waiting_longer_than_the_bound_goes_first(tmp_path: Path) -> None:
+    db = await with_table(sqlite_database(tmp_path, 0.01))
+    try:
+        assert await writers_in_order(db, before_request=lambda: asyncio.sleep(0.05)) == ["background", "request"]
+    finally:
+        await db.dispose()
+
+
+async def test_on_sqlite_a_request_never_waits_behind_background_work_queued_after_it(tmp_path: Path) -> None:
+    """Four background loops each open their next transaction as soon as the last commits, every one holding the
+    writer longer than the bound (listing mirrors of 100,000 listings did): a request still gets the writer after at
+    most the holder and the three queued before it. It once waited for all of them, its whole 60 s, and got a 503."""
+    db = await with_table(sqlite_database(tmp_path, 0.01))
+    commits: list[str] = []
+    stop = asyncio.Event()
+
+    async def mirror(name: str) -> None:
+        while not stop.is_set():
+            async with db.transaction() as session:
+                await session.execute(text("INSERT INTO t (name) VALUES (:name)"), {"name": name})
+                await asyncio.sleep(0.03)
+            commits.append(name)
+
+    mirrors = [in_background(lambda name=f"mirror-{n}": mirror(name)) for n in range(4)]
+    try:
+        await asyncio.sleep(0.3)  # every mirror has by now waited longer than the bound for its turn
+        arrived = len(commits)
+        async with asyncio.timeout(10), db.transaction() as session:
+            await session.execute(text("INSERT INTO t (name) VALUES ('request')"))
+        commits.append("request")
+        assert len(commits) - 1 - arrived <= 4, commits[arrived:]
+    finally:
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*mirrors), 10)
+        await db.dispose()
+
+
+async def test_with_no_wait_allowed_the_writer_is_first_come_first_served(tmp_path: Path) -> None:
+    db = await with_table(sqlite_database(tmp_path, 0.0))
+    try:
+        assert await writers_in_order(db, before_request=settled) == ["background", "request"]
+    finally:
+        await db.dispose()
+
+
+async def test_a_writer_that_does_not_come_free_in_time_is_a_timeout() -> None:
+    """The same error the one-connection pool gave (answered 503, retryable, by the middleware)."""
+    turns = WriterTurns(timeout_s=0.05, background_max_wait_s=0.01)
+    await turns.acquire()
+    with pytest.raises(sa_exc.TimeoutError):
+        await turns.acquire()
+    turns.release()
+    await asyncio.wait_for(turns.acquire(), 1)  # free again: nobody is left waiting
+
+
+async def test_a_waiter_cancelled_as_it_is_handed_the_writer_hands_it_on() -> None:
+    turns = WriterTurns(timeout_s=10, background_max_wait_s=0.01)
+    await turns.acquire()
+    first = asyncio.create_task(turns.acquire())
+    second = asyncio.create_task(turns.acquire())
+    await settled()
+    turns.release()  # handed to `first`...
+    first.cancel()  # ...which is cancelled before it runs
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    await asyncio.wait_for(second, 1)
+    turns.release()
+    await asyncio.wait_for(turns.acquire(), 1)
