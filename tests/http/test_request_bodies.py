@@ -33,6 +33,7 @@ JSON_ROUTES = {
     "/api/webhooks/Create": False,
     "/api/webhooks/List": True,
     "/api/webhooks/Delete": False,
+    "/api/webhooks/Test": False,
 }
 
 # (body bytes, the errors of the 400)

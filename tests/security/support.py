@@ -130,6 +130,7 @@ MINIMAL_BODIES: dict[str, dict[str, object]] = {
     "/api/webhooks/Create": {"Url": f"https://{HOOK_HOST}/x", "EventTypes": ["FeedOutcome"]},
     "/api/webhooks/List": {},
     "/api/webhooks/Delete": {"SubscriptionId": "X"},
+    "/api/webhooks/Test": {"SubscriptionId": "X"},
 }
 
 

@@ -106,6 +106,9 @@ PROBES: dict[tuple[str, str, str], Probe] = {
     ("POST", "/api/webhooks/Delete", "body:SubscriptionId"): Probe(
         "POST", "/api/webhooks/Delete", lambda e: e.subscription_id, lambda v: {"SubscriptionId": v}
     ),
+    ("POST", "/api/webhooks/Test", "body:SubscriptionId"): Probe(
+        "POST", "/api/webhooks/Test", lambda e: e.subscription_id, lambda v: {"SubscriptionId": v}
+    ),
     # The app's pages: a signed-in person of the stranger's account.
     ("POST", "/app/credentials/{credential_id}/delete", "path:credential_id"): Probe(
         "POST", "/app/credentials/{id}/delete", lambda e: e.tenant.credential.credential_id, page=True

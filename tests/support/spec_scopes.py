@@ -30,6 +30,7 @@ SPEC_SCOPES: dict[tuple[str, str], str] = {
     ("POST", "/api/webhooks/Create"): "WebhooksWrite",
     ("POST", "/api/webhooks/List"): "WebhooksWrite",
     ("POST", "/api/webhooks/Delete"): "WebhooksWrite",
+    ("POST", "/api/webhooks/Test"): "WebhooksWrite",  # not in the spec: a test event (docs/decisions/0421)
 }
 
 
