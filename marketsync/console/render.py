@@ -104,6 +104,7 @@ ERROR_PAGES = {
     400: ("Not understood", "The address or the form could not be read."),
     404: ("Not found", "No such page."),
     405: ("Not found", "This page does not take that kind of request."),
+    408: ("Too slow", "What was sent did not arrive in time. Try again."),
     413: ("Too large", "The upload is larger than the service accepts."),
     500: ("Something went wrong", "The app could not answer this request. Try again in a moment."),
     503: ("Busy", "The service cannot answer for a moment. Try again in a few seconds."),

@@ -39,14 +39,17 @@ async def _webhooks_page(request: Request, person: Person, status: int = 200, **
     before = page_cursor(asked_before) if asked_before else None
     async with rt.db.read() as session:
         subscriptions = await webhooks.list_subscriptions(session, person.account_id)
-    if asked_before and before is None:  # as the jobs and imports lists answer it, never the first page instead
+    unreadable = bool(asked_before) and before is None
+    if unreadable:  # as the jobs and imports lists answer it, never the first page instead
         status = max(status, 400)
         context["errors"] = {**context.get("errors", {}), "before": [NOT_A_PAGE]}
-        attempts = []
-    else:
-        attempts = await webhooks.attempt_log(
+    attempts = (
+        []
+        if unreadable
+        else await webhooks.attempt_log(
             rt, person.account_id, subscription_id, LOG_PAGE, before=before, delivery_id=delivery_id
         )
+    )
     older = None
     if len(attempts) == LOG_PAGE:
         last = attempts[-1]
