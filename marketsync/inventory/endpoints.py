@@ -39,11 +39,13 @@ def _json(body: dict[str, Any]) -> Response:
     openapi_extra=request_body(PushIn),
 )
 async def push_price_quantity(request: Request, caller: InventoryWriter, rt: RuntimeDep) -> Response:
-    items, propagate = parse_push(await request.body(), also=idempotency.key_problems(request))
-    if idempotency.HEADER not in request.headers:
+    raw = await request.body()
+    if request.headers.get(idempotency.HEADER) is None:
         # The hot path: no key, nothing written beyond the push itself (docs/decisions/0240 and 0410).
+        items, propagate = parse_push(raw)
         result = await service.push_price_quantity_committed(rt, caller.account_id, items, propagate=propagate)
         return _json(_push_answer(result))
+    items, propagate = parse_push(raw, also=idempotency.key_problems(request))
 
     async def work(store: idempotency.Store) -> idempotency.Outcome:
         committed: list[idempotency.Outcome] = []
