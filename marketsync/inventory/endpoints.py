@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
 from marketsync.auth.dependencies import InventoryReader, InventoryWriter, RuntimeDep
+from marketsync.http import idempotency
 from marketsync.http.requestid import current_request_id
 from marketsync.inventory import service
 from marketsync.inventory.schemas import (
@@ -20,7 +21,7 @@ from marketsync.inventory.schemas import (
     PushOut,
     parse_push,
 )
-from marketsync.kit import idempotency, jsonio
+from marketsync.kit import jsonio
 from marketsync.kit.openapi import request_body
 
 router = APIRouter(tags=["Inventory"])

@@ -15,8 +15,8 @@ from marketsync_client import Client, RawResponse, ServerError
 
 from marketsync.runtime import Runtime
 from tests.inventory.support import add_products, inventory_events, stored
-from tests.support.sdk import Seen, ThreadedClient, sdk
 from tests.support.factories import make_tenant
+from tests.support.sdk import Seen, ThreadedClient, sdk
 
 PUSH = "/api/inventory/price-quantity"
 PRODUCTS = "/api/products/List"
