@@ -90,6 +90,7 @@ def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
     app.add_middleware(
         RequestContextMiddleware,
         max_body_bytes=rt.settings.max_body_bytes,
+        body_timeout_s=rt.settings.request_body_timeout_s,
         requests_first=rt.db.requests_first,
         app_error_page=lambda status, message: error_page(status, message=message),
     )

@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     # Failed client-secret attempts per client_id at the token endpoint.
     token_failure_limit: str = "10/minute"
     max_body_bytes: int = Field(2 * 1024 * 1024, ge=1024, le=256 * 1024 * 1024)
+    # A request's whole body must arrive within this many seconds of its start (408 and the connection closed after):
+    # a client that never sends it would hold the connection open as long as it liked. 2 MB in 20 s is 0.8 Mbit/s.
+    request_body_timeout_s: float = Field(20.0, gt=0, le=3600)
 
     webhook_timeout_s: float = Field(10.0, gt=0, le=60)
     webhook_retry_scale: float = Field(1.0, gt=0, le=100)

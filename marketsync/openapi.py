@@ -44,8 +44,8 @@ and marketplace connections.
   UTC.
 - **Rate limit**: one budget per credential; every answer carries `RateLimit` and `RateLimit-Policy`, a 429
   carries `Retry-After`.
-- **Retries**: writes that move money or create things accept an `Idempotency-Key`; a repeat with the same key and
-  body replays the stored answer (`Idempotent-Replayed: true`) instead of acting twice.
+- **Retries**: the order writes, the price and stock push and the creates accept an `Idempotency-Key`; a repeat
+  with the same key and body replays the stored answer (`Idempotent-Replayed: true`) instead of acting twice.
 - **Webhooks**: signed outbound POSTs, described in the `webhooks` section of this document.
 """
 
@@ -99,7 +99,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("POST", "/api/orders/Cancel"): Operation("CancelOrders", "Orders", idempotent=True),
     ("POST", "/api/orders/Refund"): Operation("RefundOrders", "Orders", idempotent=True),
     ("POST", "/api/orders/Update"): Operation("UpdateOrder", "Orders", not_found=True, idempotent=True),
-    ("POST", "/api/inventory/price-quantity"): Operation("PushPriceQuantity", "Inventory"),
+    ("POST", "/api/inventory/price-quantity"): Operation("PushPriceQuantity", "Inventory", idempotent=True),
     ("POST", "/api/products/List"): Operation("ListProducts", "Products"),
     ("GET", "/api/products/{sku}"): Operation("GetProduct", "Products", not_found=True, conflict=_AMBIGUOUS),
     ("POST", "/api/products/Create"): Operation("CreateProduct", "Products", not_found=True, idempotent=True),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from marketsync.http.errors import ApiError, ValidationFailed
+from marketsync.kit.timestamps import in_utc
 from marketsync.people.service import Person
 
 HERE = Path(__file__).parent
@@ -44,17 +45,21 @@ MAX_QUERY_VALUE = 500
 MAX_QUERY_STRING = 4096
 
 
+NOT_A_PAGE = "Not a page of this list; start again from the first page."
+
+
 def page_cursor(before: str) -> tuple[datetime, str] | None:
     """The (time, id) of the last row a newest-first list showed (jobs, imports, webhook attempts), from its
-    `<ISO time>|<id>`: the next, older, page starts after it. None when the text is not one."""
+    `<ISO time>|<id>`: the next, older, page starts after it. None when the text is not one, also for a time UTC
+    cannot hold (`0001-01-01T00:00:00+00:01` is in year 0 there)."""
     at, _, row_id = before.partition("|")
     try:
         moment = datetime.fromisoformat(at)
+        if moment.tzinfo is None or not row_id:  # the app's links carry both; a time without an offset has no meaning
+            return None
+        return in_utc(moment), row_id
     except ValueError:
         return None
-    if moment.tzinfo is None or not row_id:  # the app's links carry both; a time without an offset has no meaning
-        return None
-    return moment.astimezone(UTC), row_id
 
 
 def cursor_text(at: datetime, row_id: str) -> str:
@@ -99,6 +104,7 @@ ERROR_PAGES = {
     400: ("Not understood", "The address or the form could not be read."),
     404: ("Not found", "No such page."),
     405: ("Not found", "This page does not take that kind of request."),
+    408: ("Too slow", "What was sent did not arrive in time. Try again."),
     413: ("Too large", "The upload is larger than the service accepts."),
     500: ("Something went wrong", "The app could not answer this request. Try again in a moment."),
     503: ("Busy", "The service cannot answer for a moment. Try again in a few seconds."),

@@ -4,7 +4,7 @@ subscription (docs/decisions/0122-webhook-repairs.md)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Query, Request
@@ -12,8 +12,17 @@ from fastapi.responses import HTMLResponse, Response
 
 from marketsync.auth.dependencies import runtime_of
 from marketsync.console.guards import SignedIn, checked_form
-from marketsync.console.render import cursor_text, errors_of, page, page_cursor, page_router, see_other
+from marketsync.console.render import (
+    NOT_A_PAGE,
+    cursor_text,
+    errors_of,
+    page,
+    page_cursor,
+    page_router,
+    see_other,
+)
 from marketsync.http.errors import ApiError, ValidationFailed
+from marketsync.kit.timestamps import in_utc
 from marketsync.people.service import Person
 from marketsync.webhooks import service as webhooks
 from marketsync.webhooks.rules import EVENT_TYPES
@@ -26,11 +35,20 @@ async def _webhooks_page(request: Request, person: Person, status: int = 200, **
     rt = runtime_of(request)
     subscription_id = request.query_params.get("subscription") or None
     delivery_id = request.query_params.get("delivery") or None
-    before = page_cursor(request.query_params.get("before", ""))
+    asked_before = request.query_params.get("before", "")
+    before = page_cursor(asked_before) if asked_before else None
     async with rt.db.read() as session:
         subscriptions = await webhooks.list_subscriptions(session, person.account_id)
-    attempts = await webhooks.attempt_log(
-        rt, person.account_id, subscription_id, LOG_PAGE, before=before, delivery_id=delivery_id
+    unreadable = bool(asked_before) and before is None
+    if unreadable:  # as the jobs and imports lists answer it, never the first page instead
+        status = max(status, 400)
+        context["errors"] = {**context.get("errors", {}), "before": [NOT_A_PAGE]}
+    attempts = (
+        []
+        if unreadable
+        else await webhooks.attempt_log(
+            rt, person.account_id, subscription_id, LOG_PAGE, before=before, delivery_id=delivery_id
+        )
     )
     older = None
     if len(attempts) == LOG_PAGE:
@@ -137,9 +155,8 @@ async def change_subscription(request: Request, subscription_id: str, action: st
 
 
 def _since(value: str) -> datetime:
-    """A `datetime-local` value (read as UTC), or a date."""
+    """A `datetime-local` value (read as UTC), or a date; one with an offset UTC cannot hold is refused too."""
     try:
-        parsed = datetime.fromisoformat(value.strip())
+        return in_utc(datetime.fromisoformat(value.strip()))
     except ValueError:
         raise ValidationFailed(errors={"Since": ["Give a date and time (UTC), e.g. 2026-11-25T09:00."]}) from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)

@@ -34,6 +34,7 @@ _STATUS_CODES = {
     404: ("not-found", "No such resource."),
     405: ("method-not-allowed", "The method is not allowed on this resource."),
     406: ("not-acceptable", "Only application/json responses are available."),
+    408: ("request-timeout", "The request body did not arrive in time."),
     409: ("conflict", "The request conflicts with the current state."),
     413: ("payload-too-large", "The request body is too large."),
     415: ("unsupported-media-type", "The request body must be application/json."),
@@ -98,17 +99,31 @@ class BodyRefused(StarletteHTTPException):
     """Raised while a body streams in. An HTTPException, because FastAPI re-raises those from body parsing and turns
     any other exception into a bare 400: an oversized chunked body must answer 413 on every route."""
 
-    def __init__(self, status: int, code: str, title: str, errors: Mapping[str, Sequence[str]] | None = None) -> None:
-        super().__init__(status, title)
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        title: str,
+        errors: Mapping[str, Sequence[str]] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(status, title, dict(headers) if headers else None)
         self.code, self.title = code, title
         self.errors = {k: list(v) for k, v in (errors or {}).items()}
 
     def response(self, scope: Scope) -> Response:
-        return error_response(scope, self.status_code, self.code, self.title, self.errors or None)
+        return error_response(scope, self.status_code, self.code, self.title, self.errors or None, self.headers)
 
 
 def payload_too_large(limit: int) -> BodyRefused:
     return BodyRefused(413, "payload-too-large", f"The request body exceeds {limit} bytes.")
+
+
+def body_too_slow(timeout_s: float) -> BodyRefused:
+    """The body did not arrive in time: answered, and the connection closed (what is left of the body never comes,
+    or would be read as the next request)."""
+    title = f"The request body did not arrive within {timeout_s:g} s."
+    return BodyRefused(408, "request-timeout", title, headers={"Connection": "close"})
 
 
 class RateLimited(ApiError):

@@ -102,27 +102,66 @@ async def run(
             await prepare()
         async with rt.db.transaction() as session:
             outcome = await work(session)
-            now = rt.clock.now()
-            await session.execute(
-                update(IdempotencyRecord)
-                .where(*_identity(account_id, operation, key))
-                .values(
-                    state="Done",
-                    response_status=outcome.status,
-                    response_body=outcome.stored_body if outcome.stored_body is not None else outcome.body,
-                    expires_at=now + RETENTION,
-                )
-            )
+            await _store(rt, session, account_id, operation, key, outcome)
     except BaseException:
-        # Nothing was applied: free the key so the caller may retry it.
-        async with rt.db.transaction() as session:
-            await session.execute(
-                delete(IdempotencyRecord).where(
-                    *_identity(account_id, operation, key), IdempotencyRecord.state == "InFlight"
-                )
-            )
+        await _free(rt, account_id, operation, key)
         raise
     return Response(outcome.body, status_code=outcome.status, media_type=outcome.media_type)
+
+
+Store = Callable[[AsyncSession, Outcome], Awaitable[None]]
+
+
+async def run_committed(
+    rt: Runtime, request: Request, account_id: str, operation: str, work: Callable[[Store], Awaitable[Outcome]]
+) -> Response:
+    """`run` for an operation that owns its transactions (the push: docs/decisions/0240 and 0410), under the
+    request's Idempotency-Key, which the caller checked is a usable one (`key_problems`, named with the body's).
+
+    `work(store)` commits by itself and calls `store(session, outcome)` inside the transaction it commits, so the
+    stored answer commits with the effect, as in `run`; it returns the outcome of that transaction."""
+    key = request.headers.get(HEADER)
+    assert key is not None and _usable(key), "checked by the caller with key_problems"
+    digest = fingerprint(operation, await request.body())
+    replay = await _claim(rt, account_id, operation, key, digest)
+    if replay is not None:
+        return replay
+
+    async def store(session: AsyncSession, outcome: Outcome) -> None:
+        await _store(rt, session, account_id, operation, key, outcome)
+
+    try:
+        outcome = await work(store)
+    except BaseException:
+        await _free(rt, account_id, operation, key)
+        raise
+    return Response(outcome.body, status_code=outcome.status, media_type=outcome.media_type)
+
+
+async def _store(
+    rt: Runtime, session: AsyncSession, account_id: str, operation: str, key: str, outcome: Outcome
+) -> None:
+    """The outcome, kept for replays, in the work's own transaction."""
+    await session.execute(
+        update(IdempotencyRecord)
+        .where(*_identity(account_id, operation, key))
+        .values(
+            state="Done",
+            response_status=outcome.status,
+            response_body=outcome.stored_body if outcome.stored_body is not None else outcome.body,
+            expires_at=rt.clock.now() + RETENTION,
+        )
+    )
+
+
+async def _free(rt: Runtime, account_id: str, operation: str, key: str) -> None:
+    """Nothing was applied: free the key so the caller may retry it."""
+    async with rt.db.transaction() as session:
+        await session.execute(
+            delete(IdempotencyRecord).where(
+                *_identity(account_id, operation, key), IdempotencyRecord.state == "InFlight"
+            )
+        )
 
 
 async def _refuse_unusable_key(

@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
+from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
 from marketsync.auth.dependencies import InventoryReader, InventoryWriter, RuntimeDep
+from marketsync.http import idempotency
 from marketsync.http.requestid import current_request_id
 from marketsync.inventory import service
 from marketsync.inventory.schemas import (
@@ -38,17 +40,39 @@ def _json(body: dict[str, Any]) -> Response:
     openapi_extra=request_body(PushIn),
 )
 async def push_price_quantity(request: Request, caller: InventoryWriter, rt: RuntimeDep) -> Response:
-    items, propagate = parse_push(await request.body())
-    result = await service.push_price_quantity_committed(rt, caller.account_id, items, propagate=propagate)
-    return _json(
-        {
-            "RequestId": current_request_id(),
-            "Results": [{"Sku": line.sku, "Result": line.result} for line in result.results],
-            **result.counts(),
-            "JobIds": result.job_ids,
-            "Warnings": result.warnings,
-        }
-    )
+    raw = await request.body()
+    if request.headers.get(idempotency.HEADER) is None:
+        # The hot path: no key, nothing written beyond the push itself (docs/decisions/0240 and 0410).
+        items, propagate = parse_push(raw)
+        result = await service.push_price_quantity_committed(rt, caller.account_id, items, propagate=propagate)
+        return _json(_push_answer(result))
+    items, propagate = parse_push(raw, also=idempotency.key_problems(request))
+
+    async def work(store: idempotency.Store) -> idempotency.Outcome:
+        committed: list[idempotency.Outcome] = []
+
+        async def then(session: AsyncSession, result: service.PushResult) -> None:
+            outcome = idempotency.Outcome(200, jsonio.dumps(_push_answer(result)))
+            await store(session, outcome)  # in the push's own transaction: stored if, and only if, it commits
+            committed.append(outcome)
+
+        await service.push_price_quantity_committed(rt, caller.account_id, items, propagate=propagate, then=then)
+        return committed[-1]  # the attempt that committed (a batch retried isolated runs `then` again)
+
+    return await idempotency.run_committed(rt, request, caller.account_id, PUSH_OPERATION, work)
+
+
+PUSH_OPERATION = "inventory.push"
+
+
+def _push_answer(result: service.PushResult) -> dict[str, Any]:
+    return {
+        "RequestId": current_request_id(),
+        "Results": [{"Sku": line.sku, "Result": line.result} for line in result.results],
+        **result.counts(),
+        "JobIds": result.job_ids,
+        "Warnings": result.warnings,
+    }
 
 
 @router.post(

@@ -6,6 +6,7 @@ number such as 19.99 never passes through a binary float on its way to the datab
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Annotated, Any
 
@@ -13,7 +14,7 @@ from pydantic import BaseModel, Field, StrictBool, StrictInt, StrictStr, Validat
 from pydantic_core import PydanticCustomError
 
 from marketsync.http.bodies import StrictRequest, read_body
-from marketsync.http.errors import ValidationFailed, validation_errors
+from marketsync.http.errors import ValidationFailed, merged_errors, validation_errors
 from marketsync.inventory import rules
 from marketsync.inventory.rules import MAX_OFFSET, MAX_PUSH_ITEMS, PushItem
 from marketsync.kit.numbers import JsonNumber
@@ -119,18 +120,25 @@ def _checked_push(data: Any) -> tuple[list[PushItem], bool] | None:
     return items, propagate is not False
 
 
-def parse_push(raw: bytes) -> tuple[list[PushItem], bool]:
+def parse_push(raw: bytes, also: Mapping[str, Sequence[str]] | None = None) -> tuple[list[PushItem], bool]:
     """The push body with exact decimals, as (items, propagate); every bad field in one 400 keyed like
-    `Items[3].Price`."""
-    data = read_body(raw, exact_decimals=True)
-    checked = _checked_push(data)
-    if checked is not None:
-        return checked
+    `Items[3].Price`, beside the problems `also` names (a bad Idempotency-Key: docs/decisions/0344)."""
     try:
-        body = PushIn.model_validate(data)
-    except ValidationError as exc:
-        raise ValidationFailed(errors=validation_errors(exc.errors())) from None
-    return body.items(), body.propagate
+        data = read_body(raw, exact_decimals=True)
+        checked = _checked_push(data)
+        if checked is None:
+            try:
+                body = PushIn.model_validate(data)
+            except ValidationError as exc:
+                raise ValidationFailed(errors=validation_errors(exc.errors())) from None
+            checked = body.items(), body.propagate
+    except ValidationFailed as exc:
+        if also:
+            raise ValidationFailed(exc.title, errors=merged_errors(also, exc.errors)) from None
+        raise
+    if also:
+        raise ValidationFailed(errors=also)
+    return checked
 
 
 class ListingOut(BaseModel):

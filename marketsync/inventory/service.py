@@ -8,6 +8,7 @@ caller's transaction.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 from collections import defaultdict
@@ -719,8 +720,25 @@ async def import_inventory_file(
             done[0] = report.rows
 
     done = [0]
+    _check_text_file(path)
     with path.open(newline="", encoding="utf-8-sig") as handle:
         return await import_inventory(rt, account_id, handle, propagate=propagate, after_batch=progressed)
+
+
+def _check_text_file(path: Path) -> None:
+    """Refuse a file that is not UTF-8 text, or holds NUL characters, naming its first such line, before anything
+    is applied (as an upload in the app is refused whole). Read by lines: a newline byte never falls inside a UTF-8
+    sequence, so a line decodes on its own, and a large file is never held whole."""
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    line = 0
+    with path.open("rb") as handle:
+        try:
+            for line, raw in enumerate(handle, start=1):
+                if "\x00" in decoder.decode(raw):
+                    raise ValidationFailed(errors={"File": [_HOLDS_NUL.format(line=line)]})
+            decoder.decode(b"", final=True)  # a sequence cut short at the end of the file
+        except UnicodeDecodeError:
+            raise ValidationFailed(errors={"File": [_NOT_UTF8.format(line=max(line, 1))]}) from None
 
 
 async def import_inventory(
@@ -875,13 +893,19 @@ def _superseded_message(by_line: int | None) -> str:
 # --- imports uploaded in the app (docs/decisions/0123-app-imports.md) -----------------------------------------
 
 
+# What refuses a file that is not text, in the app and the CLI alike, naming the first line at fault.
+_NOT_UTF8 = "Line {line} is not UTF-8 text; save the file as CSV (UTF-8)."
+_HOLDS_NUL = "Line {line} holds a NUL character; save the file as CSV (UTF-8)."
+
+
 def _file_text(content: bytes) -> str:
     try:
         text = content.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ValidationFailed(errors={"File": ["The file is not UTF-8 text; save it as CSV (UTF-8)."]}) from None
-    if "\x00" in text:
-        raise ValidationFailed(errors={"File": ["The file holds NUL characters; save it as CSV (UTF-8)."]})
+    except UnicodeDecodeError as exc:
+        line = content.count(b"\n", 0, exc.start + (3 if content.startswith(codecs.BOM_UTF8) else 0)) + 1
+        raise ValidationFailed(errors={"File": [_NOT_UTF8.format(line=line)]}) from None
+    if (nul := text.find("\x00")) >= 0:
+        raise ValidationFailed(errors={"File": [_HOLDS_NUL.format(line=text.count("\n", 0, nul) + 1)]})
     return text
 
 

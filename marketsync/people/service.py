@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from marketsync.http.errors import Conflict, NotFound, ValidationFailed
 from marketsync.kit import crypto
 from marketsync.kit.ids import new_id
+from marketsync.kit.ratelimit import RateLimiter
 from marketsync.models.people import AppSession, AppUser
 from marketsync.people import repository
 from marketsync.runtime import Runtime
@@ -151,14 +152,19 @@ def _verify(password_hash: str, password: str) -> bool:
         return False
 
 
+async def _refuse_beyond_budget(limiter: RateLimiter | None, key: tuple[str, ...]) -> None:
+    """SignInRefused (a 429) when the email and source have spent their budget: the attempt counts as one more."""
+    if limiter is not None and not await limiter.peek(SIGN_IN_LIMIT, *key):
+        decision = await limiter.hit(SIGN_IN_LIMIT, *key)
+        raise SignInRefused("Too many attempts; wait a minute.", retry_after_s=max(1, decision.reset_in))
+
+
 async def sign_in(rt: Runtime, email: str, password: str, source: str) -> str:
     """A new session token for the person, or SignInRefused. Failures are throttled per email and source."""
     address = _normal_email(email)
     key = ("app-sign-in", hashlib.sha256(address.encode()).hexdigest()[:32], source)
     limiter = rt.limiter
-    if limiter is not None and not await limiter.peek(SIGN_IN_LIMIT, *key):
-        decision = await limiter.hit(SIGN_IN_LIMIT, *key)
-        raise SignInRefused("Too many attempts; wait a minute.", retry_after_s=max(1, decision.reset_in))
+    await _refuse_beyond_budget(limiter, key)
     async with rt.db.read() as session:
         user = await repository.user_by_email(session, address)
     known_hash = user.password_hash if user is not None else _UNKNOWN_USER_HASH
@@ -168,6 +174,10 @@ async def sign_in(rt: Runtime, email: str, password: str, source: str) -> str:
             if not decision.allowed:
                 raise SignInRefused("Too many attempts; wait a minute.", retry_after_s=max(1, decision.reset_in))
         raise SignInRefused("Wrong email or password.")
+    # Checked again now the seconds of hashing are over (as the token endpoint does, docs/decisions/0160): guesses
+    # sent at once all pass the first check, and the right one must not open a session once the wrong ones have
+    # spent the budget meanwhile. Refused like any attempt beyond the budget, so it teaches a guesser nothing.
+    await _refuse_beyond_budget(limiter, key)
     token = crypto.random_secret(32)
     now = rt.clock.now()
     async with rt.db.transaction() as session:

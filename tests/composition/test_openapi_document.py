@@ -34,7 +34,15 @@ from marketsync.webhooks.rules import (
 )
 from tests.support.openapi import problems
 
-IDEMPOTENT = {"ConfirmOrders", "CancelOrders", "RefundOrders", "UpdateOrder", "CreateProduct", "CreateWebhook"}
+IDEMPOTENT = {
+    "ConfirmOrders",
+    "CancelOrders",
+    "RefundOrders",
+    "UpdateOrder",
+    "CreateProduct",
+    "CreateWebhook",
+    "PushPriceQuantity",
+}
 # Where an unknown id is a 404 (orders writes name unknown items in a 400 instead; lists and the push never 404).
 NOT_FOUND = {
     "GetOrder",

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from marketsync.app import create_app
 from marketsync.console import pages as console_pages
 from marketsync.kit.clock import FrozenClock
+from marketsync.models.people import AppSession
+from marketsync.people import service as people_service
 from marketsync.runtime import Runtime
 from tests.console.support import Browser, make_person, signed_in
 from tests.support.factories import make_account
@@ -60,6 +66,38 @@ async def test_sign_in_attempts_are_throttled(rt: Runtime, api: httpx.AsyncClien
     assert statuses[:10] == [401] * 10 and statuses[10] == 429
     right = await api.post("/app/sign-in", data={"email": user.email, "password": user.password})
     assert right.status_code == 429 and int(right.headers["retry-after"]) >= 1
+
+
+async def test_concurrent_guesses_open_no_session_once_the_budget_is_spent(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe's bypass: guesses sent at once all pass the budget check before any hash is done. The right
+    password, checked while the wrong ones spend the budget, must not open a session once it is spent. Its hash is
+    held until every wrong guess is answered, so the order is the probe's on any machine."""
+    user = await make_person(rt, await make_account(rt))
+    right_hashing, release_right = threading.Event(), threading.Event()
+    verify = people_service._verify
+
+    def held_verify(password_hash: str, password: str) -> bool:
+        if password == user.password:
+            right_hashing.set()
+            release_right.wait(timeout=30)
+        return verify(password_hash, password)
+
+    monkeypatch.setattr(people_service, "_verify", held_verify)
+    right = asyncio.create_task(api.post("/app/sign-in", data={"email": user.email, "password": user.password}))
+    assert await asyncio.to_thread(right_hashing.wait, 30)  # past the budget check, its hash under way
+    wrong = await asyncio.gather(
+        *(api.post("/app/sign-in", data={"email": user.email, "password": f"guess-{n}"}) for n in range(12))
+    )
+    release_right.set()
+    answer = await right
+
+    assert Counter(r.status_code for r in wrong) == {401: 10, 429: 2}
+    assert answer.status_code == 429 and int(answer.headers["retry-after"]) >= 1
+    assert "msc_session" not in answer.headers.get("set-cookie", "")
+    async with rt.db.read() as session:
+        assert (await session.execute(select(AppSession).where(AppSession.user_id == user.user_id))).first() is None
 
 
 async def test_a_planted_session_id_is_worthless(rt: Runtime, api: httpx.AsyncClient) -> None:

@@ -130,7 +130,9 @@ async def test_an_uploaded_file_is_imported_by_a_worker_with_progress_and_a_per_
     ("content", "message"),
     [
         (b"Name,Stock\nA,1\n", "Sku"),
-        (b"\xff\xfeS\x00k\x00u\x00", "not UTF-8"),
+        (b"\xff\xfeS\x00k\x00u\x00", "Line 1 is not UTF-8 text"),
+        (b"\xef\xbb\xbfSku,Quantity\nA,1\nB\xe9,1\n", "Line 3 is not UTF-8 text"),
+        (b"Sku,Quantity\nA,1\nB\x00,1\n", "Line 3 holds a NUL character"),
         (b"", "The file is empty"),
         # Not CSV: an unclosed quote took every later row into one cell (and one past 128 KiB was a 500); a value
         # after a closing quote read "1"2 as 12.

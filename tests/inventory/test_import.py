@@ -176,6 +176,46 @@ async def test_cli_dataflow_set_and_import(rt: Runtime, api: httpx.AsyncClient, 
     assert (await stored(rt, tenant.account_id))["CLI-1"][:2] == (Decimal("2.50"), 8)
 
 
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"Sku,Price,Quantity\nCLI-1,2.50,8\nCaf\xe9,1,1\n", "Line 3 is not UTF-8 text"),  # Latin-1, as Excel saves
+        (b"\xef\xbb\xbfSku,Price,Quantity\nCLI-1,2.50,8\n\nX,1,\xe2\x82", "Line 4 is not UTF-8 text"),  # cut short
+        (b"\xff\xfeS\x00k\x00u\x00", "Line 1 is not UTF-8 text"),  # UTF-16
+        (b"Sku,Price,Quantity\nCLI-1,2.50,8\nB\x00,1,1\n", "Line 3 holds a NUL character"),
+    ],
+)
+async def test_a_file_that_is_not_utf8_text_is_refused_naming_the_line_with_nothing_applied(
+    rt: Runtime, api: httpx.AsyncClient, tmp_path: Path, content: bytes, message: str
+) -> None:
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("CLI-1", "1.00", 1)])
+    csv_file = tmp_path / "export.csv"
+    csv_file.write_bytes(content)
+    with pytest.raises(ValidationFailed) as refused:
+        await service.import_inventory_file(rt, tenant.account_id, csv_file)
+    assert refused.value.errors == {"File": [f"{message}; save the file as CSV (UTF-8)."]}
+    assert (await stored(rt, tenant.account_id))["CLI-1"][:2] == (Decimal("1.00"), 1)
+
+
+async def test_the_cli_names_the_line_that_is_not_utf8_text_without_a_traceback(
+    rt: Runtime, api: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """It ended in a traceback (UnicodeDecodeError); now the app's error, the line named, exit status 1."""
+    tenant = await make_tenant(rt, api)
+    csv_file = tmp_path / "export.csv"
+    csv_file.write_bytes(b"Sku,Price,Quantity\nCLI-1,2.50,8\nCaf\xe9,1,1\n")
+    code, _out, err = await run_cli(rt, "admin", "import-inventory", "--account", tenant.account_id, str(csv_file))
+    assert code == 1 and "Traceback" not in err, err
+    assert "File: Line 3 is not UTF-8 text; save the file as CSV (UTF-8)." in err
+    code, out, err = await run_cli(
+        rt, "admin", "import-inventory", "--account", tenant.account_id, str(csv_file), "--json"
+    )
+    assert code == 1 and json.loads(out)["errors"] == {
+        "File": ["Line 3 is not UTF-8 text; save the file as CSV (UTF-8)."]
+    }
+
+
 async def test_a_row_a_later_row_replaces_is_superseded_and_never_applied(
     rt: Runtime, api: httpx.AsyncClient, tmp_path: Path
 ) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -19,8 +19,10 @@ from marketsync.jobs import service as jobs_service
 from marketsync.jobs.types import JobStatus
 from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import service as marketplaces
+from marketsync.marketplaces.connector import Unavailable
 from marketsync.marketplaces.sandbox.app import create_sandbox_app
-from marketsync.models import Job
+from marketsync.marketplaces.sandbox.connector import SandboxConnector
+from marketsync.models import Job, MarketplaceConnection
 from marketsync.runtime import Runtime
 from tests.marketplaces import support
 from tests.support.server import serve
@@ -100,3 +102,23 @@ async def test_a_misbehaving_marketplace_sends_the_push_back_to_the_queue_then_i
     assert feed.client_feed_id == job_id and feed.processed == 1  # one feed, applied once
     [remote] = (await support.sandbox_listings(rt, connection)).values()
     assert (remote.price, remote.quantity, remote.feed_updates) == (Decimal("12.00"), 9, 1)
+
+
+@pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00+00:01", "9999-12-31T23:59:59-00:01"])
+async def test_an_order_time_utc_cannot_hold_is_an_unusable_answer_never_an_overflow(stamp: str) -> None:
+    """A marketplace's order page is input too: its time was stored as sent and overflowed converting to UTC."""
+    order = {
+        "OrderId": "O-1", "Status": "Unshipped", "PurchaseDate": stamp, "LastChanged": "2026-01-01T00:00:00Z",
+        "Currency": "GBP", "Items": [],
+    }  # fmt: skip
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"Orders": [order], "NextCursor": None})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer), base_url="http://marketplace.test") as client:
+        connector = SandboxConnector(client, MarketplaceConnection(id="c-1", platform="P1", country="UK"), 5.0)
+        with pytest.raises(Unavailable, match="unexpected order page"):
+            await connector.pull_orders(None)
+        order["PurchaseDate"] = "0001-01-01T00:00:00Z"  # the earliest UTC holds is read, in UTC
+        [read] = (await connector.pull_orders(None)).orders
+        assert read.purchase_date == datetime(1, 1, 1, tzinfo=UTC)

@@ -66,7 +66,15 @@ class Seen:
         return [r for r in self.requests if r.url.path == path]
 
 
-Fault = str  # "connect" (refused before sending), "lose" (applied, answer lost), "503" (answered 503, not applied)
+# "connect" (refused before sending), "lose" (applied, answer lost), or a status a proxy in front answers without
+# passing the request on ("500", "502", "503" with Retry-After 0, "504": not applied).
+Fault = str
+
+
+def _proxy_answer(fault: str | None, request: httpx.Request) -> httpx.Response | None:
+    if fault is None or not fault.isdigit():
+        return None
+    return httpx.Response(int(fault), headers={"Retry-After": "0"} if fault == "503" else {}, request=request)
 
 
 class AsyncFaults(httpx.AsyncBaseTransport):
@@ -83,8 +91,8 @@ class AsyncFaults(httpx.AsyncBaseTransport):
         fault = planned.pop(0) if planned else None
         if fault == "connect":
             raise httpx.ConnectError("connection refused (injected)", request=request)
-        if fault == "503":
-            return httpx.Response(503, headers={"Retry-After": "0"}, request=request)
+        if (answered := _proxy_answer(fault, request)) is not None:
+            return answered
         response = await self.inner.handle_async_request(request)
         await response.aread()
         self.seen.statuses.append((request.url.path, response.status_code, time.monotonic()))
@@ -108,8 +116,8 @@ class SyncFaults(httpx.BaseTransport):
         fault = planned.pop(0) if planned else None
         if fault == "connect":
             raise httpx.ConnectError("connection refused (injected)", request=request)
-        if fault == "503":
-            return httpx.Response(503, headers={"Retry-After": "0"}, request=request)
+        if (answered := _proxy_answer(fault, request)) is not None:
+            return answered
         response = self.inner.handle_request(request)
         response.read()
         self.seen.statuses.append((request.url.path, response.status_code, time.monotonic()))

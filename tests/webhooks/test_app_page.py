@@ -216,6 +216,22 @@ async def test_recover_resends_every_failed_delivery_since_a_time(
     await person.client.aclose()
 
 
+async def test_a_recover_since_utc_cannot_hold_is_a_400_beside_its_form(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    """`0001-01-01T00:00:00+00:01` is in year 0 in UTC: it answered 500 (an OverflowError)."""
+    tenant = await make_tenant(rt, api)
+    subscription_id = (await subscribe(api, tenant, receiver.url()))["SubscriptionId"]
+    person = await signed_in(api, await make_person(rt, tenant.account_id))
+    for since in ("0001-01-01T00:00:00+00:01", "9999-12-31T23:59:59-00:01", "9999-12-31T23:59:59.999999-23:59"):
+        refused = await person.post(f"/app/webhooks/{subscription_id}/recover", {"since": since}, csrf_from=PAGE)
+        assert refused.status_code == 400 and 'id="error-Since"' in refused.text, since
+    for since in ("0001-01-01T00:00", "0001-01-01T00:00:00+00:00", "9999-12-31T23:59:59.999999+00:00"):
+        answered = await person.post(f"/app/webhooks/{subscription_id}/recover", {"since": since}, csrf_from=PAGE)
+        assert answered.status_code == 303, since
+    await person.client.aclose()
+
+
 async def test_a_sample_goes_to_one_subscription_and_asks_nothing_of_the_receiver(
     rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
 ) -> None:

@@ -22,6 +22,7 @@ import httpx
 
 from marketsync.catalog.taxonomy import Taxonomy
 from marketsync.kit import jsonio
+from marketsync.kit.timestamps import in_utc
 from marketsync.marketplaces.connector import (
     Authorisation,
     AuthorizationRevoked,
@@ -80,7 +81,8 @@ def _decimal(value: Any) -> Decimal | None:
 
 
 def _timestamp(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    """In UTC: a time UTC cannot hold is a ValueError (an unusable answer), not an OverflowError when it is stored."""
+    return in_utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
 
 
 def parse_order(raw: dict[str, Any]) -> MarketplaceOrder:

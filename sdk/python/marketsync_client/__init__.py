@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from marketsync_client._core import RateLimit, RetryPolicy
+    from marketsync_client._core import RateLimit, RawResponse, RetryPolicy
     from marketsync_client.client import AsyncClient, Client
     from marketsync_client.errors import (
         ApiError,
@@ -42,6 +42,7 @@ _LAZY = {
     "AsyncClient": "client",
     "Client": "client",
     "RateLimit": "_core",
+    "RawResponse": "_core",
     "RetryPolicy": "_core",
     "AsyncPaged": "paging",
     "Paged": "paging",
@@ -87,6 +88,7 @@ __all__ = [
     "Paged",
     "RateLimit",
     "RateLimited",
+    "RawResponse",
     "ReconcileReport",
     "RetryPolicy",
     "ServerError",

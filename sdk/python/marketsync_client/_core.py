@@ -1,14 +1,17 @@
 """What the sync and async clients share, free of I/O: calls, JSON both ways, the retry policy, problem
-details, token expiry and the rate-limit headers. The clients only send and sleep."""
+details, token expiry, the rate-limit headers, the debug log of each attempt and the raw responses a caller asked
+for. The clients only send and sleep."""
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import random
 import re
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -104,10 +107,11 @@ class RetryPolicy:
     Retried, with exponential backoff and jitter:
     - 429: every call (the service refuses over-limit requests before doing anything), after ``Retry-After``;
     - a connection that never reached the service (refused, connect timeout): every call;
-    - 503 and failures after the request was sent (reset, read timeout): reads, and writes with an
-      Idempotency-Key (the service replays the stored outcome instead of applying twice);
+    - 500, 502, 503, 504 and failures after the request was sent (reset, read timeout): reads, and writes with an
+      Idempotency-Key (the service replays the stored outcome instead of applying twice), after ``Retry-After``
+      when the answer carries one;
     - 409 ``idempotency-in-flight``: writes with an Idempotency-Key (the first try is still running).
-    Nothing else is retried: a 4xx is the caller's to fix.
+    Nothing else is retried: a 4xx is the caller's to fix, and a write without a key may have been applied.
     """
 
     max_attempts: int = 5
@@ -123,6 +127,10 @@ class RetryPolicy:
 
 
 NO_RETRIES = RetryPolicy(max_attempts=1)
+
+# Server errors a call safe to repeat is retried through: the service failed (500), or a proxy in front found it
+# unreachable (502), overloaded (503) or too slow (504). None of them says whether a write was applied.
+RETRIED_STATUSES = frozenset({500, 502, 503, 504})
 
 # httpx failures that happen before a byte of the request left: nothing can have been applied.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
@@ -144,7 +152,7 @@ def retry_delay_after_response(
     if attempt >= policy.max_attempts:
         return None
     status = response.status_code
-    if status == 429 or (status == 503 and call.repeatable):
+    if status == 429 or (status in RETRIED_STATUSES and call.repeatable):
         wait = retry_after_seconds(response.headers.get("retry-after"))
         if wait is None:
             return policy.backoff(attempt)
@@ -260,3 +268,98 @@ def rate_limit(headers: httpx.Headers) -> RateLimit | None:
         return None
     quota = dict(_PARAM.findall(headers.get("ratelimit-policy", ""))).get("q")
     return RateLimit(int(quota) if quota else None, int(values["r"]), int(values["t"]))
+
+
+# ------------------------------------------------------------------------------------------------- debug log
+
+# The client's own logger: one DEBUG line per attempt (method, path, status, request id, time). Never the query, the
+# headers or a body: nothing a token, a secret or customer data travels in reaches it.
+logger = logging.getLogger("marketsync_client")
+
+
+def log_attempt(
+    method: str, path: str, attempt: int, started: float, response: httpx.Response | None, error: Exception | None
+) -> None:
+    """The DEBUG line of one attempt (``started``: its time.monotonic()); free when DEBUG is off."""
+    if not logger.isEnabledFor(logging.DEBUG):
+        return
+    elapsed_ms = round((time.monotonic() - started) * 1000, 1)
+    status = response.status_code if response is not None else None
+    request_id = response.headers.get("x-request-id") if response is not None else None
+    outcome = str(status) if response is not None else f"failed ({type(error).__name__})"
+    logger.debug(
+        "%s %s -> %s in %.1f ms (attempt %d, request id %s)",
+        method,
+        path,
+        outcome,
+        elapsed_ms,
+        attempt,
+        request_id,
+        extra={
+            "method": method,
+            "path": path,
+            "status": status,
+            "request_id": request_id,
+            "elapsed_ms": elapsed_ms,
+            "attempt": attempt,
+        },
+    )
+
+
+# ------------------------------------------------------------------------------------------------- raw responses
+
+
+@dataclass(frozen=True)
+class RawResponse(Generic[T]):
+    """A call's parsed result with the HTTP response it came from: the last attempt's, after any retries
+    (``client.with_raw_response(client.push_price_quantity, items)``)."""
+
+    parsed: T
+    http_response: httpx.Response
+    attempts: int  # 1 unless the call was retried
+
+    @property
+    def status_code(self) -> int:
+        return self.http_response.status_code
+
+    @property
+    def headers(self) -> httpx.Headers:
+        return self.http_response.headers
+
+    @property
+    def request_id(self) -> str | None:
+        """``X-Request-Id``: quote it when asking about a call."""
+        value = self.http_response.headers.get("x-request-id")
+        return value if isinstance(value, str) else None
+
+    @property
+    def replayed(self) -> bool:
+        """True when the service answered with the stored outcome of an earlier call with the same Idempotency-Key."""
+        return str(self.http_response.headers.get("idempotent-replayed", "")) == "true"
+
+
+@dataclass
+class ResponseRecorder:
+    """Where a call made inside ``with_raw_response`` leaves its final response (a context variable: each thread
+    and each task records its own calls only)."""
+
+    response: httpx.Response | None = None
+    attempts: int = 0
+
+    def result(self, parsed: T, what: str) -> RawResponse[T]:
+        if self.response is None:
+            raise nothing_called(what)
+        return RawResponse(parsed, self.response, self.attempts)
+
+
+def nothing_called(what: str) -> TypeError:
+    return TypeError(f"{what} made no call to the API (an iterator calls it only as it is walked)")
+
+
+RECORDER: ContextVar[ResponseRecorder | None] = ContextVar("marketsync_client_recorder", default=None)
+
+
+def record(response: httpx.Response, attempts: int) -> None:
+    recorder = RECORDER.get()
+    if recorder is not None:
+        recorder.response, recorder.attempts = response, attempts

@@ -174,10 +174,20 @@ def update_order(
 
 
 def push_price_quantity(
-    items: Sequence[m.PushItem | Mapping[str, Any]], *, propagate_to_listings: bool | None = None
+    items: Sequence[m.PushItem | Mapping[str, Any]],
+    *,
+    propagate_to_listings: bool | None = None,
+    idempotency_key: str | None = None,
 ) -> Call[m.PushResult]:
     request = m.PushRequest.model_validate({"Items": list(items), **_given(PropagateToListings=propagate_to_listings)})
-    return Call("POST", "/api/inventory/price-quantity", _parser(m.PushResult), body=_body(request))
+    return Call(
+        "POST",
+        "/api/inventory/price-quantity",
+        _parser(m.PushResult),
+        body=_body(request),
+        # Not generated when not given: an unkeyed push costs the service nothing more (docs/decisions/0410).
+        idempotency_key=idempotency_key,
+    )
 
 
 def list_products(

@@ -8,13 +8,14 @@ coroutines and the iterators are async iterators. What they share without I/O li
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, ParamSpec, Self, TypeVar
 
 import httpx
 
@@ -22,14 +23,20 @@ from marketsync_client import __version__
 from marketsync_client import _operations as ops
 from marketsync_client import models as m
 from marketsync_client._core import (
+    RECORDER,
     CachedToken,
     Call,
     RateLimit,
+    RawResponse,
+    ResponseRecorder,
     RetryPolicy,
     api_error,
     cached_token,
     decode_json,
+    log_attempt,
+    nothing_called,
     rate_limit,
+    record,
     retry_delay_after_error,
     retry_delay_after_response,
     token_error,
@@ -49,6 +56,7 @@ from marketsync_client.paging import (
 )
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 USER_AGENT = f"marketsync-client/{__version__}"
@@ -195,21 +203,41 @@ class Client(_Base):
                     headers={"Accept": "application/json", "User-Agent": self.user_agent},
                 )
             except httpx.TransportError as error:
+                log_attempt("POST", _TOKEN_CALL.path, attempt, started, None, error)
                 delay = retry_delay_after_error(self.retry, _TOKEN_CALL, attempt, error)
                 if delay is None:
                     raise TransportError(f"token request failed: {error!r}") from error
                 time.sleep(delay)
                 continue
+            log_attempt("POST", _TOKEN_CALL.path, attempt, started, response, None)
             if response.is_success:
                 body = decode_json(response.content)
                 self._token = cached_token(body, started)
                 self.tokens_fetched += 1
+                record(response, attempt)
                 return m.Token.model_validate(body)
             # Token requests are safe to repeat, but a refused secret or scope is final (and throttled).
             delay = retry_delay_after_response(self.retry, _TOKEN_CALL, attempt, response)
             if delay is None or response.status_code < 500:
                 raise token_error(response)
             time.sleep(delay)
+
+    def with_raw_response(self, method: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> RawResponse[T]:
+        """Call one of this client's methods and return its result with the HTTP response it came from: status,
+        headers (``X-Request-Id``, ``Idempotent-Replayed``, the rate limit) and the attempts it took.
+
+        >>> raw = api.with_raw_response(api.push_price_quantity, items, idempotency_key=key)
+        >>> raw.parsed.Updated, raw.status_code, raw.request_id, raw.replayed
+
+        Only the calls made inside are recorded, in this thread (or task) alone; with several calls (a job wait),
+        the last one's. An iterator calls the API only as it is walked: wrap its page method (``list_orders``)."""
+        recorder = ResponseRecorder()
+        token = RECORDER.set(recorder)
+        try:
+            parsed = method(*args, **kwargs)
+        finally:
+            RECORDER.reset(token)
+        return recorder.result(parsed, getattr(method, "__name__", "the method"))
 
     def _access_token(self) -> str:
         token = self._fresh_token()
@@ -225,16 +253,19 @@ class Client(_Base):
         while True:
             attempt += 1
             token = self._access_token()
+            started = time.monotonic()
             try:
                 response = self._http.request(
                     call.method, url, params=call.params, content=content, headers=self._request_headers(call, token)
                 )
             except httpx.TransportError as error:
+                log_attempt(call.method, call.path, attempt, started, None, error)
                 delay = retry_delay_after_error(self.retry, call, attempt, error)
                 if delay is None:
                     raise TransportError(f"{call.method} {call.path} failed: {error!r}") from error
                 time.sleep(delay)
                 continue
+            log_attempt(call.method, call.path, attempt, started, response, None)
             self._observe(response)
             if response.status_code == 401 and not renewed:
                 # Expired or revoked early: renew once and repeat (a 401 is refused before anything is done).
@@ -243,6 +274,7 @@ class Client(_Base):
                 self._forget(token)
                 continue
             if response.is_success:
+                record(response, attempt)
                 return self._parse(call, response)
             delay = retry_delay_after_response(self.retry, call, attempt, response)
             if delay is None:
@@ -344,11 +376,19 @@ class Client(_Base):
     # --------------------------------------------------------------------------------------------- inventory
 
     def push_price_quantity(
-        self, items: Sequence[m.PushItem | Mapping[str, Any]], *, propagate_to_listings: bool | None = None
+        self,
+        items: Sequence[m.PushItem | Mapping[str, Any]],
+        *,
+        propagate_to_listings: bool | None = None,
+        idempotency_key: str | None = None,
     ) -> m.PushResult:
         """Push 1 to 500 SKUs; a missing Price or Quantity leaves it alone. Per-SKU outcomes are in ``Results``;
-        ``Warnings`` carries the Data Flow drift message."""
-        return self._send(ops.push_price_quantity(items, propagate_to_listings=propagate_to_listings))
+        ``Warnings`` carries the Data Flow drift message. With an `idempotency_key` the push is applied once however
+        often it is retried (by this client after a lost answer or a 5xx, or by you); without one it is not retried
+        once sent, and costs the service nothing more."""
+        return self._send(
+            ops.push_price_quantity(items, propagate_to_listings=propagate_to_listings, idempotency_key=idempotency_key)
+        )
 
     def list_products(
         self,
@@ -546,20 +586,38 @@ class AsyncClient(_Base):
                     headers={"Accept": "application/json", "User-Agent": self.user_agent},
                 )
             except httpx.TransportError as error:
+                log_attempt("POST", _TOKEN_CALL.path, attempt, started, None, error)
                 delay = retry_delay_after_error(self.retry, _TOKEN_CALL, attempt, error)
                 if delay is None:
                     raise TransportError(f"token request failed: {error!r}") from error
                 await asyncio.sleep(delay)
                 continue
+            log_attempt("POST", _TOKEN_CALL.path, attempt, started, response, None)
             if response.is_success:
                 body = decode_json(response.content)
                 self._token = cached_token(body, started)
                 self.tokens_fetched += 1
+                record(response, attempt)
                 return m.Token.model_validate(body)
             delay = retry_delay_after_response(self.retry, _TOKEN_CALL, attempt, response)
             if delay is None or response.status_code < 500:
                 raise token_error(response)
             await asyncio.sleep(delay)
+
+    async def with_raw_response(
+        self, method: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
+    ) -> RawResponse[T]:
+        """`Client.with_raw_response`: ``raw = await api.with_raw_response(api.push_price_quantity, items)``."""
+        recorder = ResponseRecorder()
+        token = RECORDER.set(recorder)
+        try:
+            called = method(*args, **kwargs)
+            if not inspect.isawaitable(called):  # an async iterator: nothing called yet
+                raise nothing_called(getattr(method, "__name__", "the method"))
+            parsed = await called
+        finally:
+            RECORDER.reset(token)
+        return recorder.result(parsed, getattr(method, "__name__", "the method"))
 
     async def _access_token(self) -> str:
         token = self._fresh_token()
@@ -575,16 +633,19 @@ class AsyncClient(_Base):
         while True:
             attempt += 1
             token = await self._access_token()
+            started = time.monotonic()
             try:
                 response = await self._http.request(
                     call.method, url, params=call.params, content=content, headers=self._request_headers(call, token)
                 )
             except httpx.TransportError as error:
+                log_attempt(call.method, call.path, attempt, started, None, error)
                 delay = retry_delay_after_error(self.retry, call, attempt, error)
                 if delay is None:
                     raise TransportError(f"{call.method} {call.path} failed: {error!r}") from error
                 await asyncio.sleep(delay)
                 continue
+            log_attempt(call.method, call.path, attempt, started, response, None)
             self._observe(response)
             if response.status_code == 401 and not renewed:
                 renewed = True
@@ -592,6 +653,7 @@ class AsyncClient(_Base):
                 self._forget(token)
                 continue
             if response.is_success:
+                record(response, attempt)
                 return self._parse(call, response)
             delay = retry_delay_after_response(self.retry, call, attempt, response)
             if delay is None:
@@ -685,9 +747,15 @@ class AsyncClient(_Base):
     # --------------------------------------------------------------------------------------------- inventory
 
     async def push_price_quantity(
-        self, items: Sequence[m.PushItem | Mapping[str, Any]], *, propagate_to_listings: bool | None = None
+        self,
+        items: Sequence[m.PushItem | Mapping[str, Any]],
+        *,
+        propagate_to_listings: bool | None = None,
+        idempotency_key: str | None = None,
     ) -> m.PushResult:
-        return await self._send(ops.push_price_quantity(items, propagate_to_listings=propagate_to_listings))
+        return await self._send(
+            ops.push_price_quantity(items, propagate_to_listings=propagate_to_listings, idempotency_key=idempotency_key)
+        )
 
     async def list_products(
         self,

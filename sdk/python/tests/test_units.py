@@ -69,7 +69,16 @@ def response(status: int, headers: dict[str, str] | None = None, json_body: obje
         (WRITE, 503, {}, None, None),  # it may have been applied: not repeated without a key
         (KEYED, 409, {}, {"code": "idempotency-in-flight"}, "backoff"),
         (KEYED, 409, {}, {"code": "conflict"}, None),
-        (READ, 500, {}, None, None),
+        (READ, 500, {}, None, "backoff"),  # the service failed, or a proxy in front: safe to repeat
+        (READ, 502, {}, None, "backoff"),
+        (READ, 504, {"Retry-After": "2"}, None, 2.0),
+        (KEYED, 500, {}, None, "backoff"),
+        (KEYED, 502, {}, None, "backoff"),
+        (KEYED, 504, {}, None, "backoff"),
+        (WRITE, 500, {}, None, None),
+        (WRITE, 502, {}, None, None),
+        (WRITE, 504, {}, None, None),
+        (READ, 501, {}, None, None),  # not a passing failure
         (READ, 400, {}, None, None),
     ],
 )
