@@ -69,8 +69,9 @@ def measure(base: str, client_id: str, client_secret: str, requests: int, gap_s:
         delays = []
         for job_id, arrived in answered:
             for _ in range(100):
-                started = api.get(f"/api/jobs/{job_id}").json()["StartedAt"]
-                if started:
+                job = api.get(f"/api/jobs/{job_id}").json()
+                started = job["StartedAt"]  # the time it was accepted until a worker starts it (never null)
+                if job["Status"] not in ("Published", "NotStarted"):
                     break
                 time.sleep(0.05)
             delays.append(max(0.0, datetime.fromisoformat(started).timestamp() - arrived) * 1000)

@@ -129,7 +129,6 @@ SCHEMA_NAMES = {
     "RefundOut": "OrderRefund",
     "OrderOut": "Order",
     "OrderListOut": "OrderPage",
-    "OrderOneOut": "OrderEnvelope",
     "ItemResultOut": "OrderItemResult",
     "RefundResultOut": "RefundResult",
     "WriteOut": "OrderWriteResult",

@@ -61,9 +61,11 @@ def import_taxonomy(
     size: int | None = SizeOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Load or re-import a marketplace kind's taxonomy into its sites (or the one named by --country). Schemas
-    whose content changed get a new ProductTypeViewId and SchemaVersion; the old view ids are then refused by
-    product create. --json: {"Platform", "Sites": [{"Country", "Sequence", "Added", "Changed", ...}]}."""
+    """Load or re-import a marketplace kind's taxonomy into its sites (or the one named by --country). Every
+    import is a new version: every schema of the site gets a new ProductTypeViewId (the old ids are then refused
+    by product create), and those whose content changed a new SchemaVersion. --json: {"Platform", "Sites":
+    [{"Country", "Sequence", "Added", "Changed", "Removed", "Unchanged", ...}]}; Unchanged: same content as the
+    previous version."""
 
     async def body(rt: Runtime) -> dict[str, Any]:
         loaded = build_taxonomy(platform, file, revision, size)
@@ -98,11 +100,11 @@ def import_taxonomy(
     for site in result["Sites"]:
         name = f"{site['Platform']} {site['Country']}"
         lines.append(
-            f"{name}: taxonomy unchanged (version {site['Sequence']})"
+            f"{name}: version {site['Sequence']} imported, content unchanged: every schema has a new ProductTypeViewId"
             if site["Unchanged"]
             else f"{name}: version {site['Sequence']} imported: {site['Categories']} categories, "
             f"{site['Leaves']} leaves; {site['Added']} schemas added, {site['Changed']} changed, "
-            f"{site['Removed']} removed"
+            f"{site['Removed']} removed (every schema has a new ProductTypeViewId)"
         )
     emit(result, as_json, "\n".join(lines))
 

@@ -1,5 +1,6 @@
 """This domain's part of `marketsync demo`: the category tree of each demo marketplace's site, as its marketplace
-gives it (idempotent: an import of unchanged content is a no-op)."""
+gives it (idempotent: a site whose current version has this content is left alone, so its ProductTypeViewIds stay
+valid)."""
 
 from __future__ import annotations
 
@@ -17,4 +18,4 @@ async def seed(rt: Runtime, account_id: str, connections: Sequence[MarketplaceCo
         if generated is None:  # found by search at that marketplace: nothing to load ahead
             continue
         async with rt.db.transaction() as session:
-            await service.import_taxonomy(rt, session, generated, connection.country)
+            await service.load_taxonomy_unless_current(rt, session, generated, connection.country)

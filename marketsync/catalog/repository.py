@@ -43,17 +43,23 @@ async def site_has_taxonomy(session: AsyncSession, platform: str, country: str) 
 class CurrentView:
     view_id: str
     content_hash: str
+    schema_version: str
 
 
 async def current_views(session: AsyncSession, platform: str, country: str) -> dict[str, CurrentView]:
     result = await session.execute(
-        select(ProductTypeView.category_id, ProductTypeView.id, ProductTypeView.content_hash).where(
+        select(
+            ProductTypeView.category_id,
+            ProductTypeView.id,
+            ProductTypeView.content_hash,
+            ProductTypeView.schema_version,
+        ).where(
             ProductTypeView.platform == platform,
             ProductTypeView.country == country,
             ProductTypeView.is_current == true(),
         )
     )
-    return {row.category_id: CurrentView(row.id, row.content_hash) for row in result}
+    return {row.category_id: CurrentView(row.id, row.content_hash, row.schema_version) for row in result}
 
 
 async def delete_categories(session: AsyncSession, platform: str, country: str) -> None:

@@ -58,6 +58,7 @@ __all__ = [
     "listing_details",
     "load_categories_if_missing",
     "load_site_categories",
+    "load_taxonomy_unless_current",
     "product_listings",
     "publish_journey",
     "search",
@@ -154,9 +155,11 @@ async def import_taxonomy(
     """Load or re-import the taxonomy of one site (the taxonomy's kind in `country`) in the caller's transaction.
 
     Each site has its own tree and its own ProductTypeViewIds, even when two sites load the same content: an id
-    fetched for P1 UK is not one of P1 DE. A leaf whose schema content changed (or that is new) gets a new
-    ProductTypeViewId and SchemaVersion; the old view stays on record, no longer current, so create can say why it
-    refuses it. Importing identical content is a no-op.
+    fetched for P1 UK is not one of P1 DE. Every import is a new version of the site's taxonomy, and every schema
+    of the site gets a new ProductTypeViewId, whether its content changed or not (spec section 9: the id "changes
+    when taxonomies are re-imported"; docs/decisions/0392). SchemaVersion tells content apart: it changes only
+    with the schema's content. The old views stay on record, no longer current, so create can say why it refuses
+    an old id. `Unchanged` in the summary says the whole content equals the previous version's.
     """
     platform = taxonomy.platform
     now = rt.clock.now()
@@ -164,22 +167,6 @@ async def import_taxonomy(
     latest = await repository.latest_import(session, platform, country)
     leaves = [c for c in taxonomy.categories if c.is_leaf]
     total_steps = len(taxonomy.categories) + len(leaves)
-    if latest is not None and latest.content_hash == content:
-        if progress:
-            progress(total_steps, total_steps)
-        return ImportSummary(
-            platform,
-            country,
-            latest.sequence,
-            latest.revision,
-            latest.source,
-            latest.category_count,
-            latest.leaf_count,
-            0,
-            0,
-            0,
-            unchanged=True,
-        )
     sequence = (latest.sequence if latest else 0) + 1
     import_id = new_id()
     current = await repository.current_views(session, platform, country)
@@ -191,14 +178,15 @@ async def import_taxonomy(
     for leaf in leaves:
         digest = leaf.content_hash()
         existing = current.get(leaf.category_id)
-        if existing is not None and existing.content_hash == digest:
-            view_of[leaf.category_id] = existing.view_id
-            continue
+        schema_version = f"{sequence}.{digest[:8]}"
         if existing is None:
             added += 1
         else:
-            changed += 1
             retired.append(existing.view_id)
+            if existing.content_hash == digest:
+                schema_version = existing.schema_version  # same content: same version, under a new id
+            else:
+                changed += 1
         view_id = new_id()
         view_of[leaf.category_id] = view_id
         view_rows.append(
@@ -209,7 +197,7 @@ async def import_taxonomy(
                 "category_id": leaf.category_id,
                 "category_path": leaf.path,
                 "product_type_code": leaf.product_type_code or leaf.category_id,
-                "schema_version": f"{sequence}.{digest[:8]}",
+                "schema_version": schema_version,
                 "content_hash": digest,
                 "attributes": orjson.dumps([a.to_json() for a in leaf.attributes]),
                 "off_api_requirements": list(leaf.off_api_requirements),
@@ -285,8 +273,19 @@ async def import_taxonomy(
         added,
         changed,
         len(removed),
-        unchanged=False,
+        unchanged=latest is not None and latest.content_hash == content,
     )
+
+
+async def load_taxonomy_unless_current(
+    rt: Runtime, session: AsyncSession, taxonomy: Taxonomy, country: str
+) -> ImportSummary | None:
+    """`import_taxonomy`, unless the site's current version already has this content (None then). For `demo`,
+    which is run again at will: re-running it is not a re-import and keeps the ids integrators fetched."""
+    latest = await repository.latest_import(session, taxonomy.platform, country)
+    if latest is not None and latest.content_hash == taxonomy_hash(taxonomy):
+        return None
+    return await import_taxonomy(rt, session, taxonomy, country)
 
 
 async def taxonomy_countries(session: AsyncSession, platform: str) -> list[str]:
@@ -578,8 +577,8 @@ async def _view_problem(
         return f"Belongs to category {sent.category_id}, not CategoryId {category_id}."
     if not sent.is_current:
         return (
-            "Superseded: the taxonomy was re-imported and this category's schema changed. Fetch "
-            "GET /api/product-types/Schema again and re-check the attributes."
+            "Superseded: the taxonomy was re-imported since this id was fetched. Fetch "
+            "GET /api/product-types/Schema again (its SchemaVersion tells whether the attributes changed)."
         )
     return None
 

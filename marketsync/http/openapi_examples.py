@@ -89,7 +89,7 @@ EXAMPLES: dict[str, Any] = {
         "NextCursor": "eyJ0IjoiMjAyNi0xMS0yNFQwOToyMDowMC4wMDBaIn0",
         "NextUpdatedSince": "2026-11-24T09:19:55.000Z",
     },
-    "GetOrder": {"Order": _ORDER},
+    "GetOrder": _ORDER,
     "ConfirmOrders": {
         **_WRITE,
         "Items": [{"OrderItemId": _ITEM_ID, "ServiceOrderID": _ORDER_ID, "Status": "Shipped"}],

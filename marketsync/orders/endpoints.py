@@ -44,17 +44,19 @@ async def list_orders(request: Request, caller: OrdersReader, rt: RuntimeDep) ->
     return Response(page.json(), media_type="application/json")
 
 
-@router.get("/{order_id}", response_model=schemas.OrderOneOut, summary="Read one order")
+@router.get("/{order_id}", response_model=schemas.OrderOut, summary="Read one order")
 async def get_order(
     order_id: str,
     caller: OrdersReader,
     rt: RuntimeDep,
     includeCustomerData: bool = Query(False),
 ) -> Response:
+    """The order itself, exactly as it is inside the List answer (no envelope): spec section 4,
+    docs/decisions/0390."""
     document = await rt.db.driver_read(
         lambda reader: service.get_order(rt, reader, caller.account_id, order_id, include_customer=includeCustomerData)
     )
-    return Response(schemas.one_body(document), media_type="application/json")
+    return Response(document, media_type="application/json")
 
 
 def _write(

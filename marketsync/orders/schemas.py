@@ -48,6 +48,17 @@ Amount = Annotated[Decimal, Field(gt=0, max_digits=14, decimal_places=2), JsonNu
 BATCH_MAX = 500
 
 assert set(rules.ORDER_STATUSES) == set(OrderStatus.__args__)  # type: ignore[attr-defined]
+# A status in a response is an open string (spec section 3: "Full list of order statuses: not shown"): the document
+# names the known ones and a client must accept one it has not seen (docs/decisions/0393). The filter above stays
+# closed: the service refuses a value it does not know.
+StatusOut = Annotated[
+    str,
+    Field(
+        description="Known values: "
+        + ", ".join(rules.ORDER_STATUSES)
+        + ". The list is open: a client accepts a status it has not seen (statuses may be added)."
+    ),
+]
 
 T = TypeVar("T")
 
@@ -315,11 +326,6 @@ def list_body(documents: Sequence[bytes], next_cursor: str | None, next_updated_
     return b"".join((b'{"Orders":[', b",".join(documents), b"],", tail[1:]))
 
 
-def one_body(document: bytes) -> bytes:
-    """The GET response (OrderOneOut) around one serialised document."""
-    return b"".join((b'{"Order":', document, b"}"))
-
-
 # ---------------------------------------------------------------- response models (OpenAPI documentation)
 
 # What `jsonio` writes for an amount: a JSON number (a Decimal's float, exact at 2 decimals), never a string.
@@ -357,7 +363,7 @@ class OrderItemOut(BaseModel):
     Quantity: int
     UnitPrice: Money
     LineTotal: Money
-    Status: OrderStatus
+    Status: StatusOut
     ShippedQuantity: int
     CancelledQuantity: int
     RefundedQuantity: int
@@ -397,7 +403,7 @@ class OrderOut(BaseModel):
     MarketplaceId: str
     Platform: str
     Country: str
-    Status: OrderStatus
+    Status: StatusOut
     MarketplaceStatus: str
     PurchaseDate: datetime
     LastModifiedDate: datetime = Field(description="Last-changed time; UpdatedSince/FromDate/ToDate bound it.")
@@ -426,14 +432,10 @@ class OrderListOut(BaseModel):
     )
 
 
-class OrderOneOut(BaseModel):
-    Order: OrderOut
-
-
 class ItemResultOut(BaseModel):
     OrderItemId: str
     ServiceOrderID: str
-    Status: OrderStatus
+    Status: StatusOut
 
 
 class RefundResultOut(BaseModel):

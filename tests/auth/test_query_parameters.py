@@ -24,7 +24,7 @@ async def test_a_miscased_query_parameter_is_refused_not_ignored(rt: Runtime, ap
     twice = await api.get(f"{path}?includeCustomerData=false&includeCustomerData=true", headers=tenant.headers)
     assert twice.status_code == 400 and problem(twice)["errors"] == {"includeCustomerData": ["Given more than once."]}
     fine = await api.get(path, params={"includeCustomerData": "true"}, headers=tenant.headers)
-    assert fine.status_code == 200 and "Customer" in fine.json()["Order"]
+    assert fine.status_code == 200 and "Customer" in fine.json()
 
 
 async def test_a_parameter_the_api_does_not_name_is_ignored(rt: Runtime, api: httpx.AsyncClient) -> None:
@@ -39,7 +39,7 @@ async def test_a_parameter_the_api_does_not_name_is_ignored(rt: Runtime, api: ht
             assert response.status_code == 200, (path, query, response.text)
     # Beside an unknown name, the operation's own parameter is read as ever.
     beside = await api.get(f"{order_path}?_=1&includeCustomerData=true", headers=tenant.headers)
-    assert beside.status_code == 200 and "Customer" in beside.json()["Order"]
+    assert beside.status_code == 200 and "Customer" in beside.json()
     listed = await api.post("/api/orders/List", params={"_": "1"}, json={}, headers=tenant.headers)
     assert listed.status_code == 200, listed.text
 

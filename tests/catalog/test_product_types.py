@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import httpx
 
+from marketsync.catalog import demo as catalog_demo
 from marketsync.catalog import service
 from marketsync.catalog.taxonomy import Taxonomy
+from marketsync.demo import DemoTenant
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.runtime import Runtime
 from tests.catalog.support import TEST_SIZE, anchor_id, counts, create, create_payload, load_taxonomies, schema
@@ -140,35 +142,63 @@ async def test_schema_has_every_field_and_only_what_the_api_can_carry(rt: Runtim
     assert response.status_code == 400 and set(problem(response)["errors"]) == {"marketplaceId"}
 
 
-async def test_reimport_changes_view_ids_of_changed_schemas_and_create_refuses_the_old_one(
+async def test_every_reimport_gives_every_schema_a_new_view_id_and_create_refuses_the_old_ones(
     rt: Runtime, api: httpx.AsyncClient
 ) -> None:
+    """Spec sections 2 and 9: ProductTypeViewId "changes when taxonomies are re-imported": every re-import, even of
+    identical content, gives every schema of the site a new id, and an id fetched before it is refused. SchemaVersion
+    moves only with a schema's content (docs/decisions/0392)."""
     first = await load_taxonomies(rt, ("P2",))
     tenant = await make_tenant(rt, api, marketplaces=(("P2", "DE"),))
     old_tee = await schema(api, tenant, "P2", anchor_id("P2", "T-Shirts"))
     old_phone = await schema(api, tenant, "P2", anchor_id("P2", "Smartphones"))
     stale = await create_payload(api, tenant, "P2", "T-Shirts", "TEE-1")
+    stale_phone = await create_payload(api, tenant, "P2", "Smartphones", "PHONE-1")
 
-    again = await load_taxonomies(rt, ("P2",))
-    assert again[0].unchanged and again[0].sequence == first[0].sequence  # same content: a no-op
+    again = await load_taxonomies(rt, ("P2",))  # the same content
+    assert again[0].unchanged and again[0].sequence == first[0].sequence + 1
+    assert (again[0].added, again[0].changed, again[0].removed) == (0, 0, 0)
+    same_tee = await schema(api, tenant, "P2", anchor_id("P2", "T-Shirts"))
+    same_phone = await schema(api, tenant, "P2", anchor_id("P2", "Smartphones"))
+    assert same_tee["ProductTypeViewId"] != old_tee["ProductTypeViewId"]
+    assert same_phone["ProductTypeViewId"] != old_phone["ProductTypeViewId"]
+    assert {k: v for k, v in same_tee.items() if k != "ProductTypeViewId"} == {
+        k: v for k, v in old_tee.items() if k != "ProductTypeViewId"
+    }  # the same schema, SchemaVersion included, under a new id
+    for payload in (stale, stale_phone):
+        response = await create(api, tenant, payload)
+        assert response.status_code == 400, response.text
+        errors = problem(response)["errors"]
+        assert set(errors) == {"ProductTypeViewId"} and "Superseded" in errors["ProductTypeViewId"][0]
+    assert await counts(rt, tenant.account_id) == (0, 0, 0)
 
     second = await load_taxonomies(rt, ("P2",), revision=2)
-    assert not second[0].unchanged and second[0].changed >= 1 and second[0].sequence == first[0].sequence + 1
+    assert not second[0].unchanged and second[0].changed >= 1 and second[0].sequence == first[0].sequence + 2
     new_tee = await schema(api, tenant, "P2", anchor_id("P2", "T-Shirts"))
-    assert new_tee["ProductTypeViewId"] != old_tee["ProductTypeViewId"]
+    assert new_tee["ProductTypeViewId"] not in (old_tee["ProductTypeViewId"], same_tee["ProductTypeViewId"])
     assert new_tee["SchemaVersion"] != old_tee["SchemaVersion"]
     assert "SeasonCode" in {a["Code"] for a in new_tee["Attributes"]}
     new_phone = await schema(api, tenant, "P2", anchor_id("P2", "Smartphones"))
-    assert new_phone["ProductTypeViewId"] == old_phone["ProductTypeViewId"]  # unchanged content keeps its id
+    assert new_phone["ProductTypeViewId"] != same_phone["ProductTypeViewId"]  # unchanged content: a new id all the same
     assert new_phone["SchemaVersion"] == old_phone["SchemaVersion"]
 
-    response = await create(api, tenant, stale)
-    assert response.status_code == 400
-    errors = problem(response)["errors"]
-    assert set(errors) == {"ProductTypeViewId"} and "Superseded" in errors["ProductTypeViewId"][0]
-    assert await counts(rt, tenant.account_id) == (0, 0, 0)
+    response = await create(api, tenant, {**stale, "ProductTypeViewId": same_tee["ProductTypeViewId"]})
+    assert response.status_code == 400 and "Superseded" in problem(response)["errors"]["ProductTypeViewId"][0]
     fresh = await create(api, tenant, {**stale, "ProductTypeViewId": new_tee["ProductTypeViewId"]})
     assert fresh.status_code == 200, fresh.text
+    phone = await create(api, tenant, {**stale_phone, "ProductTypeViewId": new_phone["ProductTypeViewId"]})
+    assert phone.status_code == 200, phone.text
+
+
+async def test_running_the_demo_again_is_not_a_reimport(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """`marketsync demo` is run again at will: a site whose current version has the shipped content keeps its ids
+    (only a re-import, `admin taxonomy import`, issues new ones)."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P4", "FR"),))
+    demo_tenant = DemoTenant(tenant.account_id, [tenant.marketplace("P4")])
+    await catalog_demo.seed(rt, demo_tenant)
+    before = await schema(api, tenant, "P4", anchor_id("P4", "T-Shirts"))
+    await catalog_demo.seed(rt, demo_tenant)
+    assert await schema(api, tenant, "P4", anchor_id("P4", "T-Shirts")) == before
 
 
 async def test_huge_numbers_and_deep_nesting_are_400_not_500(rt: Runtime, api: httpx.AsyncClient) -> None:

@@ -134,15 +134,54 @@ async def test_money_is_documented_as_the_numbers_the_service_writes(rt: Runtime
     # Closed sets the spec fixes are enums, from the code's constants; timestamps carry their format.
     assert schemas["Job"]["properties"]["Status"]["enum"] == [status.value for status in JobStatus]
     assert schemas["PushResultLine"]["properties"]["Result"]["enum"] == list(PUSH_OUTCOMES)
-    assert {"type": "string", "format": "date-time"} in schemas["Job"]["properties"]["StartedAt"]["anyOf"]
     assert "enum" not in schemas["Job"]["properties"]["Type"]  # kinds may be added: an open set
     # One named enum per closed set used in several places, referenced everywhere it is used.
     assert schemas["OrderStatus"]["enum"] == list(ORDER_STATUSES)
-    for schema, field in (("Order", "Status"), ("OrderItem", "Status"), ("OrderItemResult", "Status")):
-        assert schemas[schema]["properties"][field] == {"$ref": "#/components/schemas/OrderStatus"}, schema
     assert json.dumps(schemas).count(json.dumps(list(ORDER_STATUSES))) == 1
     price = schemas["PushItem"]["properties"]["Price"]
     assert {"type": "number"} in price["anyOf"] and all(b.get("type") != "string" for b in price["anyOf"])
+
+
+async def test_a_job_always_has_its_started_at(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Spec section 2, Job: StartedAt is a timestamp; only ProgressDone and ProgressTotal may be null."""
+    job = (await document_of(api))["components"]["schemas"]["Job"]
+    started_at = job["properties"]["StartedAt"]
+    assert (started_at["type"], started_at["format"]) == ("string", "date-time") and "anyOf" not in started_at
+    assert "StartedAt" in job["required"]
+    nullable = {name for name, value in job["properties"].items() if {"type": "null"} in value.get("anyOf", ())}
+    assert nullable == {"ProgressDone", "ProgressTotal"}
+
+
+async def test_order_statuses_in_responses_are_an_open_set(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Spec section 3: "Full list of order statuses: not shown". A response's Status is a string whose description
+    names the known values, never an enum: a generated client would refuse a whole order carrying a status it has not
+    seen. The List filter stays closed (the service refuses a value it does not know)."""
+    document = await document_of(api)
+    schemas = document["components"]["schemas"]
+    for schema, field in (("Order", "Status"), ("OrderItem", "Status"), ("OrderItemResult", "Status")):
+        status = schemas[schema]["properties"][field]
+        assert status["type"] == "string" and "enum" not in status and "$ref" not in status, schema
+        assert all(known in status["description"] for known in ORDER_STATUSES), schema
+    request = schemas["ListOrdersRequest"]["properties"]["OrderStatuses"]
+    assert {"$ref": "#/components/schemas/OrderStatus"} in [
+        branch.get("items") for branch in request.get("anyOf", [request])
+    ]
+    # Nothing a response carries refers to the closed set.
+    answered = json.dumps(
+        [
+            answer["content"]["application/json"]["schema"]
+            for _, _, operation in operations(document)
+            for answer in operation["responses"].values()
+            if "application/json" in answer.get("content", {})
+        ]
+    )
+    reachable = set(re.findall(r"#/components/schemas/(\w+)", answered))
+    seen: set[str] = set()
+    while reachable - seen:
+        name = (reachable - seen).pop()
+        seen.add(name)
+        reachable |= set(re.findall(r"#/components/schemas/(\w+)", json.dumps(schemas[name])))
+    assert "OrderStatus" not in seen
 
 
 async def test_headers_and_problems_are_documented_where_they_happen(rt: Runtime, api: httpx.AsyncClient) -> None:

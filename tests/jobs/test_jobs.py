@@ -7,7 +7,7 @@ import os
 import re
 import signal
 import socket
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -20,6 +20,7 @@ from marketsync.jobs import service as job_service
 from marketsync.jobs.run import JobRun, RetryLater
 from marketsync.jobs.types import JobPayload, payload_for
 from marketsync.jobs.worker import Worker, worker_identity
+from marketsync.kit.clock import FrozenClock, iso
 from marketsync.models import Account, Job, Schedule
 from marketsync.models.jobs import LEASE_OWNER_LENGTH
 from marketsync.runtime import Runtime
@@ -58,9 +59,49 @@ async def test_queued_job_as_the_api_shows_it(rt: Runtime, api: httpx.AsyncClien
     assert set(body) == JOB_FIELDS
     assert body["Status"] == "Published"
     assert body["IsComplete"] is False and body["IsSuccessful"] is False
-    assert body["StartedAt"] is None
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", body["StartedAt"])  # never null (below)
     assert body["ProgressDone"] is None and body["ProgressTotal"] is None  # does not count rows: null, not zero
     assert body["RecoveryCount"] == 0
+
+
+@pytest.mark.parametrize("clock", [FrozenClock(datetime(2026, 3, 1, 12, 0, tzinfo=UTC))])
+async def test_started_at_is_when_the_job_was_accepted_until_a_worker_starts_it(
+    rt: Runtime, api: httpx.AsyncClient, clock: FrozenClock
+) -> None:
+    """Spec section 2, Job: StartedAt is a timestamp, never null (only the progress counts may be null). A job no
+    worker has started answers the time it was accepted; once a worker starts it, the time it started."""
+    tenant = await make_tenant(rt, api)
+    accepted = clock.now()
+    queued_id = await enqueue(rt, tenant.account_id, test_tasks.SLOW_EFFECT)
+    async with rt.db.transaction() as session:
+        held = job_service.enqueue(
+            session, accepted, tenant.account_id, payload_for(test_tasks.SLOW_EFFECT, {}),
+            run_after=accepted + timedelta(hours=1),
+        )  # fmt: skip
+    for job_id, status in ((queued_id, "Published"), (held.id, "NotStarted")):
+        body = (await api.get(f"/api/jobs/{job_id}", headers=tenant.headers)).json()
+        assert (body["Status"], body["StartedAt"]) == (status, iso(accepted)), body
+
+    started = clock.advance(seconds=90)
+    await Worker(rt).drain()
+    body = (await api.get(f"/api/jobs/{queued_id}", headers=tenant.headers)).json()
+    assert (body["Status"], body["StartedAt"]) == ("Completed", iso(started))
+
+
+async def test_a_cancelled_job_is_complete_and_not_successful(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Spec sections 2 and 3: IsComplete is true for Completed, Failed and Cancelled. A job cancelled before any
+    worker ran it (its connection was paused) is complete, not successful, and still has its StartedAt."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    marketplace_id = tenant.marketplace("P1").id
+    async with rt.db.transaction() as session:
+        job_id = await job_service.enqueue_price_stock_push(
+            session, rt.clock.now(), tenant.account_id, marketplace_id, []
+        )
+    async with rt.db.transaction() as session:
+        assert await job_service.cancel_queued_for(session, rt.clock.now(), tenant.account_id, marketplace_id) == 1
+    body = (await api.get(f"/api/jobs/{job_id}", headers=tenant.headers)).json()
+    assert (body["Status"], body["IsComplete"], body["IsSuccessful"]) == ("Cancelled", True, False)
+    assert body["StartedAt"] is not None
 
 
 class BoomPayload(JobPayload):

@@ -71,7 +71,7 @@ async def test_strict_types_still_take_iso_timestamps_and_query_booleans(rt: Run
         one = await api.get(
             f"/api/orders/{order['ServiceOrderID']}", params={"includeCustomerData": value}, headers=tenant.headers
         )
-        assert one.status_code == 200 and ("Customer" in one.json()["Order"]) is has_customer
+        assert one.status_code == 200 and ("Customer" in one.json()) is has_customer
     # Writes are strict too: a quantity sent as a string is named, as the price push does.
     cancel = await api.post(
         "/api/orders/Cancel",

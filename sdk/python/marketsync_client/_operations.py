@@ -108,7 +108,7 @@ def get_order(order_id: str, *, include_customer_data: bool = False) -> Call[m.O
     return Call(
         "GET",
         _path("/api/orders/{order_id}", order_id=order_id),
-        lambda body: m.OrderEnvelope.model_validate(body).Order,
+        m.Order.model_validate,
         params=params,
         safe=True,
     )

@@ -247,10 +247,6 @@ class OrderPage(Response):
     NextUpdatedSince: AwareDatetime
 
 
-class OrderEnvelope(Response):
-    Order: Order
-
-
 class ConfirmItem(Request):
     OrderItemId: str
     ShipDate: AwareDatetime | None = None
@@ -492,7 +488,7 @@ class Job(Response):
     Status: str  # see JobStatus
     IsComplete: bool
     IsSuccessful: bool
-    StartedAt: AwareDatetime | None
+    StartedAt: AwareDatetime  # never None: when the job was accepted until a worker starts it
     ProgressDone: int | None  # None: the job does not count rows (not zero)
     ProgressTotal: int | None
     RecoveryCount: int
