@@ -7,7 +7,6 @@ import httpx
 from marketsync.catalog import demo as catalog_demo
 from marketsync.catalog import service
 from marketsync.catalog.taxonomy import Taxonomy
-from marketsync.demo import DemoTenant
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.runtime import Runtime
 from tests.catalog.support import TEST_SIZE, anchor_id, counts, create, create_payload, load_taxonomies, schema
@@ -194,10 +193,10 @@ async def test_running_the_demo_again_is_not_a_reimport(rt: Runtime, api: httpx.
     """`marketsync demo` is run again at will: a site whose current version has the shipped content keeps its ids
     (only a re-import, `admin taxonomy import`, issues new ones)."""
     tenant = await make_tenant(rt, api, marketplaces=(("P4", "FR"),))
-    demo_tenant = DemoTenant(tenant.account_id, [tenant.marketplace("P4")])
-    await catalog_demo.seed(rt, demo_tenant)
+    connections = [tenant.marketplace("P4")]
+    await catalog_demo.seed(rt, tenant.account_id, connections)
     before = await schema(api, tenant, "P4", anchor_id("P4", "T-Shirts"))
-    await catalog_demo.seed(rt, demo_tenant)
+    await catalog_demo.seed(rt, tenant.account_id, connections)
     assert await schema(api, tenant, "P4", anchor_id("P4", "T-Shirts")) == before
 
 
