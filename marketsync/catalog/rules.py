@@ -145,6 +145,20 @@ def off_api_warning(platform: str, name: str, *, validate_only: bool) -> str:
     )
 
 
+# How many refused listings a failed publish's reason names, each with the marketplace's own words.
+REASON_LISTINGS = 5
+
+
+def publish_failure_reason(refused: Sequence[tuple[str, str]], feed_message: str) -> str:
+    """A failed ListingPublish's reason: each refused listing's SKU with what the marketplace said of it (the fields it
+    found missing or refused), a few at most; the feed's own message when it was rejected whole."""
+    named = [f"{sku}: {why}" for sku, why in refused[:REASON_LISTINGS] if why]
+    if not named:
+        return f"no listing published: {feed_message or 'the marketplace gave no reason'}"
+    more = len(refused) - REASON_LISTINGS
+    return "no listing published: " + "; ".join(named) + (f"; and {more} more listing(s)" if more > 0 else "")
+
+
 def case_variant_warning(sku: str, variants: Sequence[str], *, validate_only: bool) -> str:
     """Create upserts on the exact SKU only: another casing becomes a new product, which makes reads and
     pushes by any other spelling ambiguous (spec: GET 409 conflict, push Result Ambiguous)."""

@@ -49,8 +49,10 @@ from marketsync.runtime import Runtime
 __all__ = [
     "SEARCH_DEFAULT_LIMIT",
     "CreateOutcome",
+    "HeldChange",
     "ImportSummary",
     "ListingDetails",
+    "ListingSaved",
     "Schema",
     "create_product",
     "get_schema",
@@ -59,6 +61,7 @@ __all__ = [
     "load_categories_if_missing",
     "load_site_categories",
     "load_taxonomy_unless_current",
+    "missing_requirements",
     "product_listings",
     "publish_journey",
     "search",
@@ -670,6 +673,8 @@ async def _write(rt: Runtime, session: AsyncSession, account_id: str, plan: Crea
     elif plan.category_id is not None:
         listing.category_id = plan.category_id
         listing.attributes = plan.attributes or {}
+        if listing.app_fields and HELD in listing.app_fields:  # this create's category and values supersede it
+            listing.app_fields = {k: v for k, v in listing.app_fields.items() if k != HELD}
     listing.status = ListingStatus.PENDING
     listing.journey_id = job_id
     listing.last_error = None
@@ -717,7 +722,7 @@ async def publish_journey(rt: Runtime, job: JobRun) -> None:
             title=product.title,
             price=product.price,
             quantity=product.quantity,
-            app_fields=dict(listing.app_fields or {}),
+            app_fields={k: v for k, v in (listing.app_fields or {}).items() if k != HELD},
         )
         for listing, product in rows
     ]
@@ -779,8 +784,11 @@ async def _record_outcome(
         )
         published = failed = 0
         behind: list[str] = []  # products whose catalogue values moved after the feed was built
+        refused: list[tuple[str, str]] = []  # (SKU, why) of each listing not published
         for listing, product in rows:
             ids = None if result.status == "Rejected" else result.published.get(listing.id)
+            if ids is None:
+                refused.append((product.sku, errors.get(listing.id) or result.message or ""))
             if ids is not None:
                 # The marketplace's ids are facts: record them even if a newer publish is queued.
                 listing.listing_id, listing.external_sku, listing.listing_url = ids
@@ -813,7 +821,11 @@ async def _record_outcome(
         # The job's end state goes with its outcome, in this transaction: ProgressDone = listings the
         # marketplace accepted; none accepted is a failed job (docs/decisions/0082).
         status = JobStatus(marketplace_rules.feed_job_status(published + failed, published))
-        reason = None if status == JobStatus.COMPLETED else f"no listing published: {result.message or 'all rejected'}"
+        reason = (
+            None
+            if status == JobStatus.COMPLETED
+            else rules.publish_failure_reason(refused if result.status != "Rejected" else [], result.message)
+        )
         await job.finish(session, status, reason, progress=(published, published + failed))
 
 
@@ -824,6 +836,42 @@ MAX_IMAGES = 12
 POLICY_KINDS = ("Payment", "Return", "Shipping")
 
 
+# A change saved in the app but not sent yet (decision 0400): `listings.app_fields["Held"]` holds the chosen category,
+# its schema's view id and the attribute values (API-settable and app-managed) until the category's every need is met.
+HELD = "Held"
+
+
+@dataclass(frozen=True)
+class HeldChange:
+    """A category and its attribute values saved in the app, not published: the category needs more (images, a
+    business policy) before the marketplace would take the listing, and the listing stays as the marketplace has it."""
+
+    category_id: str
+    view_id: str
+    attributes: dict[str, Any]  # API-settable, as validated
+    app_attributes: dict[str, Any]  # app-managed (ApiSettable false)
+
+    @classmethod
+    def of(cls, app_fields: Mapping[str, Any] | None) -> HeldChange | None:
+        held = (app_fields or {}).get(HELD)
+        if not isinstance(held, dict):
+            return None
+        return cls(
+            str(held.get("CategoryId") or ""),
+            str(held.get("ProductTypeViewId") or ""),
+            dict(held.get("Attributes") or {}),
+            dict(held.get("AppAttributes") or {}),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "CategoryId": self.category_id,
+            "ProductTypeViewId": self.view_id,
+            "Attributes": self.attributes,
+            "AppAttributes": self.app_attributes,
+        }
+
+
 @dataclass(frozen=True)
 class ListingDetails:
     """A listing as the app shows it: what the marketplace requires beyond the API, and what is filled in."""
@@ -831,7 +879,7 @@ class ListingDetails:
     listing: Listing
     product: Product
     connection: MarketplaceConnection
-    requirements: list[str]  # e.g. ["Images", "BusinessPolicy"]
+    requirements: list[str]  # e.g. ["Images", "BusinessPolicy"]: of the held change's category when one is held
     app_managed: list[AttributeSpec]  # attributes only the app may set (ApiSettable false)
 
     @property
@@ -839,9 +887,26 @@ class ListingDetails:
         return dict(self.listing.app_fields or {})
 
     @property
+    def held(self) -> HeldChange | None:
+        return HeldChange.of(self.listing.app_fields)
+
+    @property
     def missing(self) -> list[str]:
-        fields = self.app_fields
-        return [r for r in self.requirements if not fields.get(r)]
+        return missing_requirements(self.requirements, self.app_fields)
+
+
+@dataclass(frozen=True)
+class ListingSaved:
+    """What a save in the app did: a ListingPublish queued (`job_id`), or the change held (`missing` names what the
+    category still needs before the marketplace would take the listing; nothing was sent)."""
+
+    job_id: str | None
+    missing: tuple[str, ...] = ()
+
+
+def missing_requirements(requirements: Sequence[str], app_fields: Mapping[str, Any]) -> list[str]:
+    """The off-API requirements (`Images`, `BusinessPolicy`) the app fields do not fill: what a marketplace rejects."""
+    return [name for name in requirements if not app_fields.get(name)]
 
 
 async def listing_details(session: AsyncSession, account_id: str, listing_id: str) -> ListingDetails:
@@ -852,8 +917,10 @@ async def listing_details(session: AsyncSession, account_id: str, listing_id: st
     connection = await marketplaces.get(session, account_id, listing.marketplace_id)
     requirements: list[str] = []
     app_managed: list[AttributeSpec] = []
-    if listing.product_type_view_id is not None:
-        view = await repository.get_view(session, listing.product_type_view_id)
+    held = HeldChange.of(listing.app_fields)
+    view_id = held.view_id if held is not None else listing.product_type_view_id
+    if view_id is not None:
+        view = await repository.get_view(session, view_id)
         if view is not None:
             requirements = list(view.off_api_requirements)
             app_managed = [a for a in schema_of(view) if not a.api_settable]
@@ -895,13 +962,13 @@ async def set_listing_app_fields(
     images: list[str],
     policy: dict[str, str],
     attributes: dict[str, str] | None = None,
-) -> str:
-    """Store what the API cannot carry and republish the listing (a ListingPublish job; its id is returned).
-    `attributes` None keeps the app-managed attribute values held (the app sets them with the category's other
-    attributes, `set_listing_category`)."""
+) -> ListingSaved:
+    """Store what the API cannot carry and republish the listing (a ListingPublish job). `attributes` None keeps the
+    app-managed attribute values held (the app sets them with the category's other attributes,
+    `set_listing_category`). When the listing's category still needs something these fields leave empty, nothing is
+    sent: the marketplace would reject it, and a Live listing stays Live as it is (decision 0400)."""
     details = await listing_details(session, account_id, listing_id)
-    images = [url.strip() for url in images if url.strip()]
-    policy = {kind: value.strip() for kind, value in policy.items() if value.strip()}
+    images, policy = _clean_images(images), _clean_policy(policy)
     if attributes is not None:
         attributes = {code: value.strip() for code, value in attributes.items() if value.strip()}
     problems = _app_field_problems(images, policy, attributes or {}, details.app_managed)
@@ -912,7 +979,33 @@ async def set_listing_app_fields(
     listing = found[0]
     if attributes is None:
         attributes = dict((listing.app_fields or {}).get("Attributes") or {})
-    listing.app_fields = {"Images": images, "BusinessPolicy": policy, "Attributes": attributes}
+    listing.app_fields = {
+        **(listing.app_fields or {}),
+        "Images": images,
+        "BusinessPolicy": policy,
+        "Attributes": attributes,
+    }
+    own_requirements: list[str] = []
+    if listing.product_type_view_id is not None:
+        view = await repository.get_view(session, listing.product_type_view_id)
+        own_requirements = list(view.off_api_requirements) if view is not None else []
+    missing = missing_requirements(own_requirements, listing.app_fields)
+    if missing:
+        listing.updated_at = rt.clock.now()
+        return ListingSaved(None, tuple(missing))
+    return ListingSaved(_republish(rt, session, account_id, listing))
+
+
+def _clean_images(images: Sequence[str]) -> list[str]:
+    return [url.strip() for url in images if url.strip()]
+
+
+def _clean_policy(policy: Mapping[str, str]) -> dict[str, str]:
+    return {kind: value.strip() for kind, value in policy.items() if value.strip()}
+
+
+def _republish(rt: Runtime, session: AsyncSession, account_id: str, listing: Listing) -> str:
+    """The listing Pending under a new ListingPublish job (its journey); the job's id."""
     now = rt.clock.now()
     job_id = new_id()
     listing.status, listing.journey_id, listing.last_error, listing.updated_at = (
@@ -946,15 +1039,24 @@ async def set_listing_category(
     category_id: str,
     view_id: str,
     values: Mapping[str, str],
-) -> str:
-    """Give a listing its category and attribute values, then republish it (its ListingPublish job's id is returned).
+    images: list[str] | None = None,
+    policy: dict[str, str] | None = None,
+) -> ListingSaved:
+    """Give a listing its category and attribute values (and, with them, its images and policies: one step), then
+    republish it.
 
     This is the API's create of the listing's own SKU on its marketplace with `CategoryId`, `ProductTypeViewId` and
     `Attributes` (no Quantity: stock untouched): the same validation (`validate_create`), the same write and the same
     publish job, in the caller's transaction. What the API refuses because the app manages it (ApiSettable false)
     is checked by the same attribute rules, as settable here, and kept in the listing's app fields. Every problem of
-    either part is in one ValidationFailed (keys `CategoryId`, `ProductTypeViewId`, `Attributes.<code>`); then
-    nothing is written. Values the listing already holds count as present (a partial update); a blank value clears.
+    either part (and of the images and policies) is in one ValidationFailed (keys `CategoryId`, `ProductTypeViewId`,
+    `Attributes.<code>`, `Images[i]`, `BusinessPolicy.<kind>`); then nothing is written. Values the listing already
+    holds (or a change held) count as present (a partial update); a blank value clears.
+
+    When the category needs what the API cannot carry (images, a business policy) and the listing's app fields do not
+    hold it, nothing is published: the marketplace would reject the listing, taking a Live one down. The change is
+    held in the listing's app fields, the listing stays as the marketplace has it, and `missing` says what to fill in
+    (decision 0400). `images` or `policy` None keeps the ones held.
     """
     found = await repository.listing_with_product(session, account_id, listing_id, for_update=True)
     if found is None:
@@ -966,6 +1068,13 @@ async def set_listing_category(
         raise ValidationFailed(errors={"CategoryId": ["Choose a category."]})
     if listing.category_id and category_id != listing.category_id:  # a live listing is not moved (decision 0345)
         raise ValidationFailed(errors={"CategoryId": [f"This listing's category is {listing.category_id}; it stays."]})
+    held = HeldChange.of(listing.app_fields)
+    if held is not None and held.category_id == category_id:
+        # The change held counts as the values held: a field the form did not send keeps its held value.
+        values = {
+            **{code: form_value(value) for code, value in {**held.attributes, **held.app_attributes}.items()},
+            **values,
+        }
     # The category's app-managed attributes (the current schema's; a stale ProductTypeViewId is refused below).
     app_managed: dict[str, AttributeSpec] = {}
     category = await repository.get_category(session, connection.platform, connection.country, category_id)
@@ -990,20 +1099,36 @@ async def set_listing_category(
     except NotFound as exc:  # the API's 404 alone: in the app, beside the field it is about
         key = "CategoryId" if connection.state == ConnectionState.ACTIVE else "MarketplaceId"
         rules.add_error(errors, key, exc.title)
-    held = dict((listing.app_fields or {}).get("Attributes") or {})
     app_values, app_errors = rules.validate_attributes(
         [replace(a, api_settable=True) for a in app_managed.values()],
         {code: value for code, value in values.items() if code in app_managed},
-        held,
+        dict((listing.app_fields or {}).get("Attributes") or {}),
     )
     for key, messages in app_errors.items():
         errors.setdefault(key, []).extend(messages)
+    fields = dict(listing.app_fields or {})
+    if images is not None:
+        fields["Images"] = _clean_images(images)
+    if policy is not None:
+        fields["BusinessPolicy"] = _clean_policy(policy)
+    given_images = fields["Images"] if images is not None else []
+    given_policy = fields["BusinessPolicy"] if policy is not None else {}
+    for key, messages in _app_field_problems(given_images, given_policy, {}, []).items():
+        errors.setdefault(key, []).extend(messages)
     if errors:
         raise ValidationFailed(errors=errors)
-    assert plan is not None and plan.listing is listing  # the listing of this SKU on this marketplace
+    assert plan is not None and plan.listing is listing and plan.view is not None  # this SKU's listing, a leaf
+    fields.pop(HELD, None)
+    missing = missing_requirements(plan.view.off_api_requirements, fields)
+    if missing:
+        # Not sent: the marketplace would reject it. Held, with the images and policies given, until complete.
+        change = HeldChange(category_id, plan.view.id, plan.attributes or {}, app_values)
+        listing.app_fields = {**fields, HELD: change.to_json()}
+        listing.updated_at = rt.clock.now()
+        return ListingSaved(None, tuple(missing))
     _, job_id, _ = await _write(rt, session, account_id, plan)
-    listing.app_fields = {**(listing.app_fields or {}), "Attributes": app_values}
-    return job_id
+    listing.app_fields = {**fields, "Attributes": app_values}
+    return ListingSaved(job_id)
 
 
 def form_value(value: Any) -> str:

@@ -418,13 +418,15 @@ async def _listing_page(
     **context: Any,
 ) -> Response:
     """The listing page. A listing without a category (P1 allows one) offers the category search; a chosen category,
-    or the listing's own, shows its schema as a form, filled with what was typed or else with the values held."""
+    the one of a change held (decision 0400), or the listing's own, shows its schema as one form with the images and
+    policies, filled with what was typed or else with the values held, and says before saving what the category
+    needs."""
     rt = runtime_of(request)
     async with rt.db.read() as session:
         details = await catalog.listing_details(session, person.account_id, listing_id)
-        listing = details.listing
+        listing, held_change = details.listing, details.held
         # A listing's category, once it has one, is not changed here (decision 0345): the address cannot choose another.
-        chosen = listing.category_id or category.strip()
+        chosen = listing.category_id or category.strip() or (held_change.category_id if held_change else "")
         schema: catalog.Schema | None = None
         schema_errors: dict[str, list[str]] = {}
         if chosen:
@@ -433,14 +435,19 @@ async def _listing_page(
             except ApiError as exc:  # beside the category: an unknown or inner category, a paused connection
                 schema_errors = {"CategoryId": [m for ms in exc.errors.values() for m in ms] or [exc.title]}
     held: dict[str, Any] = {}
-    if chosen == listing.category_id:
+    if held_change is not None and chosen == held_change.category_id:
+        held = {**held_change.attributes, **held_change.app_attributes}
+    elif chosen == listing.category_id:
         held = {**(listing.attributes or {}), **(details.app_fields.get("Attributes") or {})}
     values = typed_values if typed_values is not None else {k: catalog.form_value(v) for k, v in held.items()}
+    # What a publish in the category shown needs beyond its attributes, and which of it the listing lacks.
+    needs = list(schema.view.off_api_requirements) if schema is not None else details.requirements
+    missing = catalog.missing_requirements(needs, details.app_fields)
     title = f"Listing {details.product.sku} on {details.connection.platform} {details.connection.country}"
     errors = {**schema_errors, **(context.pop("errors", None) or {})}
     return page(
         request, "listing.html", person, status, title=title, details=details, schema=schema, chosen=chosen,
-        values=values, errors=errors, **context,
+        values=values, errors=errors, needs=needs, missing=missing, held_change=held_change, **context,
     )  # fmt: skip
 
 
@@ -468,6 +475,7 @@ async def listing_page(
     listing_id: str,
     person: SignedIn,
     republished: str = "",
+    saved: str = "",
     q: str | None = None,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     category: str = "",
@@ -477,48 +485,66 @@ async def listing_page(
         search = await _category_search(request, person, listing_id, q, offset)
     return await _listing_page(
         request, person, listing_id, category=category, republished=republished if republished.isalnum() else "",
-        q=q, **search,
+        kept=saved == "held", q=q, **search,
     )  # fmt: skip
+
+
+def _listing_form(form: Any) -> tuple[list[str], dict[str, str]]:
+    """The images (one URL a line) and the policy ids of a listing page's form."""
+    images = [line for line in str(form.get("images") or "").splitlines() if line.strip()]
+    policy = {kind: str(form.get(f"policy_{kind}") or "") for kind in catalog.POLICY_KINDS}
+    return images, policy
+
+
+def _after_save(listing_id: str, saved: catalog.ListingSaved) -> Response:
+    # Post/redirect/get: reloading the page must not republish again.
+    if saved.job_id is None:  # held: nothing sent, the page says what is still needed
+        return see_other(f"/app/listings/{listing_id}?saved=held")
+    return see_other(f"/app/listings/{listing_id}?republished={saved.job_id}")
 
 
 @router.post("/listings/{listing_id}/attributes", response_class=HTMLResponse)
 async def save_listing_attributes(request: Request, listing_id: str, person: SignedIn) -> Response:
-    """The schema form: the category and every attribute value, validated as the API's create, then republished."""
+    """The schema form: the category, every attribute value, the images and the policies, validated as the API's
+    create, then republished, or held while the category needs more (decision 0400)."""
     form = await checked_form(request, person)
     category_id, view_id = str(form.get("category") or ""), str(form.get("view") or "")
     values = {key.removeprefix("attribute_"): str(value) for key, value in form.items() if key.startswith("attribute_")}
+    # A form without the images field (an older page) keeps the images and policies held.
+    images, policy = _listing_form(form) if "images" in form else (None, None)
     rt = runtime_of(request)
     try:
         async with rt.db.transaction() as session:
-            job_id = await catalog.set_listing_category(
-                rt, session, person.account_id, listing_id, category_id=category_id, view_id=view_id, values=values
-            )
+            saved = await catalog.set_listing_category(
+                rt, session, person.account_id, listing_id, category_id=category_id, view_id=view_id, values=values,
+                images=images, policy=policy,
+            )  # fmt: skip
     except ValidationFailed as exc:
         # Nothing was stored: the form again, as typed, each message beside its field.
+        typed = {"Images": images, "BusinessPolicy": policy} if images is not None else None
         return await _listing_page(
-            request, person, listing_id, 400, category=category_id, typed_values=values, errors=errors_of(exc)
-        )
-    return see_other(f"/app/listings/{listing_id}?republished={job_id}")
+            request, person, listing_id, 400, category=category_id, typed_values=values, errors=errors_of(exc),
+            typed=typed,
+        )  # fmt: skip
+    return _after_save(listing_id, saved)
 
 
 @router.post("/listings/{listing_id}", response_class=HTMLResponse)
 async def republish_listing(request: Request, listing_id: str, person: SignedIn) -> Response:
     form = await checked_form(request, person)
-    images = [line for line in str(form.get("images") or "").splitlines() if line.strip()]
-    policy = {kind: str(form.get(f"policy_{kind}") or "") for kind in catalog.POLICY_KINDS}
+    images, policy = _listing_form(form)
     rt = runtime_of(request)
     try:
         async with rt.db.transaction() as session:
             # App-managed attribute values are the schema form's: kept as held here.
-            job_id = await catalog.set_listing_app_fields(
+            saved = await catalog.set_listing_app_fields(
                 rt, session, person.account_id, listing_id, images=images, policy=policy
             )
     except ValidationFailed as exc:
         # The form shows what the person typed, beside what was wrong with it, not the stored values.
         typed = {"Images": images, "BusinessPolicy": policy}
         return await _listing_page(request, person, listing_id, 400, errors=errors_of(exc), typed=typed)
-    # Post/redirect/get: reloading the page must not republish again.
-    return see_other(f"/app/listings/{listing_id}?republished={job_id}")
+    return _after_save(listing_id, saved)
 
 
 # -- the app's edges --------------------------------------------------------------------------------------------

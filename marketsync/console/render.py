@@ -34,6 +34,18 @@ def money(value: object) -> str:
 
 
 templates.env.filters["money"] = money
+
+# What a category needs beyond its attributes (a taxonomy's OffApiRequirements), in words.
+REQUIREMENT_WORDS = {"Images": "images", "BusinessPolicy": "a business policy"}
+
+
+def needs_words(requirements: list[str]) -> str:
+    """["Images", "BusinessPolicy"] as "images and a business policy"."""
+    words = [REQUIREMENT_WORDS.get(name, name) for name in requirements]
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 2 else words)
+
+
+templates.env.filters["needs_words"] = needs_words
 # Every page is per person: never stored by a shared or browser cache.
 NO_STORE = {"Cache-Control": "no-store"}
 

@@ -30,7 +30,7 @@ async def test_filling_images_in_the_app_makes_the_listing_go_live(rt: Runtime, 
     account_id, listing_id = await _rejected_tee(rt, api)
     owner = await signed_in(api, await make_person(rt, account_id))
     page = await owner.page(f"/app/listings/{listing_id}")
-    assert page.status_code == 200 and "missing: Images" in page.text
+    assert page.status_code == 200 and "missing: images" in page.text
 
     saved = await owner.post(
         f"/app/listings/{listing_id}",
