@@ -11,6 +11,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from marketsync.auth import service as auth
@@ -153,9 +154,21 @@ async def _credentials_page(request: Request, person: Person, status: int = 200,
     )  # fmt: skip
 
 
+async def _revealed(request: Request, key: str) -> dict[str, Any]:
+    """The page's one-time reveal (decision 0401), taken from the browser's session: `shown` once, then `gone`."""
+    shown = await people.take_reveal(runtime_of(request), request.cookies.get(SESSION_COOKIE, ""), key)
+    return {"shown": shown, "gone": shown is None}
+
+
+async def keep_reveal(request: Request, session: AsyncSession, key: str, shown: dict[str, str]) -> None:
+    """Kept, in the transaction that made the secret, for the page the redirect shows (decision 0401)."""
+    await people.keep_reveal(runtime_of(request), session, request.cookies.get(SESSION_COOKIE, ""), key, shown)
+
+
 @router.get("/credentials", response_class=HTMLResponse)
-async def credentials_page(request: Request, person: OwnerOnly) -> Response:
-    return await _credentials_page(request, person)
+async def credentials_page(request: Request, person: OwnerOnly, created: str = "") -> Response:
+    revealed = await _revealed(request, f"credential:{created}") if created else {}
+    return await _credentials_page(request, person, **revealed)
 
 
 @router.post("/credentials", response_class=HTMLResponse)
@@ -173,8 +186,13 @@ async def create_credential(request: Request, person: OwnerOnly) -> Response:
     rt = runtime_of(request)
     async with rt.db.transaction() as session:
         created = await auth.create_credential(rt, session, person.account_id, name, chosen)
-    # The secret is in this one response only: it is stored as a keyed hash and never shown again.
-    return await _credentials_page(request, person, 201, created=created, created_name=name)
+        shown = {
+            "name": name, "client_id": created.client_id, "client_secret": created.client_secret,
+            "scopes": " ".join(created.scopes),
+        }  # fmt: skip
+        await keep_reveal(request, session, f"credential:{created.credential_id}", shown)
+    # The secret is stored as a keyed hash: shown once, by the page this redirect shows; a reload creates nothing.
+    return see_other(f"/app/credentials?created={created.credential_id}")
 
 
 @router.post("/credentials/{credential_id}/delete")
@@ -197,8 +215,13 @@ async def _people_page(request: Request, person: Person, status: int = 200, **co
 
 
 @router.get("/people", response_class=HTMLResponse)
-async def people_page(request: Request, person: OwnerOnly, removed: str = "") -> Response:
-    return await _people_page(request, person, removed=removed == "1")
+async def people_page(request: Request, person: OwnerOnly, removed: str = "", shown: str = "") -> Response:
+    revealed = await _revealed(request, f"person:{shown}") if shown else {}
+    return await _people_page(request, person, removed=removed == "1", **revealed)
+
+
+def _person_shown(user: people.NewUser, why: str) -> dict[str, str]:
+    return {"email": user.email, "password": user.password, "role": str(user.role), "why": why}
 
 
 @router.post("/people", response_class=HTMLResponse)
@@ -210,10 +233,11 @@ async def add_person(request: Request, person: OwnerOnly) -> Response:
         async with rt.db.transaction() as session:
             await people.acting_owner(session, person.account_id, person.user_id)
             added = await people.create_user(rt, session, person.account_id, email, role)
+            await keep_reveal(request, session, f"person:{added.user_id}", _person_shown(added, "added"))
     except ValidationFailed as exc:
         return await _people_page(request, person, 400, errors=errors_of(exc), email=email, role=role)
-    # The password is in this one response only: it is stored as an argon2id hash and never shown again.
-    return await _people_page(request, person, 201, shown=added, shown_why="added")
+    # The password is stored as an argon2id hash: shown once, by the page this redirect shows (decision 0401).
+    return see_other(f"/app/people?shown={added.user_id}")
 
 
 @router.post("/people/{user_id}/password", response_class=HTMLResponse)
@@ -222,7 +246,8 @@ async def replace_password(request: Request, user_id: str, person: OwnerOnly) ->
     rt = runtime_of(request)
     async with rt.db.transaction() as session:
         replaced = await people.new_password(rt, session, person.account_id, user_id, by=person.user_id)
-    return await _people_page(request, person, 200, shown=replaced, shown_why="password")
+        await keep_reveal(request, session, f"person:{replaced.user_id}", _person_shown(replaced, "password"))
+    return see_other(f"/app/people?shown={replaced.user_id}")
 
 
 @router.post("/people/{user_id}/remove", response_class=HTMLResponse)

@@ -9,9 +9,10 @@ from typing import Annotated, Any
 
 from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.auth.dependencies import runtime_of
-from marketsync.console.guards import SignedIn, checked_form
+from marketsync.console.guards import SESSION_COOKIE, SignedIn, checked_form
 from marketsync.console.render import (
     NOT_A_PAGE,
     cursor_text,
@@ -23,6 +24,7 @@ from marketsync.console.render import (
 )
 from marketsync.http.errors import ApiError, ValidationFailed
 from marketsync.kit.timestamps import in_utc
+from marketsync.people import service as people
 from marketsync.people.service import Person
 from marketsync.webhooks import service as webhooks
 from marketsync.webhooks.rules import EVENT_TYPES
@@ -63,10 +65,30 @@ async def _webhooks_page(request: Request, person: Person, status: int = 200, **
 
 @router.get("/webhooks", response_class=HTMLResponse)
 async def webhooks_page(
-    request: Request, person: SignedIn, done: str = "", count: Annotated[int, Query(ge=0, le=1_000_000)] = 0
+    request: Request,
+    person: SignedIn,
+    done: str = "",
+    count: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    created: str = "",
 ) -> Response:
     notice = NOTICES.get(done, "").format(count=count)
-    return await _webhooks_page(request, person, notice=notice)
+    revealed: dict[str, Any] = {}
+    if created:  # the page a create's (or a replace's) redirect shows: its secret, once (decision 0401)
+        shown = await people.take_reveal(runtime_of(request), request.cookies.get(SESSION_COOKIE, ""), _key(created))
+        revealed = {"shown": shown, "gone": shown is None}
+    return await _webhooks_page(request, person, notice=notice, **revealed)
+
+
+def _key(subscription_id: str) -> str:
+    return f"subscription:{subscription_id}"
+
+
+async def _keep_secret(request: Request, session: AsyncSession, created: webhooks.NewSubscription, why: str) -> None:
+    """The signing secret is stored encrypted and shown once, by the page the redirect shows: kept on the browser's
+    session in the transaction that made it (decision 0401)."""
+    shown = {"url": created.subscription.url, "secret": created.secret, "why": why}
+    token = request.cookies.get(SESSION_COOKIE, "")
+    await people.keep_reveal(runtime_of(request), session, token, _key(created.subscription.id), shown)
 
 
 @router.post("/webhooks", response_class=HTMLResponse)
@@ -80,10 +102,11 @@ async def create_subscription(request: Request, person: SignedIn) -> Response:
         await webhooks.validate_subscription(rt, url, chosen)
         async with rt.db.transaction() as session:
             created = await webhooks.create_subscription(rt, session, person.account_id, url, chosen)
+            await _keep_secret(request, session, created, "created")
     except ApiError as exc:
         return await _webhooks_page(request, person, exc.status, errors=errors_of(exc), url=url, chosen=chosen)
-    # The signing secret is in this one response only: it is stored encrypted and never shown again.
-    return await _webhooks_page(request, person, 201, created=created)
+    # Post/redirect/get: a reload of the page shows the secret no more and creates nothing.
+    return see_other(f"/app/webhooks?created={created.subscription.id}")
 
 
 # What a repair did, named by a code in the redirect (never free text from the URL): post/redirect/get, so
@@ -113,16 +136,20 @@ async def resend(request: Request, delivery_id: str, person: SignedIn) -> Respon
 @router.post("/webhooks/{subscription_id}/replace", response_class=HTMLResponse)
 async def replace_subscription(request: Request, subscription_id: str, person: SignedIn) -> Response:
     """A disabled subscription cannot be re-enabled (spec section 3): a new one with the same URL and events takes
-    its place, and its new secret is shown in this one response, as at create."""
+    its place, and its new secret is shown once, as at create."""
     await checked_form(request, person)
+
+    async def keep(session: AsyncSession, created: webhooks.NewSubscription) -> None:
+        await _keep_secret(request, session, created, "replaced")
+
     try:
-        created = await webhooks.replace(runtime_of(request), person.account_id, subscription_id)
+        created = await webhooks.replace(runtime_of(request), person.account_id, subscription_id, then=keep)
     except ApiError as exc:
         if exc.status == 404:
             raise
         errors = errors_of(exc)
         return await _webhooks_page(request, person, exc.status, errors=errors, failed_subscription=subscription_id)
-    return await _webhooks_page(request, person, 201, created=created, replaced=True)
+    return see_other(f"/app/webhooks?created={created.subscription.id}")
 
 
 @router.post("/webhooks/{subscription_id}/{action}", response_class=HTMLResponse)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from marketsync.models.base import ID, Base
@@ -36,3 +36,6 @@ class AppSession(Base):
     last_seen_at: Mapped[datetime]
     expires_at: Mapped[datetime]  # absolute end, whatever the activity
     revoked_at: Mapped[datetime | None]
+    # What a page shows once (decision 0401), until the page after the form's redirect takes it: AES-GCM bound to this
+    # row, never in clear.
+    reveals: Mapped[str | None] = mapped_column(Text)

@@ -29,6 +29,12 @@ async def session_with_user(session: AsyncSession, token_hash: str) -> tuple[App
     return (row[0], row[1]) if row is not None else None
 
 
+async def app_session_locked(session: AsyncSession, token_hash: str) -> AppSession | None:
+    """A browser's session row, locked (PostgreSQL): two pages taking its one-time reveal take it one after the
+    other."""
+    return await session.get(AppSession, token_hash, with_for_update=True)
+
+
 async def revoke_sessions(session: AsyncSession, user_id: str, now: datetime) -> int:
     result = await session.execute(
         update(AppSession).where(AppSession.user_id == user_id, AppSession.revoked_at.is_(None)).values(revoked_at=now)

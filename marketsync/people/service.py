@@ -13,11 +13,13 @@ import asyncio
 import hashlib
 import re
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 
+import orjson
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from cryptography.exceptions import InvalidTag
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -39,6 +41,7 @@ __all__ = [
     "acting_owner",
     "create_user",
     "ensure_user",
+    "keep_reveal",
     "list_people",
     "new_password",
     "person_for",
@@ -46,6 +49,7 @@ __all__ = [
     "sign_in",
     "sign_out",
     "sign_out_everywhere",
+    "take_reveal",
 ]
 
 IDLE_EXPIRY = timedelta(minutes=30)
@@ -277,3 +281,69 @@ async def new_password(rt: Runtime, session: AsyncSession, account_id: str, user
     of the person signed out."""
     await acting_owner(session, account_id, by)
     return await _replace_password(rt, session, await _person_of(session, account_id, user_id))
+
+
+# -- what a page shows once (docs/decisions/0401-one-time-reveal.md) -----------------------------------------------
+
+# A reveal waits this long for the page the form's redirect shows; then it is gone unseen.
+REVEAL_WAITS = timedelta(minutes=5)
+# At most this many reveals wait on one browser at once (several tabs): the oldest goes first.
+MAX_REVEALS = 4
+
+
+def _reveal_context(token_hash: str) -> str:
+    """Binds the ciphertext to its session row: copied onto another browser's session, it fails to decrypt."""
+    return f"app-reveal:{token_hash}"
+
+
+def _waiting(rt: Runtime, row: AppSession, now: datetime) -> dict[str, dict[str, str]]:
+    if not row.reveals:
+        return {}
+    try:
+        opened = orjson.loads(
+            crypto.decrypt(rt.settings.encryption_keyring, row.reveals, _reveal_context(row.token_hash))
+        )
+    except (InvalidTag, KeyError, ValueError):  # a key no longer configured: nothing to show
+        return {}
+    return {
+        key: shown
+        for key, shown in opened.items()
+        if now - datetime.fromisoformat(str(shown.get("_at"))) <= REVEAL_WAITS
+    }
+
+
+def _store(rt: Runtime, row: AppSession, waiting: dict[str, dict[str, str]]) -> None:
+    context = _reveal_context(row.token_hash)
+    row.reveals = (
+        crypto.encrypt(rt.settings.encryption_keyring, orjson.dumps(waiting).decode(), context) if waiting else None
+    )
+
+
+async def keep_reveal(rt: Runtime, session: AsyncSession, token: str, key: str, shown: dict[str, str]) -> None:
+    """Keep what a page shows once (`shown`: a new secret and its labels) on the browser's session, encrypted, in the
+    caller's transaction (the one that created the secret), for the page the form's redirect shows: that page
+    takes it (`take_reveal`), so a reload shows it no more and posts nothing again."""
+    row = await repository.app_session_locked(session, crypto.keyed_hash(rt.settings.hash_key, token))
+    if row is None:  # pragma: no cover - the person was signed in a moment ago, in this request
+        return
+    now = rt.clock.now()
+    waiting = _waiting(rt, row, now)
+    waiting[key] = {**shown, "_at": now.isoformat()}
+    _store(rt, row, dict(list(waiting.items())[-MAX_REVEALS:]))
+
+
+async def take_reveal(rt: Runtime, token: str, key: str) -> dict[str, str] | None:
+    """What `keep_reveal` kept under `key` on this browser's session, once: taken, it is gone. None when there is
+    none (shown already, waited too long, another browser)."""
+    if not token or len(token) > 100:
+        return None
+    async with rt.db.transaction() as session:
+        row = await repository.app_session_locked(session, crypto.keyed_hash(rt.settings.hash_key, token))
+        if row is None or not row.reveals:
+            return None
+        waiting = _waiting(rt, row, rt.clock.now())
+        shown = waiting.pop(key, None)
+        _store(rt, row, waiting)
+    if shown is None:
+        return None
+    return {name: value for name, value in shown.items() if name != "_at"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -294,10 +294,16 @@ async def send_test_event(
     return SentTestEvent(subscription_id, chosen, delivery_id)
 
 
-async def replace(rt: Runtime, account_id: str, subscription_id: str) -> NewSubscription:
+async def replace(
+    rt: Runtime,
+    account_id: str,
+    subscription_id: str,
+    then: Callable[[AsyncSession, NewSubscription], Awaitable[None]] | None = None,
+) -> NewSubscription:
     """A disabled subscription is never re-enabled (spec section 3): it is deleted and a new one created with the
     same URL and event types, under a new id and a new secret, in one transaction. The URL is checked again as at
-    create (a host may have moved to a private address), so a refused URL deletes nothing."""
+    create (a host may have moved to a private address), so a refused URL deletes nothing. `then` runs in that
+    transaction with the new subscription (the app keeps its one-time reveal there: decision 0401)."""
     async with rt.db.read() as session:
         old = await get_subscription(session, account_id, subscription_id)
         was_active, url, event_types = old.is_active, old.url, list(old.event_types)
@@ -310,7 +316,10 @@ async def replace(rt: Runtime, account_id: str, subscription_id: str) -> NewSubs
         if current.is_active:
             raise Conflict(ACTIVE_NOT_REPLACED)
         await delete_subscription(session, account_id, subscription_id)
-        return await create_subscription(rt, session, account_id, url, event_types)
+        created = await create_subscription(rt, session, account_id, url, event_types)
+        if then is not None:
+            await then(session, created)
+        return created
 
 
 async def stats(session: AsyncSession) -> dict[str, int]:

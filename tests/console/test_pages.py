@@ -28,11 +28,12 @@ async def test_an_owner_creates_a_credential_sees_the_secret_once_and_uses_it(
     rt: Runtime, api: httpx.AsyncClient
 ) -> None:
     owner = await signed_in(api, await make_person(rt, await make_account(rt)))
-    created = await owner.post(
+    posted = await owner.post(
         "/app/credentials", {"name": "ERP", "scope_OrdersRead": "1", "scope_InventoryRead": "1"},
         csrf_from="/app/credentials",
     )  # fmt: skip
-    assert created.status_code == 201
+    assert posted.status_code == 303  # post/redirect/get (decision 0401)
+    created = await owner.page(posted.headers["location"])
     assert '<h2 id="created-title">Credential “ERP” created</h2>' in created.text  # its name
     client_id = re.search(r'id="client-id">([^<]+)<', created.text).group(1)  # type: ignore[union-attr]
     secret = re.search(r'id="client-secret">([^<]+)<', created.text).group(1)  # type: ignore[union-attr]

@@ -44,8 +44,9 @@ async def test_an_owner_adds_a_person_whose_password_is_shown_once(rt: Runtime, 
     taken = await owner.post(PAGE, {"email": owner.email.upper(), "role": "Staff"}, csrf_from=PAGE)
     assert taken.status_code == 400 and "already exists" in taken.text
 
-    added = await owner.post(PAGE, {"email": "Packer@Example.com", "role": "Staff"}, csrf_from=PAGE)
-    assert added.status_code == 201, added.text
+    posted = await owner.post(PAGE, {"email": "Packer@Example.com", "role": "Staff"}, csrf_from=PAGE)
+    assert posted.status_code == 303, posted.text  # post/redirect/get (decision 0401)
+    added = await owner.page(posted.headers["location"])
     found = _PASSWORD.search(added.text)
     assert found is not None
     password = found.group(1)
@@ -75,7 +76,9 @@ async def test_a_new_password_signs_the_person_out_and_the_old_one_stops_working
     staff_user = await make_person(rt, account_id, "Staff")
     staff = await signed_in(api, staff_user)
     user_id = _user_id(await owner.page(PAGE), staff_user.email)
-    replaced = await owner.post(f"{PAGE}/{user_id}/password", csrf_from=PAGE)
+    posted = await owner.post(f"{PAGE}/{user_id}/password", csrf_from=PAGE)
+    assert posted.status_code == 303  # post/redirect/get (decision 0401)
+    replaced = await owner.page(posted.headers["location"])
     found = _PASSWORD.search(replaced.text)
     assert replaced.status_code == 200 and found is not None
     assert (await staff.page("/app/marketplaces")).status_code == 303  # signed out at once

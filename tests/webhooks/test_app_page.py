@@ -9,14 +9,17 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from sqlalchemy import func, select, update
 
 from marketsync.kit import jsonio
+from marketsync.models.webhooks import WebhookSubscription
 from marketsync.runtime import Runtime
 from marketsync.webhooks import rules
 from marketsync.webhooks.ssrf import StaticResolver
 from tests.console.support import Browser, make_person, signed_in
+from tests.console.test_reveal_once import posted_then_reloaded
 from tests.inventory.support import add_products
-from tests.support.factories import Tenant, make_tenant
+from tests.support.factories import Tenant, make_account, make_tenant
 from tests.webhooks.receiver import HOSTNAME, Receiver
 from tests.webhooks.support import attempts, deliveries, fire, pump, settle, subscribe, subscription_row
 
@@ -28,8 +31,9 @@ async def test_a_subscription_created_in_the_app_shows_its_secret_once_and_signs
 ) -> None:
     tenant = await make_tenant(rt, api)
     person = await signed_in(api, await make_person(rt, tenant.account_id))
-    created = await person.post("/app/webhooks", {"url": receiver.url(), "event_InventoryChanged": "1"}, csrf_from=PAGE)
-    assert created.status_code == 201
+    posted = await person.post("/app/webhooks", {"url": receiver.url(), "event_InventoryChanged": "1"}, csrf_from=PAGE)
+    assert posted.status_code == 303  # post/redirect/get (decision 0401)
+    created = await person.page(posted.headers["location"])
     secret = re.search(r'id="signing-secret">([^<]+)<', created.text).group(1)  # type: ignore[union-attr]
     later = await person.page("/app/webhooks")
     assert receiver.url() in later.text and secret not in later.text  # never rendered twice
@@ -154,8 +158,10 @@ async def test_a_disabled_subscription_is_replaced_by_a_new_one_with_a_new_secre
     refused = await person.post(f"/app/webhooks/{disabled_id}/recover", {"since": "2026-01-01T00:00"}, csrf_from=PAGE)
     assert refused.status_code == 409 and "replace it" in refused.text
 
-    replaced = await person.post(f"/app/webhooks/{disabled_id}/replace", csrf_from=PAGE)
-    assert replaced.status_code == 201 and "Subscription replaced" in replaced.text
+    posted = await person.post(f"/app/webhooks/{disabled_id}/replace", csrf_from=PAGE)
+    assert posted.status_code == 303  # post/redirect/get (decision 0401)
+    replaced = await person.page(posted.headers["location"])
+    assert "Subscription replaced" in replaced.text
     secret = re.search(r'id="signing-secret">([^<]+)<', replaced.text).group(1)  # type: ignore[union-attr]
     assert await subscription_row(rt, disabled_id) is None  # deleted, not re-enabled
     listed = (await api.post("/api/webhooks/List", json={}, headers=tenant.headers)).json()["Subscriptions"]
@@ -320,4 +326,36 @@ async def test_a_deliverys_own_log_shows_the_whole_stored_response_the_full_log_
     assert f'<a href="/app/webhooks?delivery={delivery_id}">the whole response</a>' in log.text
     one = await person.page(f"/app/webhooks?delivery={delivery_id}")
     assert f'<code class="snippet">{stored}</code>' in one.text
+    await person.client.aclose()
+
+
+async def _subscriptions(rt: Runtime, account_id: str) -> int:
+    async with rt.db.read() as session:
+        query = select(func.count()).where(WebhookSubscription.account_id == account_id)
+        return int((await session.execute(query)).scalar_one())
+
+
+async def test_a_new_or_replacing_subscriptions_secret_is_shown_once_and_a_reload_creates_nothing(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    """Decision 0401: post/redirect/get, the secret shown once by the page after the redirect."""
+    account_id = await make_account(rt)
+    person = await signed_in(api, await make_person(rt, account_id, "Staff"))
+    form = {"url": receiver.url(), "event_InventoryChanged": "1"}
+    first, reloaded = await posted_then_reloaded(person, "/app/webhooks", form, "/app/webhooks")
+    secret = re.search(r'id="signing-secret">([^<]+)<', first)
+    assert secret is not None and "Subscription created" in first
+    assert secret.group(1) not in reloaded and 'id="reveal-gone"' in reloaded
+    assert await _subscriptions(rt, account_id) == 1
+
+    # Disabled, then replaced: the new secret once too, and a reload replaces nothing more.
+    async with rt.db.transaction() as session:
+        await session.execute(update(WebhookSubscription).values(is_active=False, disabled_reason="test"))
+    async with rt.db.read() as session:
+        [old_id] = (await session.execute(select(WebhookSubscription.id))).scalars()
+    first, reloaded = await posted_then_reloaded(person, f"/app/webhooks/{old_id}/replace", {}, "/app/webhooks")
+    new_secret = re.search(r'id="signing-secret">([^<]+)<', first)
+    assert new_secret is not None and "Subscription replaced" in first and new_secret.group(1) != secret.group(1)
+    assert new_secret.group(1) not in reloaded and 'id="reveal-gone"' in reloaded
+    assert await _subscriptions(rt, account_id) == 1
     await person.client.aclose()
