@@ -181,6 +181,33 @@ async def test_a_disabled_subscription_is_replaced_by_a_new_one_with_a_new_secre
     await person.client.aclose()
 
 
+async def test_a_disabled_subscription_offers_only_what_works_there_and_the_log_names_each_attempts_subscription(
+    rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    """Recover, Send a sample and Resend answer 409 on a disabled subscription: not offered there. The attempt log
+    names the subscription and URL of each attempt."""
+    tenant, disabled_id, person = await _disabled(rt, api, receiver)
+    active = await subscribe(api, tenant, receiver.url("/other"), ["InventoryChanged"])
+    page = (await person.page(PAGE)).text
+    section = page[page.index(f'id="subscription-{disabled_id}"') :]
+    section = section[: section.index("</section>")]
+    assert f'action="/app/webhooks/{disabled_id}/replace"' in section
+    assert f'action="/app/webhooks/{disabled_id}/delete"' in section
+    assert "/recover" not in section and "/sample" not in section and "Send a sample" not in section
+    mine = page[page.index(f'id="subscription-{active["SubscriptionId"]}"') :]
+    assert "Send a sample" in mine[: mine.index("</section>")] and "Recover" in mine[: mine.index("</section>")]
+
+    log = page[page.index('<table id="attempts"') :]
+    assert '<th scope="col">Subscription</th><th scope="col">URL</th>' in log
+    rows = re.findall(r'<tr class="attempt-failed">(.*?)</tr>', log, re.S)
+    assert len(rows) == 6
+    for row in rows:  # the disabled subscription's attempts: named, with their URL, and no Resend
+        assert f'<a href="/app/webhooks?subscription={disabled_id}"><code>{disabled_id}</code></a>' in row
+        assert f'<td data-label="URL" class="attempt-url"><code>{receiver.url()}</code></td>' in row
+        assert "(disabled)" in row and "Resend" not in row
+    await person.client.aclose()
+
+
 async def test_a_replace_whose_url_is_refused_now_keeps_the_disabled_subscription(
     rt: Runtime, api: httpx.AsyncClient, receiver: Receiver, fake_dns: StaticResolver
 ) -> None:
