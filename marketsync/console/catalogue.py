@@ -16,9 +16,12 @@ from marketsync.auth.dependencies import runtime_of
 from marketsync.catalog import service as catalog
 from marketsync.console.guards import SignedIn, checked_form
 from marketsync.console.render import cursor_text, errors_of, is_partial, page, page_cursor, page_router, see_other
-from marketsync.http.errors import ValidationFailed
+from marketsync.http.errors import NotFound, ValidationFailed
 from marketsync.inventory import rules
 from marketsync.inventory import service as inventory
+from marketsync.jobs import service as jobs
+from marketsync.kinds import marketplace_name
+from marketsync.marketplaces import service as marketplaces
 from marketsync.people.service import Person
 
 router = page_router()
@@ -71,6 +74,37 @@ async def _product_page(request: Request, person: Person, sku: str, status: int 
     )  # fmt: skip
 
 
+# A hand edit schedules one push per connection listing the product; the address names this many at most (18 ids
+# and their commas stay within a query value's 500 characters: decision 0314).
+MAX_PUSH_JOBS = 18
+
+
+def _job_ids(text: str) -> list[str]:
+    """The push jobs a hand edit's redirect names (`jobs=ID,ID`); anything that is not an id is left out."""
+    ids = [part for part in text.split(",") if part.isalnum() and len(part) <= 40]
+    return list(dict.fromkeys(ids))[:MAX_PUSH_JOBS]
+
+
+async def _pushes(request: Request, person: Person, job_ids: list[str]) -> list[tuple[jobs.JobDetails, str]]:
+    """Each push job of a hand edit with its marketplace's name, as it stands now (another account's id: left out)."""
+    shown: list[tuple[jobs.JobDetails, str]] = []
+    async with runtime_of(request).db.read() as session:
+        for job_id in job_ids:
+            try:
+                job = await jobs.job_details(session, person.account_id, job_id)
+            except NotFound:
+                continue
+            name = ""
+            if job.marketplace_id:
+                try:
+                    connection = await marketplaces.get(session, person.account_id, job.marketplace_id)
+                    name = marketplace_name(connection.platform, connection.country)
+                except NotFound:
+                    name = ""  # disconnected since
+            shown.append((job, name))
+    return shown
+
+
 @router.get("/product", response_class=HTMLResponse)
 async def product_page(
     request: Request,
@@ -78,19 +112,24 @@ async def product_page(
     sku: SkuParameter,
     edited: str = "",
     sent: str = "",
-    pushes: Annotated[int, Query(ge=0, le=1000)] = 0,
+    jobs_sent: Annotated[str, Query(alias="jobs")] = "",
 ) -> Response:
     # The SKU is a query parameter: a SKU may hold any character, a slash included.
     if edited not in rules.PUSH_OUTCOMES:
         return await _product_page(request, person, sku)
-    # After a hand edit's redirect: what it did, from the address; its warnings derived again (decision 0341).
+    # After a hand edit's redirect: what it did, from the address; its warnings derived again (decision 0341); each
+    # marketplace push's outcome as it stands, refreshed until every push has ended (decision 0402).
+    pushes = await _pushes(request, person, _job_ids(jobs_sent))
+    poll = f"/app/product?{urlencode({'sku': sku, 'edited': edited, 'sent': sent, 'jobs': jobs_sent})}"
+    if is_partial(request):
+        return page(request, "_pushes.html", person, pushes=pushes, poll=poll)
     async with runtime_of(request).db.read() as session:
         product = (await inventory.get_product(session, person.account_id, sku)).product
         warnings = await inventory.hand_edit_warnings(
             session, person.account_id, product, sent_price="price" in sent.split(","),
-            sent_quantity="quantity" in sent.split(","), pushed=pushes > 0,
+            sent_quantity="quantity" in sent.split(","), pushed=bool(pushes),
         )  # fmt: skip
-    return await _product_page(request, person, sku, outcome=edited, warnings=warnings, pushes=pushes)
+    return await _product_page(request, person, sku, outcome=edited, warnings=warnings, pushes=pushes, poll=poll)
 
 
 @router.post("/product", response_class=HTMLResponse)
@@ -113,9 +152,15 @@ async def edit_product(request: Request, person: SignedIn, sku: SkuParameter) ->
         result = await inventory.push_price_quantity(
             rt, session, person.account_id, [inventory.PushItem(product.sku, price, quantity)], propagate=True
         )
-    # Post/redirect/get: reloading the page after the edit does not push again.
+    # Post/redirect/get: reloading the page after the edit does not push again. The address names the push jobs, so
+    # the page shows each one's outcome as it arrives (decision 0402).
     sent = ",".join(name for name, value in (("price", price), ("quantity", quantity)) if value is not None)
-    edited = {"sku": product.sku, "edited": result.results[0].result, "sent": sent, "pushes": len(result.job_ids)}
+    edited = {
+        "sku": product.sku,
+        "edited": result.results[0].result,
+        "sent": sent,
+        "jobs": ",".join(result.job_ids[:MAX_PUSH_JOBS]),
+    }
     return see_other(f"/app/product?{urlencode(edited)}")
 
 

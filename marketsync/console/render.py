@@ -46,6 +46,27 @@ def needs_words(requirements: list[str]) -> str:
 
 
 templates.env.filters["needs_words"] = needs_words
+
+# A job's type and state as the app says them; the API's names stay the form values (filters) and the API's own.
+JOB_TYPE_WORDS = {
+    "PriceStockPush": "Price and stock push",
+    "OrderPull": "Order pull",
+    "ListingMirror": "Listing pull",
+    "ListingPublish": "Listing publish",
+    "OrderWriteBack": "Order change sent to the marketplace",
+    "InventoryImport": "File import",
+    "TaxonomyLoad": "Category tree load",
+}
+JOB_STATUS_WORDS = {
+    "NotStarted": "Waiting",
+    "Published": "Queued",
+    "InProcess": "Running",
+    "Completed": "Completed",
+    "Failed": "Failed",
+    "Cancelled": "Cancelled",
+}
+templates.env.filters["job_type"] = lambda value: JOB_TYPE_WORDS.get(str(value), str(value))
+templates.env.filters["job_status"] = lambda value: JOB_STATUS_WORDS.get(str(value), str(value))
 # Every page is per person: never stored by a shared or browser cache.
 NO_STORE = {"Cache-Control": "no-store"}
 

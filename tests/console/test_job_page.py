@@ -51,7 +51,7 @@ async def test_a_failed_jobs_page_shows_its_state_result_and_the_reason_the_api_
 
     shown = await staff.page(f"/app/jobs/{job_id}")
     assert shown.status_code == 200
-    assert '<dd id="job-status">Failed</dd>' in shown.text and "Test.JobPageExplodes" in shown.text
+    assert '<dd id="job-status">Failed</dd>' in shown.text and "Test.JobPageExplodes" in shown.text  # no words known
     assert 'id="job-result"' in shown.text and ">Failed</span>" in shown.text
     assert f'<dd id="job-failure-reason" class="bad">RuntimeError: {REASON}</dd>' in shown.text
     assert "hx-get" not in shown.text  # complete: no more refreshing
@@ -72,7 +72,7 @@ async def test_a_running_jobs_page_shows_its_progress_and_refreshes_until_it_end
         await session.execute(update(Job).where(Job.id == job_id).values(status="InProcess", progress_done=4))
     owner = await signed_in(api, await make_person(rt, tenant.account_id))
     shown = await owner.page(f"/app/jobs/{job_id}")
-    assert '<dd id="job-status">InProcess</dd>' in shown.text and "4 of 10" in shown.text
+    assert '<dd id="job-status">Running</dd>' in shown.text and "4 of 10" in shown.text
     assert "Not finished yet" in shown.text and f'hx-get="/app/jobs/{job_id}"' in shown.text
     assert "P1 UK" in shown.text and "full resync" in shown.text
     partial = await owner.client.get(f"/app/jobs/{job_id}", headers={"HX-Request": "true"})

@@ -66,7 +66,7 @@ async def test_a_hand_edit_goes_through_the_push_event_and_marketplace_jobs(
     assert posted.status_code == 303  # post/redirect/get: a reload of the page shown does not push again
     edited = await person.client.get(posted.headers["location"])
     assert edited.status_code == 200 and 'id="product-quantity">7<' in edited.text and "Saved." in edited.text
-    assert "(1 push job)" in edited.text
+    assert "on its way to the marketplace holding this product" in edited.text and 'id="push-outcomes"' in edited.text
     assert (await stored(rt, tenant.account_id))["MUG"][:2] == (Decimal("9.50"), 7)
     [event] = payloads(await inventory_events(rt, tenant.account_id))
     assert event["source"] == {"writer": "MerchantPush", "channel": "Api", "userPlatformId": None}
@@ -80,7 +80,7 @@ async def test_a_hand_edit_goes_through_the_push_event_and_marketplace_jobs(
 
     same = await person.client.get((await _edit(person, "MUG", quantity="7")).headers["location"])
     assert "Nothing changed" in same.text and len(await inventory_events(rt, tenant.account_id)) == 1
-    assert "Data Flow: Stock" in same.text and "push job" not in same.text
+    assert "Data Flow: Stock" in same.text and "on its way" not in same.text and 'id="push-outcomes"' not in same.text
     plain = await person.client.get("/app/product", params={"sku": "MUG"})  # the page itself says no outcome
     assert 'id="edit-outcome"' not in plain.text and "Data Flow: Stock" not in plain.text
     await person.client.aclose()
@@ -111,7 +111,7 @@ async def test_an_uploaded_file_is_imported_by_a_worker_with_progress_and_a_per_
     assert uploaded.status_code == 303
     report_path = uploaded.headers["location"]
     queued = await person.page(report_path)
-    assert 'id="import-status">Published<' in queued.text and "hx-get" in queued.text  # refreshes itself
+    assert 'id="import-status">Queued<' in queued.text and "hx-get" in queued.text  # refreshes itself
 
     await Worker(rt).drain()
     done = await person.page(report_path)
@@ -242,7 +242,7 @@ async def test_a_hand_edits_warnings_are_on_the_page_after_its_redirect(rt: Runt
     posted = await _edit(person, "MUG", price="0")
     assert posted.status_code == 303
     shown = (await person.client.get(posted.headers["location"])).text
-    assert "Saved." in shown and "(1 push job)" in shown
+    assert "Saved." in shown and "on its way to the marketplace" in shown
     assert "refuses a price of zero" in shown and "needs to be reconnected" in shown
     assert "Data Flow: Stock" not in shown  # the stock was not sent
     await person.client.aclose()
