@@ -23,6 +23,7 @@ from marketsync.jobs.types import (
     JobPayload,
     JobStatus,
     JobType,
+    ListingMirrorPayload,
     OrderPullPayload,
     PriceStockPushPayload,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "require_orders_pulled",
     "resume",
     "set_state",
+    "start_first_pull",
     "usable_connection",
 ]
 
@@ -68,13 +70,29 @@ NOT_AUTHORISED_YET = "{site} is not authorised yet: allow access on the marketpl
 
 
 async def connect(
-    rt: Runtime, session: AsyncSession, account_id: str, platform: str, country: str
+    rt: Runtime, session: AsyncSession, account_id: str, platform: str, country: str, *, pull_now: bool = True
 ) -> MarketplaceConnection:
-    """A connection already authorised (the operator CLI, the demo): Active at once."""
+    """A connection already authorised (the operator CLI, the demo): Active at once, its first listing pull queued
+    (`pull_now` False: a test's connection that stands for one connected long before)."""
     platform, country = checked_site(platform, country)
     if await repository.find(session, account_id, platform, country) is not None:
         raise Conflict(f"{platform} {country} is already connected.")
-    return await _new_connection(rt, session, account_id, platform, country, ACTIVE)
+    connection = await _new_connection(rt, session, account_id, platform, country, ACTIVE)
+    if pull_now:
+        await start_first_pull(rt, session, connection)
+    return connection
+
+
+async def start_first_pull(rt: Runtime, session: AsyncSession, connection: MarketplaceConnection) -> str | None:
+    """A connection just authorised pulls its listings at once, whatever its kind, instead of waiting for the
+    schedule's next turn (up to MARKETSYNC_LISTING_MIRROR_INTERVAL_S, 15 minutes by default): the ListingMirror job's
+    id, or None when one is queued or running already (docs/decisions/0404-first-pull-on-connect.md)."""
+    if await jobs_service.has_open_job(session, connection.account_id, connection.id, JobType.LISTING_MIRROR):
+        return None
+    payload = ListingMirrorPayload(MarketplaceId=connection.id)
+    job = jobs_service.enqueue(session, rt.clock.now(), connection.account_id, payload)
+    await session.flush()  # seen by the next look for an open pull in this transaction
+    return job.id
 
 
 async def begin_connect(
@@ -358,7 +376,8 @@ async def grant_consent(
 ) -> HealthEvent | None:
     """The merchant allowed access at the marketplace: the marketplace takes the authorisation (again, on a
     reconnect) through its connector, outside any transaction; then a connection awaiting consent becomes Active
-    (`when_authorised` runs in that transaction) and the health is checked at once. `answer`: what came back from
+    (`when_authorised` runs in that transaction, with its first listing pull queued: decision 0404) and the health is
+    checked at once. `answer`: what came back from
     the consent page (the callback's query), exchanged by the connector."""
     async with rt.db.read() as session:
         connection = await get(session, account_id, marketplace_id)
@@ -372,6 +391,7 @@ async def grant_consent(
         if connection.state == AWAITING_CONSENT:
             connection.state = ACTIVE
             await when_authorised(rt, session, connection)
+            await start_first_pull(rt, session, connection)
     if connection.state != ACTIVE:
         return None
     return await check_health(rt, connection)

@@ -32,7 +32,8 @@ async def make_connection(
     rt: Runtime, account_id: str, platform: str = "P1", country: str = "UK", state: str = "Active"
 ) -> MarketplaceConnection:
     async with rt.db.transaction() as session:
-        connection = await marketplace_service.connect(rt, session, account_id, platform, country)
+        # Stands for a connection made before the test: no first pull queued (decision 0404; tested on its own).
+        connection = await marketplace_service.connect(rt, session, account_id, platform, country, pull_now=False)
         connection.state = state
         return connection
 
