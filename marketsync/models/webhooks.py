@@ -71,8 +71,6 @@ class WebhookDelivery(Base):
     finished_at: Mapped[datetime | None]
     # Sent again by a person (resend, recover): a failed attempt is final, never a new backoff schedule (0122).
     resent: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    # A person's "send a sample" (0122): its attempts carry X-SVC-Sample (decision 0403).
-    sample: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class WebhookAttempt(Base):

@@ -350,19 +350,22 @@ def parse_ip_literal(host: str) -> IPAddress | None:
 
 # Names nothing: no connection, journey or product carries this id, so a receiver that looks it up finds nothing.
 SAMPLE_ID = "00000000000000000000000000"
+# The one SKU a sample InventoryChanged moves: it says what it is to anyone who reads it, and names no product.
+SAMPLE_SKU = "SAMPLE-SKU"
 
 
 def sample_payload(event_type: str, occurred_at: datetime) -> dict[str, object]:
-    """A payload of the exact shape of spec section 6 that no receiver would act on: nothing changed, nothing
-    downloaded, nothing failed, and every id names nothing (docs/decisions/0122-webhook-repairs.md)."""
+    """A payload of the exact shape of spec section 6, as a real one looks, naming nothing real: InventoryChanged moves
+    one SKU (`SAMPLE-SKU`) as a change made through the API; every id names nothing; free texts say "Sample"
+    (docs/decisions/0122-webhook-repairs.md, 0403-sample-deliveries.md). A test event marks it (0421)."""
     marketplace = {"Marketplace": "P1 UK", "UserPlatformId": SAMPLE_ID}
     samples: dict[str, dict[str, object]] = {
         "InventoryChanged": {
             "occurredAt": occurred_at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "source": {"writer": "MerchantPush", "channel": "Api", "userPlatformId": None},
-            "changed": [],
+            "changed": [{"sku": SAMPLE_SKU, "price": 19.99, "quantity": 7}],
             "truncated": False,
-            "totalChanged": 0,
+            "totalChanged": 1,
         },
         "OrdersDownloaded": {**marketplace, "Platform": "P1", "Country": "UK", "NewOrderCount": 0},
         "ListingPublished": {

@@ -14,7 +14,7 @@ from sqlalchemy import func, select, update
 from marketsync.kit import jsonio
 from marketsync.models.webhooks import WebhookSubscription
 from marketsync.runtime import Runtime
-from marketsync.webhooks import rules
+from marketsync.webhooks import payloads, rules
 from marketsync.webhooks.ssrf import StaticResolver
 from tests.console.support import Browser, make_person, signed_in
 from tests.console.test_reveal_once import posted_then_reloaded
@@ -265,9 +265,11 @@ async def test_a_recover_since_utc_cannot_hold_is_a_400_beside_its_form(
     await person.client.aclose()
 
 
-async def test_a_sample_goes_to_one_subscription_and_asks_nothing_of_the_receiver(
+async def test_a_sample_goes_to_one_subscription_looks_real_and_is_marked_a_sample(
     rt: Runtime, api: httpx.AsyncClient, receiver: Receiver
 ) -> None:
+    """Decision 0403: a sample InventoryChanged moves one SKU that names no product (it was `changed: []`); it is
+    marked as a test (decision 0421) in its payload and on every attempt, resent too; a real delivery never is."""
     tenant = await make_tenant(rt, api)
     chosen = await subscribe(api, tenant, receiver.url("/chosen"), ["InventoryChanged", "OrdersDownloaded"])
     await subscribe(api, tenant, receiver.url("/other"), ["InventoryChanged"])
@@ -282,10 +284,21 @@ async def test_a_sample_goes_to_one_subscription_and_asks_nothing_of_the_receive
     await pump(rt, lambda: True)  # nothing else is due: the other subscription gets nothing
     assert [r.path for r in receiver.received] == ["/chosen"]
     body = jsonio.loads(receiver.received[0].body)
-    assert body["changed"] == [] and body["totalChanged"] == 0 and body["truncated"] is False
+    assert body["changed"] == [{"sku": "SAMPLE-SKU", "price": 19.99, "quantity": 7}]
+    assert body["totalChanged"] == 1 and body["truncated"] is False
+    assert body["source"] == {"writer": "MerchantPush", "channel": "Api", "userPlatformId": None}
     assert receiver.received[0].headers["x-svc-event"] == "InventoryChanged"
     # Marked as a test as the API's POST /api/webhooks/Test marks it: one use case, one marker (decision 0421).
     assert body["isTest"] is True and receiver.received[0].headers["x-svc-test"] == "true"
+    payloads.InventoryChanged.model_validate(body)  # the event's closed schema, its optional marker included
+
+    resent = await person.post(f"/app/webhooks/deliveries/{receiver.received[0].delivery_id}/resend", csrf_from=PAGE)
+    assert resent.status_code == 303
+    await pump(rt, lambda: len(receiver.received) >= 2)
+    assert receiver.received[1].headers["x-svc-test"] == "true"  # still marked when sent again
+    await fire(rt, tenant.account_id)  # a real change
+    await pump(rt, lambda: len(receiver.received) >= 4)
+    assert all("x-svc-test" not in r.headers for r in receiver.received[2:])
 
     unsubscribed = await person.post(
         f"/app/webhooks/{chosen['SubscriptionId']}/sample", {"event_type": "FeedOutcome"}, csrf_from=PAGE
