@@ -20,7 +20,7 @@ from marketsync.models import Listing
 from marketsync.runtime import Runtime
 from tests.catalog.support import create, create_payload, load_taxonomies, run_jobs
 from tests.console.support import make_person
-from tests.inventory.support import add_products
+from tests.inventory.support import add_listing, add_products
 from tests.marketplaces import support as marketplace_support
 from tests.orders.support import BUYER_NAME, ingest, pulled_order
 from tests.support import browser
@@ -42,6 +42,7 @@ async def test_a_merchant_creates_a_credential_connects_p1_and_reauthorises_it(
 ) -> None:
     account_id = await make_account(rt)
     person = await make_person(rt, account_id)
+    await load_taxonomies(rt, ("P1",))  # the site has its categories: consent queues only the first listing pull
     async with browser_page(str(api.base_url)) as page:
         await page.goto("/app/sign-in")
         await _shot(rt, page, "sign-in")
@@ -63,8 +64,10 @@ async def test_a_merchant_creates_a_credential_connects_p1_and_reauthorises_it(
         assert token.status_code == 200 and token.json()["scope"] == "OrdersRead InventoryWrite"
         bearer = {"Authorization": f"Bearer {token.json()['access_token']}"}
         assert (await api.post("/api/orders/List", json={}, headers=bearer)).status_code == 200
-        await page.reload()
+        await page.reload()  # decision 0401: the secret shown once, and a reload creates nothing
         assert secret not in await page.content()
+        await expect(page.locator("#reveal-gone")).to_contain_text("shown once")
+        await expect(page.locator("#credentials tbody tr")).to_have_count(1)
 
         # Marketplaces: connect P1 UK through the consent page.
         await page.get_by_role("link", name="Marketplaces").click()
@@ -81,6 +84,11 @@ async def test_a_merchant_creates_a_credential_connects_p1_and_reauthorises_it(
         await page.get_by_role("button", name="Allow").click()
         await expect(page.locator("#connections")).to_contain_text("P1 UK")
         await expect(page.locator("#connections")).not_to_contain_text("Awaiting consent")
+        # Decision 0404: the first listing pull starts at consent, said in words, and its end shows without a reload.
+        await expect(page.locator("#connections")).to_contain_text("Not pulled yet: the first pull starts now")
+        await Worker(rt).drain()
+        await expect(page.locator("#connections")).to_contain_text("Done: 0 listings", timeout=10_000)
+        await expect(page.locator("#connections")).not_to_contain_text("NeverRun")
         async with rt.db.read() as session:
             [connection] = await marketplaces.list_all(session, account_id)
 
@@ -147,10 +155,14 @@ async def test_a_listing_rejected_for_images_goes_live_once_they_are_filled_in(
         await page.get_by_role("link", name="TEE-BROWSER").click()
         await expect(page.locator("table")).to_contain_text("Rejected")
         await _shot(rt, page, "product")
+        await expect(page.get_by_role("link", name="Complete it on its listing page here")).to_be_visible()
         await page.get_by_role("link", name="Category, attributes, images and policies").click()
         await expect(page.locator("#listing-status")).to_have_text("Rejected")
+        # Where the fix is: this page, not the marketplace's seller tools (decision 0400).
+        await expect(page.locator("#listing-fix")).to_contain_text("not in the marketplace's seller tools")
+        await page.locator("#listing-fix").get_by_role("link", name="Images and business policies").click()
         await page.get_by_label("Images").fill("https://img.example.com/tee-front.jpg")
-        await page.get_by_role("button", name="Save images and policies and republish").click()
+        await page.get_by_role("button", name="Save and republish").click()
         await expect(page.get_by_role("status")).to_contain_text("republishing")
         await _republished_until_live(rt, page)
         await _shot(rt, page, "listing")
@@ -239,6 +251,10 @@ async def test_a_jobs_failure_reason_orders_with_a_reveal_and_an_import_with_its
         await expect(page.locator("#job-status")).to_have_text("Failed")
         await expect(page.locator("#job-failure-reason")).to_contain_text("currency mismatch")
         await _shot(rt, page, "job")
+        await page.get_by_role("link", name="All jobs").click()
+        await page.get_by_label("Type").select_option(label="Listing pull")  # words, the API's name as the value
+        await page.get_by_role("button", name="Show").click()
+        await page.wait_for_url("**/app/jobs?*type=ListingMirror*")
 
         await page.get_by_role("link", name="Orders").click()
         await page.get_by_role("link", name="MO-BROWSER").click()
@@ -250,6 +266,8 @@ async def test_a_jobs_failure_reason_orders_with_a_reveal_and_an_import_with_its
         await _shot(rt, page, "orders")
 
         await page.get_by_role("link", name="Imports").click()
+        await expect(page.locator("#larger-files")).to_contain_text("split it into parts")
+        await expect(page.locator("main")).not_to_contain_text("marketsync admin")
         await page.get_by_label("File").set_input_files(
             files=[{"name": "stock.csv", "mimeType": "text/csv", "buffer": b"Sku,Price,Quantity\nMUG,,9\nNOPE,1,1\n"}]
         )
@@ -319,7 +337,9 @@ async def test_a_phone_never_scrolls_sideways_and_a_refresh_keeps_the_keyboards_
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P2", "DE")))
     person = await make_person(rt, tenant.account_id)
     long_sku = "WAREHOUSE-NORTH-AISLE-12-SHELF-3-BIN-7-BACKPACK-ROLLTOP-BLACK-30L"
-    await add_products(rt, tenant.account_id, [(long_sku, "9.50", 4)])
+    ids = await add_products(rt, tenant.account_id, [(long_sku, "9.50", 4), ("MUG", "3.00", 1)])
+    await add_listing(rt, tenant.account_id, ids["MUG"], tenant.marketplace("P1").id, status="Rejected")
+    await ingest(rt, tenant.marketplace("P1"), pulled_order(order_id="026-1234567-7654321"))
     async with rt.db.transaction() as session:
         job = jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, BrowserExplodes())
     async with browser_page(str(api.base_url), PHONE) as phone:
@@ -328,11 +348,21 @@ async def test_a_phone_never_scrolls_sideways_and_a_refresh_keeps_the_keyboards_
         await phone.get_by_label("Name").fill("Warehouse ERP")
         await phone.get_by_label("OrdersRead").check()
         await phone.get_by_role("button", name="Create credential").click()
-        pages = ("/app/marketplaces", "/app/credentials", "/app/webhooks", "/app/jobs", "/app/orders")
-        for path in (*pages, f"/app/jobs/{job.id}", f"/app/product?sku={long_sku}"):  # long titles wrap
+        pages = ("/app/marketplaces", "/app/credentials", "/app/webhooks", "/app/jobs", "/app/orders", "/app/people")
+        more = ("/app/catalogue", "/app/imports", "/app/product?sku=MUG", f"/app/jobs/{job.id}")
+        for path in (*pages, *more, f"/app/product?sku={long_sku}"):  # long titles wrap
             await phone.goto(path)
             width = await phone.evaluate("document.documentElement.scrollWidth")
             assert width <= PHONE["width"], path
+            # Every table usable at 375 px: nothing cut off in a table scrolled sideways (decision 0402's audit).
+            for table in await phone.locator("main table").all():
+                scroll, client = await table.evaluate("t => [t.scrollWidth, t.clientWidth]")
+                assert scroll <= client, (path, await table.get_attribute("id"), scroll, client)
+                for cell in await table.locator("td a, td button, td code").all():
+                    box = await cell.bounding_box()
+                    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], path
+            if path == "/app/orders":
+                await _shot(rt, phone, "orders-phone")
             if path == "/app/marketplaces":  # each connection's buttons on screen, not off in the table's scroll
                 buttons = phone.locator("#connections button")
                 assert await buttons.count() == 6  # Reauthorise, Pause, Disconnect of P1 UK and of P2 DE
@@ -408,3 +438,81 @@ async def test_an_owner_adds_a_person_and_removes_them_after_a_question(rt: Runt
         await expect(page.locator("#notice")).to_contain_text("Removed")
         await expect(remove).to_have_count(0)
         assert len(questions) == 2 and "signed out" in questions[0]
+
+
+async def test_a_live_listing_stays_live_until_its_new_category_has_its_images_then_goes_out_in_one_step(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """The audit's major finding, in a browser: choosing T-Shirts for a Live P1 listing and saving its attributes took
+    the listing down ("Missing Images") while the page said "Required beyond the API: nothing" (decision 0400)."""
+    await load_taxonomies(rt, ("P1",))
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    created = await create(api, tenant, {"Sku": "TEE-LIVE", "MarketplaceId": tenant.marketplace("P1").id})
+    assert created.status_code == 200
+    await run_jobs(rt)
+    person = await make_person(rt, tenant.account_id)
+    async with browser_page(str(api.base_url)) as page:
+        await sign_in(page, person.email, person.password)
+        await page.goto("/app/product?sku=TEE-LIVE")
+        await page.get_by_role("link", name="Category, attributes, images and policies").click()
+        await expect(page.locator("#listing-status")).to_have_text("Live")
+        await page.get_by_label("Find a category by name or id").fill("t-shirts")
+        await page.keyboard.press("Enter")
+        await page.get_by_role("link", name="T-Shirts", exact=True).click()
+        # Before saving: what T-Shirts needs beyond its attributes.
+        await expect(page.locator("#listing-needs")).to_contain_text("images — missing: images")
+        await expect(page.locator("#category-needs")).to_contain_text("and images")
+        await page.get_by_label("Title").fill("Plain tee")
+        await page.get_by_label("Brand").fill("Northwind")
+        await page.get_by_label("Condition").select_option("NEW")
+        await page.get_by_label("Size").select_option("M")
+        await page.get_by_label("Colour").select_option("BLACK")
+        await page.get_by_role("button", name="Save and republish").click()
+        # Held, said so; the listing stays Live, and stays so after the worker runs.
+        await expect(page.locator("#listing-held")).to_contain_text("Saved, not published yet")
+        await expect(page.locator("#listing-held")).to_contain_text("stays Live")
+        await run_jobs(rt)
+        await page.reload()
+        await expect(page.locator("#listing-status")).to_have_text("Live")
+        await expect(page.get_by_label("Title")).to_have_value("Plain tee")
+        await _shot(rt, page, "listing-held")
+        # The images, in the same form: saved and republished in one step.
+        await page.get_by_label("Images").fill("https://img.example.com/tee.jpg")
+        await page.get_by_role("button", name="Save and republish").click()
+        await expect(page.get_by_role("status")).to_contain_text("republishing")
+        await _republished_until_live(rt, page)
+        await expect(page.locator("#listing-category")).to_contain_text("T-Shirts")
+        await expect(page.locator("#listing-held")).to_have_count(0)
+    async with rt.db.read() as session:
+        [listing] = (await session.execute(select(Listing).where(Listing.account_id == tenant.account_id))).scalars()
+    assert listing.status == "Live" and listing.category_id is not None and listing.last_error is None
+
+
+async def test_a_hand_edit_shows_each_marketplace_push_as_it_arrives(rt: Runtime, api: httpx.AsyncClient) -> None:
+    """Decision 0402: the page said "the marketplaces are updated (2 push jobs)" though one push failed later."""
+    await load_taxonomies(rt, ("P1", "P2"))
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P2", "DE")))
+    for platform in ("P1", "P2"):
+        created = await create(api, tenant, await create_payload(api, tenant, platform, "Smartphones", "PHONE-1"))
+        assert created.status_code == 200
+    await run_jobs(rt)
+    async with rt.db.read() as session:
+        p2 = await marketplaces.get(session, tenant.account_id, tenant.marketplace("P2").id)
+    await marketplace_support.update_seller(rt, p2, feed_fault="reject")
+    person = await make_person(rt, tenant.account_id, "Staff")
+    async with browser_page(str(api.base_url)) as page:
+        await sign_in(page, person.email, person.password)
+        await page.goto("/app/product?sku=PHONE-1")
+        await page.get_by_label("Price").fill("21.50")
+        await page.get_by_role("button", name="Save").click()
+        outcomes = page.locator("#push-outcomes")
+        await expect(page.locator("#edit-outcome")).to_contain_text("each one's outcome shows below as it arrives")
+        await expect(outcomes).to_contain_text("P1 UK: sending…")
+        await run_jobs(rt)  # the pushes run; the page refreshes itself (htmx), no reload
+        await expect(outcomes).to_contain_text("P1 UK: updated", timeout=10_000)
+        await expect(outcomes).to_contain_text("P2 DE: not updated", timeout=10_000)
+        await _shot(rt, page, "product-pushes")
+        await outcomes.locator("li", has_text="P2 DE").get_by_role("link", name="its job").click()
+        await expect(page.locator("#job-type")).to_have_text("Price and stock push")
+        await expect(page.locator("#job-products")).to_contain_text("1 product: none reached the marketplace")
+        await expect(page.locator("#job-products")).not_to_contain_text("pushed")
