@@ -50,10 +50,10 @@ async def test_totals_and_prices_show_two_decimals_and_dates_say_utc(rt: Runtime
     order_id = re.search(r'href="/app/orders/([0-9A-Z]+)">MO-TOTAL<', orders.text).group(1)  # type: ignore[union-attr]
     order = await owner.page(f"/app/orders/{order_id}")
     assert "items 20.40, shipping 3.50, tax 0.00, total <strong>23.90 GBP</strong>" in order.text
-    assert "<td>10.20</td>" in order.text and ">Unit price (GBP)</th>" in order.text
+    assert '<td data-label="Unit price (GBP)">10.20</td>' in order.text and ">Unit price (GBP)</th>" in order.text
 
     catalogue = await owner.page("/app/catalogue")
-    assert "<td>12.50</td>" in catalogue.text and ">Last changed (UTC)</th>" in catalogue.text
+    assert '<td data-label="Price">12.50</td>' in catalogue.text and ">Last changed (UTC)</th>" in catalogue.text
     product = await owner.page("/app/product?sku=MUG")
     assert '<dd id="product-price">12.50</dd>' in product.text
     for path, header in (("/app/credentials", "Created (UTC)"), ("/app/imports", "Started (UTC)")):

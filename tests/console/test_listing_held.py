@@ -89,7 +89,7 @@ async def test_a_live_listing_stays_live_until_its_new_category_has_everything_t
     shown = await owner.page(held.headers["location"])
     notice = re.search(r'<p class="card bad" role="status" id="listing-held">(.*?)</p>', shown.text, re.S)
     assert notice is not None and "Saved, not published yet" in notice.group(1)
-    assert "until images is filled in" in notice.group(1) and "stays Live" in notice.group(1)
+    assert "until images are filled in" in notice.group(1) and "stays Live" in notice.group(1)
     assert 'value="Plain tee"' in shown.text and _view_of(shown.text)  # the held values, in the held category
     await run_jobs(rt)
     assert (await _listing(rt, tenant.account_id)).status == "Live"

@@ -27,7 +27,7 @@ async def _sign_in(api: httpx.AsyncClient, email: str, password: str) -> int:
 
 
 def _user_id(page: httpx.Response, email: str) -> str:
-    found = re.search(r'<tr id="person-([0-9A-Z]+)">\s*<td>' + re.escape(email), page.text)
+    found = re.search(r'<tr id="person-([0-9A-Z]+)">\s*<td[^>]*>' + re.escape(email), page.text)
     assert found is not None, page.text[:2000]
     return found.group(1)
 
