@@ -8,10 +8,10 @@ import re
 import httpx
 
 from marketsync.jobs.types import JobType
+from marketsync.jobs.worker import Worker
 from marketsync.kinds import KINDS
 from marketsync.marketplaces import service as marketplaces
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.console.support import make_person, signed_in
 from tests.inventory.support import jobs_of
 from tests.support.factories import make_account, make_tenant
