@@ -17,7 +17,7 @@ from marketsync.auth import service as auth
 from marketsync.auth.dependencies import runtime_of
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import service as catalog
-from marketsync.console import catalogue, jobs, orders, webhooks
+from marketsync.console import amazon, catalogue, jobs, orders, webhooks
 from marketsync.console.guards import (
     SESSION_COOKIE,
     Forbidden,
@@ -317,6 +317,9 @@ async def consent_callback(request: Request, person: SignedIn) -> Response:
 async def consent_page(request: Request, marketplace_id: str, person: SignedIn) -> Response:
     async with runtime_of(request).db.read() as session:
         connection = await marketplaces.get(session, person.account_id, marketplace_id)
+    amazon_redirect = amazon.consent_redirect(request, person, connection)  # a real marketplace's own consent page
+    if amazon_redirect is not None:
+        return amazon_redirect
     return page(request, "consent.html", person, title="Allow access", connection=connection)
 
 
@@ -526,7 +529,8 @@ async def republish_listing(request: Request, listing_id: str, person: SignedIn)
 
 def install(app: FastAPI) -> None:
     """Mount the app's pages, assets and error pages on the service."""
-    for pages in (router, catalogue.router, orders.router, webhooks.router, jobs.router):
+    # Amazon's callback first: its path would otherwise be taken for a marketplace id and an action.
+    for pages in (amazon.router, router, catalogue.router, orders.router, webhooks.router, jobs.router):
         # The routes themselves (they carry the /app prefix), as for the API's routers (docs/decisions/0013).
         app.router.routes.extend(pages.routes)
     app.mount("/app/static", StaticFiles(directory=HERE / "static"), name="app-static")
