@@ -33,20 +33,20 @@ import httpx
 from sqlalchemy import text
 
 from bench.support import REPO, cpu_probe_ms, print_figures, scratch_database
-from marketsync import connectors, migrate
+from marketsync import migrate
 from marketsync.auth import service as auth_service
 from marketsync.config import Settings
 from marketsync.jobs import service as jobs_service
 from marketsync.jobs.types import JobStatus, PriceStockPushPayload
 from marketsync.kit.ids import new_id
-from marketsync.marketplaces import feeds, service
+from marketsync.marketplaces import credentials, feeds, service
 from marketsync.marketplaces.amazon.client import services_of
-from marketsync.marketplaces.amazon.connector import sealed_refresh_token
 from marketsync.marketplaces.amazon.simulator.state import (
     DEFAULT_APPLICATION_ID,
     DEFAULT_CLIENT_ID,
     DEFAULT_CLIENT_SECRET,
 )
+from marketsync.marketplaces.registry import compose_connectors
 from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.runtime import Runtime
@@ -108,9 +108,8 @@ async def _setup(rt: Runtime, sim_url: str, skus: int) -> tuple[MarketplaceConne
             answer.raise_for_status()
     async with rt.db.transaction() as session:
         account = await auth_service.create_account(rt, session, f"bench-{new_id()}")
-        amazon, _ = await service.authorise(
-            rt, session, account.id, "Amazon", "UK", seller, lambda cid: sealed_refresh_token(rt, cid, refresh)
-        )
+        amazon = await service.connect(rt, session, account.id, "Amazon", "UK")
+        amazon.seller_id, amazon.credential = seller, credentials.seal(rt, amazon.id, refresh)
         p2 = await service.connect(rt, session, account.id, "P2", "DE")
         now = rt.clock.now()
         products = _products(account.id, skus, now)
@@ -144,7 +143,7 @@ async def measure(url: str, sim_url: str, runs: int, skus: int) -> dict[str, flo
         amazon_lwa_client_secret=DEFAULT_CLIENT_SECRET, amazon_spapi_url=sim_url,
         amazon_lwa_url=f"{sim_url}/auth/o2/token",
     )  # fmt: skip
-    rt = connectors.compose(Runtime.create(settings))
+    rt = compose_connectors(Runtime.create(settings))
     try:
         await migrate.upgrade(rt.db)
         amazon, p2, account_id = await _setup(rt, sim_url, skus)

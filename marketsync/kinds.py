@@ -47,6 +47,9 @@ class MarketplaceKind:
     # Where a category's schema comes from: the taxonomy import (the sandboxes, an operator's file), or the marketplace
     # itself, asked when the schema is (Amazon's product type definitions: docs/decisions/0372).
     schemas_from_marketplace: bool = False
+    # Where the marketplace's consent page sends the merchant back, under MARKETSYNC_BASE_URL: the redirect URI an
+    # operator registers with the marketplace (Amazon's is fixed by DESIGN section 5).
+    consent_callback: str = "/app/marketplaces/consent/callback"
 
 
 KINDS: dict[str, MarketplaceKind] = {
@@ -95,6 +98,7 @@ KINDS: dict[str, MarketplaceKind] = {
             attributes_by_product_type=True,
             sandbox=False,
             schemas_from_marketplace=True,
+            consent_callback="/app/marketplaces/amazon/callback",
         ),
     )
 }

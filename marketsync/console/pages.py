@@ -17,7 +17,7 @@ from marketsync.auth import service as auth
 from marketsync.auth.dependencies import runtime_of
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import service as catalog
-from marketsync.console import amazon, catalogue, jobs, orders, webhooks
+from marketsync.console import catalogue, jobs, orders, webhooks
 from marketsync.console.guards import (
     SESSION_COOKIE,
     Forbidden,
@@ -54,7 +54,7 @@ from marketsync.http.errors import (
     validation_errors,
 )
 from marketsync.inventory import service as inventory
-from marketsync.kinds import KINDS
+from marketsync.kinds import KINDS, kind_of
 from marketsync.marketplaces import service as marketplaces
 from marketsync.models import MarketplaceConnection
 from marketsync.people import service as people
@@ -281,24 +281,28 @@ async def connect_marketplace(request: Request, person: SignedIn) -> Response:
     return await _to_consent(request, person, connection)
 
 
-CONSENT_CALLBACK = "/app/marketplaces/consent/callback"
-
-
 async def _to_consent(request: Request, person: Person, connection: MarketplaceConnection) -> Response:
     """To where the merchant allows access: the marketplace's consent page, or this app's page standing for it (the
-    sandbox marketplaces). Either way the answer comes back to this session only (docs/decisions/0351)."""
+    sandbox marketplaces). Either way the answer comes back to this session only (docs/decisions/0351), at the kind's
+    callback (kinds.py: Amazon's is /app/marketplaces/amazon/callback, the redirect URI registered with Amazon)."""
     rt = runtime_of(request)
-    start = await marketplaces.begin_consent(
-        rt, connection, consent_state(person, connection.id), rt.settings.base_url.rstrip("/") + CONSENT_CALLBACK
-    )
+    callback = rt.settings.base_url.rstrip("/") + kind_of(connection.platform).consent_callback
+    start = await marketplaces.begin_consent(rt, connection, consent_state(person, connection.id), callback)
     return see_other(start.url or f"/app/marketplaces/{connection.id}/consent")
 
 
-@router.get(CONSENT_CALLBACK.removeprefix("/app"))
-async def consent_callback(request: Request, person: SignedIn) -> Response:
+# Every kind's callback: /app/marketplaces/consent/callback (the default), /app/marketplaces/amazon/callback. The
+# `state` names the connection, so the path's first part only has to be one of them.
+CALLBACKS = frozenset(kind.consent_callback for kind in KINDS.values())
+
+
+@router.get("/marketplaces/{kind}/callback")
+async def consent_callback(request: Request, kind: str, person: SignedIn) -> Response:
     """Where a marketplace's consent page sends the merchant back: `state` names the connection (and must come from
     this session), the rest is the marketplace's answer, which its connector exchanges for the authorisation. An
     answer carrying `error` (access denied at the marketplace) is a Deny."""
+    if f"/app/marketplaces/{kind}/callback" not in CALLBACKS:
+        return page(request, "error.html", person, 404, title="Not found", message="No such page.")
     answer = {key: value for key, value in request.query_params.items() if key != "state"}
     marketplace_id = consented_marketplace(person, request.query_params.get("state", ""))
     if marketplace_id is None:
@@ -317,9 +321,6 @@ async def consent_callback(request: Request, person: SignedIn) -> Response:
 async def consent_page(request: Request, marketplace_id: str, person: SignedIn) -> Response:
     async with runtime_of(request).db.read() as session:
         connection = await marketplaces.get(session, person.account_id, marketplace_id)
-    amazon_redirect = amazon.consent_redirect(request, person, connection)  # a real marketplace's own consent page
-    if amazon_redirect is not None:
-        return amazon_redirect
     return page(request, "consent.html", person, title="Allow access", connection=connection)
 
 
@@ -529,8 +530,7 @@ async def republish_listing(request: Request, listing_id: str, person: SignedIn)
 
 def install(app: FastAPI) -> None:
     """Mount the app's pages, assets and error pages on the service."""
-    # Amazon's callback first: its path would otherwise be taken for a marketplace id and an action.
-    for pages in (amazon.router, router, catalogue.router, orders.router, webhooks.router, jobs.router):
+    for pages in (router, catalogue.router, orders.router, webhooks.router, jobs.router):
         # The routes themselves (they carry the /app prefix), as for the API's routers (docs/decisions/0013).
         app.router.routes.extend(pages.routes)
     app.mount("/app/static", StaticFiles(directory=HERE / "static"), name="app-static")

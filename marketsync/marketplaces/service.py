@@ -28,8 +28,7 @@ from marketsync.jobs.types import (
 )
 from marketsync.kinds import KINDS, ConnectionState, kind_of, platform_named
 from marketsync.kit.ids import new_id
-from marketsync.marketplaces import events, repository
-from marketsync.marketplaces import credentials
+from marketsync.marketplaces import credentials, events, repository
 from marketsync.marketplaces.connector import (
     Authorisation,
     ConsentRefused,
@@ -349,8 +348,11 @@ async def enqueue_for_active_connections(
 async def begin_consent(rt: Runtime, connection: MarketplaceConnection, state: str, callback_url: str) -> ConsentStart:
     """Where the merchant allows access to a connection awaiting consent or being reauthorised: the marketplace's
     consent page (its URL carries `state`, bound to the merchant's session by the app), or the app's own page
-    standing for it (`url` None)."""
-    return await connector_for(rt, connection).begin_consent(state, callback_url)
+    standing for it (`url` None). A marketplace the service cannot send anyone to (not configured) is a 400."""
+    try:
+        return await connector_for(rt, connection).begin_consent(state, callback_url)
+    except ConsentRefused as exc:
+        raise ValidationFailed(errors={exc.field: [str(exc)]}) from None
 
 
 # What the caller does in the transaction that makes a connection Active (the catalog queues its site's categories).
@@ -395,9 +397,7 @@ def _store_authorisation(rt: Runtime, connection: MarketplaceConnection, authori
     seller = authorisation.seller_id
     if connection.seller_id and seller and seller != connection.seller_id and connection.state != AWAITING_CONSENT:
         site = f"{connection.platform} {connection.country}"
-        raise Conflict(
-            f"{site} is connected to another seller account ({connection.seller_id}); disconnect it to connect this one."
-        )
+        raise Conflict(f"{site} is connected to another seller account ({connection.seller_id}): disconnect it first.")
     assert authorisation.refresh_token is not None
     connection.seller_id = seller or connection.seller_id
     connection.credential = credentials.seal(rt, connection.id, authorisation.refresh_token)

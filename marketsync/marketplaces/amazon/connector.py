@@ -4,6 +4,8 @@ product_types.py (docs/decisions/0370-amazon-connector.md).
 
 | Connector call | SP-API |
 |---|---|
+| begin_consent | Seller Central's consent page for the site, with the application id, `state` and the callback |
+| finish_consent | the consent's `spapi_oauth_code` exchanged at Login with Amazon for a refresh token |
 | check_authorization | getMarketplaceParticipations (Sellers): Healthy when the seller participates in the site |
 | pull_orders | getOrders (v0, LastUpdatedAfter + NextToken, with a Restricted Data Token), getOrderItems |
 | pull_listings | searchListingsItems (summaries, offers, fulfilment availability), 20 a page |
@@ -11,28 +13,43 @@ product_types.py (docs/decisions/0370-amazon-connector.md).
 | publish_listings | putListingsItem per listing; Amazon's answer (its issues) decides |
 | feed_result | getFeed; once done getFeedDocument and the processing report |
 | send_order_updates | never: Amazon's order writes are stored, not sent (kind P2's capabilities) |
+| category_tree | searchDefinitionsProductTypes: the site's product types, a flat list (0372) |
+| category_schema | getDefinitionsProductType and its schema document, mapped (product_types.py) |
 """
 
 from __future__ import annotations
 
 import gzip
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
+from marketsync.catalog.taxonomy import CategorySpec, Taxonomy
+from marketsync.kinds import kind_of
 from marketsync.kit import jsonio
-from marketsync.kit.crypto import decrypt, encrypt
+from marketsync.marketplaces import credentials
 from marketsync.marketplaces.amazon import feeds, listings, orders
 from marketsync.marketplaces.amazon.client import AmazonServices, SpApi, SpApiError, lwa_credentials, services_of
+from marketsync.marketplaces.amazon.lwa import ConsentRefused as LwaRefused
 from marketsync.marketplaces.amazon.lwa import NotConfigured
-from marketsync.marketplaces.amazon.product_types import AttributeShape, MappedSchema, map_schema
+from marketsync.marketplaces.amazon.product_types import (
+    AttributeShape,
+    MappedSchema,
+    map_schema,
+    product_type_taxonomy,
+)
 from marketsync.marketplaces.amazon.regions import Site, site_for_country
 from marketsync.marketplaces.connector import (
+    Authorisation,
     AuthorizationRevoked,
     AuthStatus,
     CategorySchema,
     Connector,
+    ConsentRefused,
+    ConsentStart,
     FeedResult,
     ItemError,
     ListingDraft,
@@ -48,28 +65,13 @@ from marketsync.marketplaces.connector import (
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 
-__all__ = ["PLATFORM", "AmazonConnector", "amazon_connector", "refresh_token_of", "sealed_refresh_token", "spapi_url"]
+__all__ = ["PLATFORM", "AmazonConnector", "amazon_connector", "consent_url", "spapi_url"]
 
 PLATFORM = "Amazon"
 # A product type's definition, once fetched, serves publishes this long (its version rarely moves).
 DEFINITION_TTL = timedelta(hours=1)
 # A Restricted Data Token is used until this long before its expiry.
 RDT_MARGIN = timedelta(seconds=60)
-
-
-def _associated(connection_id: str) -> str:
-    return f"marketplace-credential:{connection_id}"
-
-
-def sealed_refresh_token(rt: Runtime, connection_id: str, refresh_token: str) -> str:
-    """The refresh token as stored: AES-GCM with the first key, bound to its connection (kit/crypto.py)."""
-    return encrypt(rt.settings.encryption_keyring, refresh_token, _associated(connection_id))
-
-
-def refresh_token_of(rt: Runtime, connection: MarketplaceConnection) -> str | None:
-    if not connection.credential:
-        return None
-    return decrypt(rt.settings.encryption_keyring, connection.credential, _associated(connection.id))
 
 
 def spapi_url(rt: Runtime, site: Site) -> str:
@@ -135,7 +137,7 @@ class AmazonConnector:
         self.services = services_of(rt)
         self.cache = _cache_of(self.services)
         self.seller_id = connection.seller_id or ""
-        self._refresh_token = refresh_token_of(rt, connection)
+        self._refresh_token = credentials.unseal(rt, connection)  # sealed on the connection (0377)
 
     @property
     def api(self) -> SpApi:
@@ -154,6 +156,35 @@ class AmazonConnector:
     @property
     def marketplace_id(self) -> str:
         return self.site.marketplace_id
+
+    # -- consent (docs/decisions/0377) ------------------------------------------------------------------------------
+
+    async def begin_consent(self, state: str, callback_url: str) -> ConsentStart:
+        """Seller Central's consent page of the site (or MARKETSYNC_AMAZON_CONSENT_URL) for the application."""
+        return ConsentStart(consent_url(self.rt, self.site, state, callback_url))
+
+    async def finish_consent(self, answer: Mapping[str, str]) -> Authorisation:
+        """The consent redirect's `spapi_oauth_code` exchanged at LWA for the seller's refresh token. ConsentRefused
+        names what is wrong: a malformed code or seller id, or a code LWA refuses (used already, expired)."""
+        code = (answer.get("spapi_oauth_code") or "").strip()
+        seller_id = (answer.get("selling_partner_id") or "").strip()
+        if not _CODE.match(code):
+            raise ConsentRefused("AuthorizationCode", "The spapi_oauth_code of Amazon's consent redirect is missing.")
+        if not _SELLER_ID.match(seller_id):
+            raise ConsentRefused(
+                "SellingPartnerId", "The selling_partner_id of Amazon's consent redirect (letters and digits)."
+            )
+        try:
+            credentials_ = lwa_credentials(self.rt.settings, self.site.region.lwa_url)
+        except NotConfigured as exc:
+            raise ConsentRefused("Platform", str(exc)) from None
+        callback = f"{self.rt.settings.base_url}{kind_of(PLATFORM).consent_callback}"
+        try:
+            refresh_token = await self.services.tokens.exchange_code(credentials_, code, callback)
+        except LwaRefused as exc:
+            raise ConsentRefused("AuthorizationCode", str(exc)) from None
+        self.services.tokens.forget(seller_id)  # a reauthorisation's old access tokens are not used again
+        return Authorisation(refresh_token=refresh_token, seller_id=seller_id)
 
     # -- health ------------------------------------------------------------------------------------------------
 
@@ -348,27 +379,27 @@ class AmazonConnector:
 
     # -- create: product types, their schemas, publishing --------------------------------------------------------
 
-    async def category_list(self) -> list[tuple[str, str]]:
-        """Every product type of the site (searchDefinitionsProductTypes without keywords): (name, display name)."""
+    async def category_tree(self) -> Taxonomy:
+        """The site's product types (searchDefinitionsProductTypes without keywords) as a flat list of leaves: their
+        schemas come from Amazon when first asked for (docs/decisions/0372)."""
         answer = await self.api.call(
             "searchDefinitionsProductTypes",
             "GET",
             "/definitions/2020-09-01/productTypes",
             params={"marketplaceIds": [self.marketplace_id]},
         )
-        found = []
-        for product_type in answer.get("productTypes") or []:
-            name = str(product_type.get("name") or "").strip() if isinstance(product_type, dict) else ""
-            if name:
-                found.append((name, str(product_type.get("displayName") or name).strip() or name))
-        return found
+        return product_type_taxonomy([p for p in answer.get("productTypes") or [] if isinstance(p, dict)])
 
     async def category_schema(self, category_id: str) -> CategorySchema:
-        """The product type's definition mapped onto the spec's attribute model (product_types.py)."""
+        """The product type's definition mapped onto the spec's attribute model (product_types.py), with Amazon's
+        productTypeVersion. UnknownCategory for a name Amazon does not know."""
         mapped, version, display = await self._definition(category_id)
-        return CategorySchema(
-            category_id, display, version, [a.to_json() for a in mapped.attributes], mapped.off_api_requirements
-        )
+        spec = CategorySpec(
+            category_id=category_id, parent_id=None, name=display, path=display, depth=1, is_leaf=True,
+            department=display, product_type_code=category_id, attributes=mapped.attributes,
+            off_api_requirements=mapped.off_api_requirements,
+        )  # fmt: skip
+        return CategorySchema(spec, version)
 
     async def _definition(self, product_type: str) -> tuple[MappedSchema, str, str]:
         """(mapped schema, Amazon's productTypeVersion, display name): the process's copy while younger than
@@ -454,11 +485,29 @@ def _publish_result(receipt: Receipt, site: Site) -> FeedResult:
     return FeedResult(receipt.feed_id, "Done", len(published), errors, message, published)
 
 
+# Amazon's selling partner ids and one-time codes: letters and digits (a code may hold a few more characters).
+_SELLER_ID = re.compile(r"^[A-Z0-9]{6,64}$")
+_CODE = re.compile(r"^[A-Za-z0-9._~+/=-]{4,512}$")
+
+
+def consent_url(rt: Runtime, site: Site, state: str, callback_url: str) -> str:
+    """Where the app sends the merchant: the site's consent page with the application id, the state and the callback.
+    ConsentRefused when the operator has not configured Amazon (MARKETSYNC_AMAZON_APP_ID)."""
+    app_id = rt.settings.amazon_app_id
+    if not app_id:
+        raise ConsentRefused(
+            "Platform", "Amazon is not configured on this service (MARKETSYNC_AMAZON_APP_ID is unset)."
+        )
+    page = rt.settings.amazon_consent_url or site.consent_url
+    query = urlencode({"application_id": app_id, "state": state, "redirect_uri": callback_url})
+    return f"{page}{'&' if '?' in page else '?'}{query}"
+
+
 def _amazon_time(value: datetime) -> str:
     """ISO 8601 in UTC to the second (what Amazon's date parameters take)."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def amazon_connector(rt: Runtime, connection: MarketplaceConnection) -> Connector:
-    """The connector factory for kind Amazon (composed in marketsync/connectors.py)."""
+    """The connector factory for kind Amazon (registered by marketplaces/registry.py through amazon.MARKETPLACE)."""
     return AmazonConnector(rt, connection)

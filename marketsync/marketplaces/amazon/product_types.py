@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from marketsync.catalog.taxonomy import AllowedValue, AttributeSpec, AttributeType
+from marketsync.catalog.taxonomy import AllowedValue, AttributeSpec, AttributeType, CategorySpec, Taxonomy
 
 __all__ = [
     "CATALOGUE_FILLED",
@@ -31,6 +31,7 @@ __all__ = [
     "MappedSchema",
     "amazon_attributes",
     "map_schema",
+    "product_type_taxonomy",
 ]
 
 # Filled by the connector from the catalogue's price and stock, never attributes of the create.
@@ -43,6 +44,22 @@ SELECTORS = frozenset({"marketplace_id", "language_tag"})
 IMAGES_REQUIREMENT = "Images"
 
 _TYPES: dict[str, AttributeType] = {"string": "Text", "integer": "Integer", "number": "Decimal", "boolean": "Boolean"}
+
+
+def product_type_taxonomy(product_types: list[dict[str, Any]], revision: int = 1) -> Taxonomy:
+    """searchDefinitionsProductTypes' product types as a flat tree of leaves (their schemas come on demand):
+    CategoryId the name (LUGGAGE), the name and the path its display name (Luggage)."""
+    seen: dict[str, CategorySpec] = {}
+    for item in product_types:
+        name = str(item.get("name") or "").strip()
+        if not name or name in seen:
+            continue
+        title = str(item.get("displayName") or name).strip() or name
+        seen[name] = CategorySpec(
+            category_id=name, parent_id=None, name=title, path=title, depth=1, is_leaf=True, department=title,
+            product_type_code=name,
+        )  # fmt: skip
+    return Taxonomy("Amazon", revision, tuple(seen.values()), source="amazon:searchDefinitionsProductTypes")
 
 
 @dataclass(frozen=True)

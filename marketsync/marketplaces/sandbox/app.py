@@ -147,7 +147,7 @@ def create_sandbox_app(rt: Runtime) -> Starlette:
         connection_id = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
         platform = request.headers.get("x-sandbox-platform", "")
         country = request.headers.get("x-sandbox-country", "")
-        if not connection_id or platform not in KINDS or not country:
+        if not connection_id or platform not in SANDBOX_KINDS or not country:
             return _error(401, "Missing seller token, platform or country.")
         async with rt.db.transaction() as session:
             seller = await state.ensure_seller(session, connection_id, platform, country, rt.clock.now())

@@ -11,12 +11,11 @@ import httpx
 import pytest
 
 from marketsync.catalog import service as catalog
+from marketsync.jobs.worker import Worker
 from marketsync.kit.clock import Clock, FrozenClock
-from marketsync.marketplaces import service
 from marketsync.marketplaces.amazon.simulator import product_types as sim_types
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.marketplaces import support
 from tests.marketplaces.amazon.support import amazon_connection, amazon_settings, spapi_calls
 from tests.support.amazon import AmazonServer
@@ -37,7 +36,7 @@ async def _tenant(rt: Runtime, api: httpx.AsyncClient, server: AmazonServer) -> 
     tenant = await make_tenant(rt, api)
     connection, _ = await amazon_connection(rt, server, tenant.account_id)
     async with rt.db.transaction() as session:
-        assert await service.load_categories_if_missing(rt, session, connection) is not None
+        assert await catalog.load_categories_if_missing(rt, session, connection) is not None
     await Worker(rt).drain()
     return tenant, connection
 

@@ -11,12 +11,12 @@ import httpx
 import pytest
 
 from marketsync.inventory import tasks as inventory_tasks
+from marketsync.jobs.worker import Worker
 from marketsync.kit.clock import Clock, FrozenClock
 from marketsync.marketplaces import service, tasks
 from marketsync.marketplaces.amazon.client import services_of
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.marketplaces import support
 from tests.marketplaces.amazon.support import amazon_connection, amazon_settings, listed_at_amazon, spapi_calls
 from tests.support.amazon import AmazonServer

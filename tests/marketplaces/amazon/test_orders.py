@@ -10,11 +10,11 @@ from typing import Any
 import httpx
 import pytest
 
+from marketsync.jobs.worker import Worker
 from marketsync.kit.clock import Clock, FrozenClock
 from marketsync.models import MarketplaceConnection
 from marketsync.orders import tasks
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.marketplaces import support
 from tests.marketplaces.amazon.support import amazon_connection, amazon_settings, spapi_calls
 from tests.support.amazon import AmazonServer

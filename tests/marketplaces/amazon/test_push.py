@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 import pytest
 
+from marketsync.jobs.worker import Worker
 from marketsync.kit.clock import Clock, FrozenClock
 from marketsync.marketplaces.amazon.connector import AmazonConnector
 from marketsync.marketplaces.connector import MarketplaceError, PriceStockLine, connector_for
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
-from marketsync.worker import Worker
 from tests.marketplaces import support
 from tests.marketplaces.amazon.support import amazon_connection, amazon_settings, listed_at_amazon, spapi_calls
 from tests.support.amazon import AmazonServer
