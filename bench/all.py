@@ -85,6 +85,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
         ["-m", "bench.catalog_perf", "--search-growth", "2000,20000", "--searches", "20"],
     ),
     "feeds": (["-m", "bench.marketplaces_feeds", "--runs", "5"], ["-m", "bench.marketplaces_feeds", "--runs", "1"]),
+    # A 500-SKU push to Amazon (the SP-API simulator as its own process) next to the same push to the sandbox P2.
+    "amazon": (["-m", "bench.amazon_push", "--runs", "5"], ["-m", "bench.amazon_push", "--runs", "1"]),
     "webhooks-sqlite": (
         ["-m", "bench.webhooks_delivery", "--events", "2000"],
         ["-m", "bench.webhooks_delivery", "--events", "200", "--latency-events", "20"],

@@ -86,6 +86,16 @@ class Settings(BaseSettings):
     marketplace_timeout_s: float = Field(30.0, gt=0, le=300)
     sandbox_latency_ms: float = Field(0.0, ge=0)
 
+    # Amazon's Selling Partner API (docs/decisions/0370-amazon-connector.md). Without an application id and LWA
+    # credentials Amazon cannot be connected. The URLs default to Amazon's own endpoints: LWA's token endpoint, each
+    # region's SP-API host, the site's Seller Central consent page; tests point the first two at the simulator.
+    amazon_app_id: str | None = None
+    amazon_lwa_client_id: str | None = None
+    amazon_lwa_client_secret: str | None = None
+    amazon_lwa_url: str | None = None
+    amazon_spapi_url: str | None = None
+    amazon_consent_url: str | None = None
+
     # Behind a TLS-terminating proxy: the proxy's addresses (comma-separated, or "*"), whose X-Forwarded-For and
     # X-Forwarded-Proto uvicorn then believes (the client's address for throttling). Empty: no header is believed.
     forwarded_allow_ips: str = ""
@@ -114,6 +124,20 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")) or len(value.split("://", 1)[1].strip("/")) == 0:
             raise ValueError("must be an absolute http(s) URL, e.g. https://api.example.com")
         return value.rstrip("/")
+
+    @field_validator("amazon_lwa_url", "amazon_spapi_url", "amazon_consent_url")
+    @classmethod
+    def _amazon_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if not value.startswith(("http://", "https://")) or len(value.split("://", 1)[1].strip("/")) == 0:
+            raise ValueError("must be an absolute http(s) URL")
+        return value.rstrip("/")
+
+    @field_validator("amazon_app_id", "amazon_lwa_client_id", "amazon_lwa_client_secret")
+    @classmethod
+    def _amazon_text(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
 
     @field_validator("rate_limit", "token_failure_limit")
     @classmethod

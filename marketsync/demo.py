@@ -10,7 +10,7 @@ from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import demo as catalog_demo
 from marketsync.inventory import demo as inventory_demo
-from marketsync.kinds import KINDS, home_site
+from marketsync.kinds import SANDBOX_KINDS, home_site
 from marketsync.marketplaces import demo as marketplaces_demo
 from marketsync.marketplaces import service as marketplace_service
 from marketsync.models import MarketplaceConnection
@@ -20,7 +20,7 @@ from marketsync.runtime import Runtime
 from marketsync.webhooks import demo as webhooks_demo
 
 DEMO_ACCOUNT = "demo"
-DEMO_MARKETPLACES = tuple((platform, home_site(platform)) for platform in KINDS)  # P1 UK, P2 DE, P3 US, P4 FR
+DEMO_MARKETPLACES = tuple((platform, home_site(platform)) for platform in SANDBOX_KINDS)  # P1 UK, P2 DE, P3 US, P4 FR
 # Order matters: taxonomies before the catalogue, the catalogue before listings and orders.
 # Each domain's part of the demo, in order: taxonomies before the catalogue, listings before orders.
 DEMO_APP_USER = "owner@demo.example"

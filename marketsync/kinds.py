@@ -41,6 +41,15 @@ class MarketplaceKind:
     # Whether the marketplace takes a price of 0. None of today's kinds does: a feed line carrying one is
     # refused whole, so such a price is never sent (docs/decisions/0047).
     accepts_zero_price: bool = False
+    # A simulated marketplace of the service's own (P1..P4: the demo connects them, the sandbox serves them), or a
+    # real one, connected only through its own consent (Amazon: docs/decisions/0370-amazon-connector.md).
+    sandbox: bool = True
+    # Where a category's schema comes from: the taxonomy import (the sandboxes, an operator's file), or the marketplace
+    # itself, asked when the schema is (Amazon's product type definitions: docs/decisions/0372).
+    schemas_from_marketplace: bool = False
+    # Where the marketplace's consent page sends the merchant back, under MARKETSYNC_BASE_URL: the redirect URI an
+    # operator registers with the marketplace (Amazon's is fixed by DESIGN section 5).
+    consent_callback: str = "/app/marketplaces/consent/callback"
 
 
 KINDS: dict[str, MarketplaceKind] = {
@@ -78,8 +87,29 @@ KINDS: dict[str, MarketplaceKind] = {
             category_required_on_create=True,
             attributes_by_product_type=False,
         ),
+        # Amazon's Selling Partner API: P2's capabilities (orders pulled, order writes stored with a warning naming
+        # Amazon, CategoryId required: an Amazon product type) on Amazon's sites in these countries.
+        MarketplaceKind(
+            "Amazon",
+            sites=("UK", "DE", "FR", "IT", "ES", "NL", "SE", "PL", "BE", "US", "CA", "MX", "JP", "AU"),
+            orders_pulled=True,
+            order_write_back=False,
+            category_required_on_create=True,
+            attributes_by_product_type=True,
+            sandbox=False,
+            schemas_from_marketplace=True,
+            consent_callback="/app/marketplaces/amazon/callback",
+        ),
     )
 }
+# The service's own simulated marketplaces (the demo's, `marketsync sandbox ...`).
+SANDBOX_KINDS: dict[str, MarketplaceKind] = {platform: kind for platform, kind in KINDS.items() if kind.sandbox}
+
+
+def platform_named(text: str) -> str | None:
+    """The kind a person or a caller named, in any letter case ("amazon", "p1"), or None."""
+    folded = text.strip().casefold()
+    return next((platform for platform in KINDS if platform.casefold() == folded), None)
 
 
 def kind_of(platform: str) -> MarketplaceKind:

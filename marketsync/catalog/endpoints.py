@@ -65,6 +65,8 @@ async def product_type_schema(
     marketplaceId: Annotated[str, Query(min_length=1)],
     categoryId: Annotated[str, Query(min_length=1)],
 ) -> SchemaOut:
+    # Amazon's schemas are its own: asked for now (cached a while), stored as the category's view when they changed.
+    await service.refresh_marketplace_schema(rt, caller.account_id, marketplaceId, categoryId)
     async with rt.db.read() as session:
         schema = await service.get_schema(session, caller.account_id, marketplaceId, categoryId)
     return SchemaOut.of(schema.view, schema.attributes)
@@ -79,6 +81,10 @@ async def product_type_schema(
 async def create_product(request: Request, caller: InventoryWriter, rt: RuntimeDep) -> Response:
     # Checked field by field by catalog.rules (types and schema errors in one 400), so read as plain JSON.
     raw = read_body(await request.body())
+    marketplace_id, category_id = raw.get("MarketplaceId"), raw.get("CategoryId")
+    if isinstance(marketplace_id, str) and isinstance(category_id, str) and marketplace_id and category_id.strip():
+        # Validated against the marketplace's current schema where the schemas are its own (Amazon).
+        await service.refresh_marketplace_schema(rt, caller.account_id, marketplace_id, category_id)
     if raw.get("ValidateOnly") is True:
         # Writes nothing, so it needs neither a write transaction nor the Idempotency-Key record.
         async with rt.db.read() as session:

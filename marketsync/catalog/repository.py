@@ -481,8 +481,10 @@ class DriverCreateReads:
         )
 
 
-async def get_category(session: AsyncSession, platform: str, country: str, category_id: str) -> TaxonomyCategory | None:
-    return await session.get(TaxonomyCategory, (platform, country, category_id))
+async def get_category(
+    session: AsyncSession, platform: str, country: str, category_id: str, *, for_update: bool = False
+) -> TaxonomyCategory | None:
+    return await session.get(TaxonomyCategory, (platform, country, category_id), with_for_update=for_update)
 
 
 async def get_view(session: AsyncSession, view_id: str) -> ProductTypeView | None:

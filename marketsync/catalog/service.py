@@ -19,7 +19,7 @@ from marketsync.catalog import repository, rules
 from marketsync.catalog.repository import LeafRow
 from marketsync.catalog.taxonomy import AttributeSpec, Taxonomy
 from marketsync.db import DriverReader
-from marketsync.http.errors import NotFound, ValidationFailed
+from marketsync.http.errors import NotFound, UpstreamUnavailable, ValidationFailed
 from marketsync.inventory.service import (
     ChangeSource,
     SkuChange,
@@ -38,8 +38,11 @@ from marketsync.marketplaces import rules as marketplace_rules
 from marketsync.marketplaces import service as marketplaces
 from marketsync.marketplaces.connector import (
     AuthorizationRevoked,
+    CategorySchema,
     FeedResult,
     ListingDraft,
+    MarketplaceError,
+    UnknownCategory,
     connector_for,
 )
 from marketsync.models import Listing, MarketplaceConnection, Product
@@ -64,6 +67,7 @@ __all__ = [
     "missing_requirements",
     "product_listings",
     "publish_journey",
+    "refresh_marketplace_schema",
     "search",
     "set_listing_app_fields",
     "set_listing_category",
@@ -126,18 +130,21 @@ async def load_categories_if_missing(
 async def load_site_categories(rt: Runtime, account_id: str, marketplace_id: str) -> None:
     """The category tree of a newly authorised connection's site, unless it has one by now (another account's
     connection to the same site, an operator's import), as its marketplace gives it (TaxonomySource). A marketplace
-    whose categories are found by search gives no tree: nothing is loaded ahead."""
+    whose categories are found by search gives no tree: nothing is loaded ahead. Where the kind's schemas are the
+    marketplace's own (Amazon's product types: docs/decisions/0372) the tree is the category list alone, each schema
+    stored when first asked for (`refresh_marketplace_schema`). A marketplace throttling or down: the job retries."""
     async with rt.db.read() as session:
         connection = await marketplaces.find(session, account_id, marketplace_id)
         if connection is None or await repository.site_has_taxonomy(session, connection.platform, connection.country):
             return  # disconnected meanwhile (the next connection to its site loads it), or loaded already
-    tree = await connector_for(rt, connection).category_tree()  # outside the write transaction
+    tree = await feeds.call(rt, connection, connector_for(rt, connection).category_tree())  # outside a transaction
     if tree is None:
         return
+    on_demand = kind_of(connection.platform).schemas_from_marketplace
     try:
         async with rt.db.transaction() as session:
             if not await repository.site_has_taxonomy(session, connection.platform, connection.country):
-                await import_taxonomy(rt, session, tree, connection.country)
+                await import_taxonomy(rt, session, tree, connection.country, schemas_from_marketplace=on_demand)
     except IntegrityError:  # another connection's load of the same site committed first: the site has its tree
         return
 
@@ -153,7 +160,13 @@ def taxonomy_hash(taxonomy: Taxonomy) -> str:
 
 
 async def import_taxonomy(
-    rt: Runtime, session: AsyncSession, taxonomy: Taxonomy, country: str, progress: Progress | None = None
+    rt: Runtime,
+    session: AsyncSession,
+    taxonomy: Taxonomy,
+    country: str,
+    progress: Progress | None = None,
+    *,
+    schemas_from_marketplace: bool = False,
 ) -> ImportSummary:
     """Load or re-import the taxonomy of one site (the taxonomy's kind in `country`) in the caller's transaction.
 
@@ -163,6 +176,9 @@ async def import_taxonomy(
     when taxonomies are re-imported"; docs/decisions/0392). SchemaVersion tells content apart: it changes only
     with the schema's content. The old views stay on record, no longer current, so create can say why it refuses
     an old id. `Unchanged` in the summary says the whole content equals the previous version's.
+
+    `schemas_from_marketplace`: the taxonomy is the category list alone (Amazon's product types); each leaf's schema
+    is the marketplace's, stored when first asked for (`refresh_marketplace_schema`).
     """
     platform = taxonomy.platform
     now = rt.clock.now()
@@ -181,6 +197,14 @@ async def import_taxonomy(
     for leaf in leaves:
         digest = leaf.content_hash()
         existing = current.get(leaf.category_id)
+        if schemas_from_marketplace:
+            # The list alone: a leaf's schema is the marketplace's, fetched when first asked for. A re-import retires
+            # every stored one, so the next fetch issues a new ProductTypeViewId (spec section 9; decisions 0392, 0372).
+            if existing is None:
+                added += 1
+            else:
+                retired.append(existing.view_id)
+            continue
         schema_version = f"{sequence}.{digest[:8]}"
         if existing is None:
             added += 1
@@ -209,7 +233,8 @@ async def import_taxonomy(
                 "created_at": now,
             }
         )
-    removed = [v.view_id for category_id, v in current.items() if category_id not in view_of]
+    listed = {leaf.category_id for leaf in leaves}
+    removed = [v.view_id for category_id, v in current.items() if category_id not in listed]
     retired.extend(removed)
 
     done = 0
@@ -372,6 +397,85 @@ async def get_schema(session: AsyncSession, account_id: str, marketplace_id: str
 
 
 _NOT_A_LEAF = "Not a leaf category: listings go in leaf categories (POST /api/product-types/Search returns only those)."
+
+
+async def refresh_marketplace_schema(rt: Runtime, account_id: str, marketplace_id: str, category_id: str) -> None:
+    """Where a kind's schemas are the marketplace's own (kinds.MarketplaceKind.schemas_from_marketplace: Amazon), ask
+    the marketplace for the category's schema and store it as the category's current view when it changed (a new
+    ProductTypeViewId; SchemaVersion is the marketplace's version). Called before a schema is shown or a create is
+    validated; the connector keeps what it fetched for a while, so this is usually one read. Outside any transaction
+    while the marketplace is asked. A category the site does not list is left to the caller's 404; a marketplace
+    that does not answer is UpstreamUnavailable unless a schema of the category is stored already (then that one)."""
+    category_id = category_id.strip()
+    async with rt.db.read() as session:
+        try:
+            connection = await active_connection(session, account_id, marketplace_id)
+        except NotFound:
+            return
+        if not kind_of(connection.platform).schemas_from_marketplace:
+            return
+        category = await repository.get_category(session, connection.platform, connection.country, category_id)
+        if category is None or not category.is_leaf:
+            return
+    try:
+        fetched = await connector_for(rt, connection).category_schema(category_id)
+    except UnknownCategory:
+        return
+    except MarketplaceError as exc:
+        if category.view_id is not None:
+            return  # the schema stored last time serves meanwhile
+        raise UpstreamUnavailable(f"The marketplace did not send this category's schema ({exc}).") from exc
+    async with rt.db.transaction() as session:
+        await store_category_schema(rt, session, connection, category_id, fetched)
+
+
+async def store_category_schema(
+    rt: Runtime, session: AsyncSession, connection: MarketplaceConnection, category_id: str, fetched: CategorySchema
+) -> str | None:
+    """The marketplace's schema of a category as its current view, unless that view holds the same content already;
+    the view it replaces stays on record, no longer current (create names it superseded). Returns the current view's
+    id (None when the site no longer lists the category)."""
+    category = await repository.get_category(
+        session, connection.platform, connection.country, category_id, for_update=True
+    )
+    if category is None:
+        return None
+    spec = fetched.category
+    attributes = [a.to_json() for a in spec.attributes]
+    document = {
+        "Path": category.path,
+        "ProductTypeCode": category_id,
+        "SchemaVersion": fetched.version,
+        "Attributes": attributes,
+        "OffApiRequirements": list(spec.off_api_requirements),
+    }
+    digest = hashlib.sha256(orjson.dumps(document, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    current = await repository.get_view(session, category.view_id) if category.view_id else None
+    if current is not None and current.content_hash == digest:
+        return current.id
+    latest = await repository.latest_import(session, connection.platform, connection.country)
+    assert latest is not None  # the category exists, so its site's list was imported
+    view = ProductTypeView(
+        id=new_id(),
+        platform=connection.platform,
+        country=connection.country,
+        category_id=category_id,
+        category_path=category.path,
+        product_type_code=category_id,
+        schema_version=fetched.version[:40],
+        content_hash=digest,
+        attributes=orjson.dumps(attributes),
+        off_api_requirements=list(spec.off_api_requirements),
+        is_current=True,
+        import_id=latest.id,
+        created_at=rt.clock.now(),
+    )
+    session.add(view)
+    if current is not None:
+        current.is_current = False
+    await session.flush()
+    category.view_id = view.id
+    return view.id
 
 
 # --------------------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ from marketsync.http.errors import (
     validation_errors,
 )
 from marketsync.inventory import service as inventory
-from marketsync.kinds import KINDS
+from marketsync.kinds import KINDS, kind_of
 from marketsync.marketplaces import service as marketplaces
 from marketsync.models import MarketplaceConnection
 from marketsync.people import service as people
@@ -306,24 +306,28 @@ async def connect_marketplace(request: Request, person: SignedIn) -> Response:
     return await _to_consent(request, person, connection)
 
 
-CONSENT_CALLBACK = "/app/marketplaces/consent/callback"
-
-
 async def _to_consent(request: Request, person: Person, connection: MarketplaceConnection) -> Response:
     """To where the merchant allows access: the marketplace's consent page, or this app's page standing for it (the
-    sandbox marketplaces). Either way the answer comes back to this session only (docs/decisions/0351)."""
+    sandbox marketplaces). Either way the answer comes back to this session only (docs/decisions/0351), at the kind's
+    callback (kinds.py: Amazon's is /app/marketplaces/amazon/callback, the redirect URI registered with Amazon)."""
     rt = runtime_of(request)
-    start = await marketplaces.begin_consent(
-        rt, connection, consent_state(person, connection.id), rt.settings.base_url.rstrip("/") + CONSENT_CALLBACK
-    )
+    callback = rt.settings.base_url.rstrip("/") + kind_of(connection.platform).consent_callback
+    start = await marketplaces.begin_consent(rt, connection, consent_state(person, connection.id), callback)
     return see_other(start.url or f"/app/marketplaces/{connection.id}/consent")
 
 
-@router.get(CONSENT_CALLBACK.removeprefix("/app"))
-async def consent_callback(request: Request, person: SignedIn) -> Response:
+# Every kind's callback: /app/marketplaces/consent/callback (the default), /app/marketplaces/amazon/callback. The
+# `state` names the connection, so the path's first part only has to be one of them.
+CALLBACKS = frozenset(kind.consent_callback for kind in KINDS.values())
+
+
+@router.get("/marketplaces/{kind}/callback")
+async def consent_callback(request: Request, kind: str, person: SignedIn) -> Response:
     """Where a marketplace's consent page sends the merchant back: `state` names the connection (and must come from
     this session), the rest is the marketplace's answer, which its connector exchanges for the authorisation. An
     answer carrying `error` (access denied at the marketplace) is a Deny."""
+    if f"/app/marketplaces/{kind}/callback" not in CALLBACKS:
+        return page(request, "error.html", person, 404, title="Not found", message="No such page.")
     answer = {key: value for key, value in request.query_params.items() if key != "state"}
     marketplace_id = consented_marketplace(person, request.query_params.get("state", ""))
     if marketplace_id is None:

@@ -126,6 +126,12 @@ def body_too_slow(timeout_s: float) -> BodyRefused:
     return BodyRefused(408, "request-timeout", title, headers={"Connection": "close"})
 
 
+class UpstreamUnavailable(ApiError):
+    """A marketplace the answer depends on did not answer (it is asked live: Amazon's product type schemas)."""
+
+    status, code, title = 503, "unavailable", "The marketplace is not answering; retry in a minute."
+
+
 class RateLimited(ApiError):
     status, code, title = 429, "rate-limited", "Too many requests; retry after the time given in Retry-After."
 

@@ -45,6 +45,19 @@ class Unavailable(MarketplaceError):
     """Transient: timeouts, 5xx. Retrying may clear it."""
 
 
+class ConsentRefused(MarketplaceError):
+    """The marketplace refused the answer of its consent page (a one-time code used already or expired, a malformed
+    one): `field` names what was wrong (the operator's CLI option, or the callback's part of it)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class UnknownCategory(MarketplaceError):
+    """The marketplace has no such category (asked for its schema)."""
+
+
 @dataclass(frozen=True)
 class AuthStatus:
     ok: bool

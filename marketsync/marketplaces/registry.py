@@ -8,12 +8,13 @@ Tests swap a kind's connector with `registry_of(rt).replace(...)` (tests/support
 from __future__ import annotations
 
 from marketsync.catalog.taxonomy import Taxonomy
-from marketsync.marketplaces import sandbox
+from marketsync.marketplaces import amazon, sandbox
 from marketsync.marketplaces.connector import REGISTRY_KEY, ConnectorRegistry, Marketplace
 from marketsync.runtime import Runtime
 
 MARKETPLACES: tuple[Marketplace, ...] = (
     sandbox.MARKETPLACE,  # P1..P4, simulated
+    amazon.MARKETPLACE,  # Amazon's Selling Partner API (docs/decisions/0370)
 )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.http.errors import Conflict, NotFound, ValidationFailed
+from marketsync.http.errors import Conflict, NotFound, UpstreamUnavailable, ValidationFailed
 from marketsync.jobs import service as jobs_service
 from marketsync.jobs.run import JobRun
 from marketsync.jobs.types import (
@@ -27,10 +27,17 @@ from marketsync.jobs.types import (
     OrderPullPayload,
     PriceStockPushPayload,
 )
-from marketsync.kinds import KINDS, ConnectionState, kind_of
+from marketsync.kinds import KINDS, ConnectionState, kind_of, platform_named
 from marketsync.kit.ids import new_id
-from marketsync.marketplaces import events, repository
-from marketsync.marketplaces.connector import ConsentStart, Throttled, connector_for
+from marketsync.marketplaces import credentials, events, repository
+from marketsync.marketplaces.connector import (
+    Authorisation,
+    ConsentRefused,
+    ConsentStart,
+    MarketplaceError,
+    Throttled,
+    connector_for,
+)
 from marketsync.marketplaces.rules import UNAUTHORIZED, Health, HealthEvent, health_transition, observed_health
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
@@ -44,6 +51,7 @@ __all__ = [
     "begin_consent",
     "check_health",
     "connect",
+    "connect_authorised",
     "disconnect",
     "enqueue_for_active_connections",
     "find",
@@ -118,7 +126,7 @@ async def begin_connect(
 
 def checked_site(platform: str, country: str) -> tuple[str, str]:
     """(PLATFORM, COUNTRY) of a site the kind serves (kinds.py), or ValidationFailed naming each bad field."""
-    platform, country = platform.strip().upper(), country.strip().upper()
+    platform, country = platform_named(platform) or platform.strip(), country.strip().upper()
     problems: dict[str, list[str]] = {}
     if platform not in KINDS:
         problems["Platform"] = [f"Unknown platform; one of {', '.join(KINDS)}."]
@@ -358,8 +366,11 @@ async def enqueue_for_active_connections(
 async def begin_consent(rt: Runtime, connection: MarketplaceConnection, state: str, callback_url: str) -> ConsentStart:
     """Where the merchant allows access to a connection awaiting consent or being reauthorised: the marketplace's
     consent page (its URL carries `state`, bound to the merchant's session by the app), or the app's own page
-    standing for it (`url` None)."""
-    return await connector_for(rt, connection).begin_consent(state, callback_url)
+    standing for it (`url` None). A marketplace the service cannot send anyone to (not configured) is a 400."""
+    try:
+        return await connector_for(rt, connection).begin_consent(state, callback_url)
+    except ConsentRefused as exc:
+        raise ValidationFailed(errors={exc.field: [str(exc)]}) from None
 
 
 # What the caller does in the transaction that makes a connection Active (the catalog queues its site's categories).
@@ -381,13 +392,16 @@ async def grant_consent(
     the consent page (the callback's query), exchanged by the connector."""
     async with rt.db.read() as session:
         connection = await get(session, account_id, marketplace_id)
-    authorisation = await connector_for(rt, connection).finish_consent(answer)
-    if authorisation.refresh_token is not None:
-        # Stored encrypted on the connection by the first connector that returns one (its migration adds the
-        # column; docs/decisions/0351): never dropped silently.
-        raise NotImplementedError(f"{connection.platform} returned a refresh token this service cannot store yet")
+    try:
+        authorisation = await connector_for(rt, connection).finish_consent(answer)
+    except ConsentRefused as exc:
+        raise ValidationFailed(errors={exc.field: [str(exc)]}) from None
+    except MarketplaceError as exc:
+        raise UpstreamUnavailable(f"The marketplace did not take the authorisation: {exc}") from None
     async with rt.db.transaction() as session:
         connection = await _locked(session, account_id, marketplace_id)
+        if authorisation.refresh_token is not None:
+            _store_authorisation(rt, connection, authorisation)
         if connection.state == AWAITING_CONSENT:
             connection.state = ACTIVE
             await when_authorised(rt, session, connection)
@@ -395,6 +409,45 @@ async def grant_consent(
     if connection.state != ACTIVE:
         return None
     return await check_health(rt, connection)
+
+
+def _store_authorisation(rt: Runtime, connection: MarketplaceConnection, authorisation: Authorisation) -> None:
+    """The marketplace's secret sealed on the connection (credentials.py), with the merchant's account there. A site
+    already authorised by another of the merchant's marketplace accounts is a 409: one connection per site."""
+    seller = authorisation.seller_id
+    if connection.seller_id and seller and seller != connection.seller_id and connection.state != AWAITING_CONSENT:
+        site = f"{connection.platform} {connection.country}"
+        raise Conflict(f"{site} is connected to another seller account ({connection.seller_id}): disconnect it first.")
+    assert authorisation.refresh_token is not None
+    connection.seller_id = seller or connection.seller_id
+    connection.credential = credentials.seal(rt, connection.id, authorisation.refresh_token)
+
+
+async def connect_authorised(
+    rt: Runtime,
+    account_id: str,
+    platform: str,
+    country: str,
+    answer: Mapping[str, str],
+    *,
+    when_authorised: WhenAuthorised,
+) -> tuple[MarketplaceConnection, bool, HealthEvent | None]:
+    """The operator's side of a marketplace's consent redirect (`admin marketplace connect` with the answer it
+    carried): the account's connection to the site (started now, or the one being reauthorised) takes the
+    authorisation as the app's callback would. A refused answer leaves no connection it started. Returns (the
+    connection as stored, whether it existed before, the health event)."""
+    async with rt.db.transaction() as session:
+        platform, country = checked_site(platform, country)
+        existing = await repository.find(session, account_id, platform, country)
+        connection = existing or await begin_connect(rt, session, account_id, platform, country)
+    try:
+        event = await grant_consent(rt, account_id, connection.id, answer, when_authorised=when_authorised)
+    except Exception:
+        if existing is None:
+            await refuse_consent(rt, account_id, connection.id)
+        raise
+    async with rt.db.read() as session:
+        return await get(session, account_id, connection.id), existing is not None, event
 
 
 async def refuse_consent(rt: Runtime, account_id: str, marketplace_id: str) -> bool:

@@ -33,6 +33,12 @@ class MarketplaceConnection(Base):
     last_pull_status: Mapped[str] = mapped_column(String(32), default="NeverRun")
     last_pull_total_skus: Mapped[int] = mapped_column(Integer, default=0)
     last_pull_current_sku: Mapped[int] = mapped_column(Integer, default=0)
-    # Opaque cursor of the order pull (marketplace-defined).
-    order_cursor: Mapped[str | None] = mapped_column(String(200))
+    # Opaque cursor of the order pull (marketplace-defined; Amazon's carries its NextToken, of no bounded length): TEXT
+    # on PostgreSQL (migration 0034); SQLite never enforces a VARCHAR's length, and widening it there would mean
+    # rebuilding the table, whose DROP cascades to the listings.
+    order_cursor: Mapped[str | None] = mapped_column(String(200).with_variant(Text(), "postgresql"))
+    # A real marketplace's authorisation (Amazon): the selling partner's id, and its refresh token encrypted at rest
+    # (AES-GCM, kit/crypto.py: never logged, never shown). Null for the sandbox marketplaces.
+    seller_id: Mapped[str | None] = mapped_column(String(64))
+    credential: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]

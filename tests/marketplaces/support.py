@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import httpx
 import pytest
+import structlog
 from sqlalchemy import select
+from typer.testing import CliRunner
 
+from marketsync import startup
+from marketsync.cli import app
+from marketsync.http import logs as marketsync_logging
+from marketsync.http.logs import configure_logging
 from marketsync.jobs import service as jobs_service
 from marketsync.jobs.types import PriceStockPushPayload, payload_for
 from marketsync.kit import jsonio
@@ -18,6 +31,7 @@ from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.models import Event, Job, Listing, MarketplaceConnection, Product
 from marketsync.models.sandbox import SandboxFeed, SandboxListing, SandboxSeller
 from marketsync.runtime import Runtime
+from tests.conftest import TEST_ENCRYPTION_KEYS, TEST_HASH_KEY
 from tests.support.factories import make_tenant
 
 
@@ -183,3 +197,54 @@ async def queued_push(
         payload = PriceStockPushPayload(MarketplaceId=connection.id, ProductIds=[product.id])
         job = jobs_service.enqueue(session, rt.clock.now(), tenant.account_id, payload)
     return tenant.account_id, connection.id, job.id
+
+
+# -- operator commands run as the operator would (tests/marketplaces/test_cli.py, the Amazon connect tests) ------
+
+
+def _logging_to_real_stderr(level: str = "INFO") -> None:
+    """The command's logging setup, bound to the process's real stderr rather than the runner's
+    temporary stream (structlog caches loggers, which would later write to a closed file)."""
+    with contextlib.redirect_stderr(sys.__stderr__):
+        configure_logging(level)
+    # Not cached: a logger first used during the command would keep its WARNING setup for the rest of the process.
+    structlog.configure(cache_logger_on_first_use=False)
+
+
+@contextlib.contextmanager
+def _suite_logging_kept() -> Iterator[None]:
+    """The command sets the process's logging to its WARNING: put the suite's back (INFO, tests/conftest.py), or a
+    later test in this process (pytest-xdist runs them in any order) finds no access line in its logs."""
+    saved = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    configured = marketsync_logging._configured_level
+    try:
+        yield
+    finally:
+        structlog.configure(**saved)
+        root.handlers = handlers
+        root.setLevel(level)
+        marketsync_logging._configured_level = configured
+
+
+async def cli(
+    database_url: str, var_dir: Path, *args: str, expect_rc: int = 0, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Run one command as the operator would, in a thread with its own event loop and Runtime
+    (a separate process costs seconds of imports on this machine; the isolation is the same). `env`: more settings."""
+    env = {
+        "MARKETSYNC_DATABASE_URL": database_url,
+        "MARKETSYNC_VAR_DIR": str(var_dir),
+        "MARKETSYNC_ENCRYPTION_KEYS": TEST_ENCRYPTION_KEYS,
+        "MARKETSYNC_SECRET_HASH_KEY": TEST_HASH_KEY,
+        "MARKETSYNC_LOG_LEVEL": "WARNING",
+        **(env or {}),
+    }
+    with _suite_logging_kept(), mock.patch.object(startup, "configure_logging", _logging_to_real_stderr):
+        result = await asyncio.to_thread(CliRunner().invoke, app, [*args, "--json"], env=env)
+    assert result.exit_code == expect_rc, (result.output, result.exception)
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1, result.stdout  # exactly one JSON object on stdout
+    parsed: dict[str, Any] = json.loads(lines[0])
+    return parsed

@@ -18,6 +18,7 @@ from marketsync.marketplaces import feeds, service, tasks
 from marketsync.models import Job, MarketplaceConnection
 from marketsync.runtime import Runtime
 from tests.marketplaces import support
+from tests.marketplaces.sides import Side
 from tests.support.factories import Tenant, make_tenant
 
 
@@ -66,10 +67,23 @@ async def _job_json(api: httpx.AsyncClient, tenant: Tenant, job_id: str) -> dict
     return body
 
 
-async def test_clean_feed_is_silent_and_reaches_the_marketplace(rt: Runtime, api: httpx.AsyncClient) -> None:
-    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
-    p1 = tenant.marketplace("P1")
-    ids = await _three_listed(rt, p1)
+async def _three_listed_at(side: Side, connection: MarketplaceConnection) -> list[str]:
+    """Three products listed at the side's marketplace whose catalogue values moved since it last heard of them."""
+    ids = []
+    for index, sku in enumerate(("FEED-A", "FEED-B", "FEED-C")):
+        product = await side.listed_product(connection, sku, price="10.00", quantity=5)
+        await support.set_product_values(side.rt, product.id, Decimal("12.50") + index, 7 + index)
+        ids.append(product.id)
+    return ids
+
+
+@pytest.mark.parametrize("side", ["P1", "Amazon"], indirect=True)
+async def test_clean_feed_is_silent_and_reaches_the_marketplace(
+    rt: Runtime, api: httpx.AsyncClient, side: Side
+) -> None:
+    tenant = await make_tenant(rt, api)
+    p1 = await side.connect(tenant.account_id)
+    ids = await _three_listed_at(side, p1)
     job_id = await _push(rt, tenant, p1, ids)
 
     await Worker(rt).drain()
@@ -78,8 +92,7 @@ async def test_clean_feed_is_silent_and_reaches_the_marketplace(rt: Runtime, api
     assert job["Status"] == "Completed" and job["IsSuccessful"] is True and job["IsComplete"] is True
     assert (job["ProgressDone"], job["ProgressTotal"]) == (3, 3)
     assert job["RecoveryCount"] == 0
-    remote = await support.sandbox_listings(rt, p1)
-    assert [(remote[s].price, remote[s].quantity) for s in ("FEED-A", "FEED-B", "FEED-C")] == [
+    assert [await side.held(p1, s) for s in ("FEED-A", "FEED-B", "FEED-C")] == [
         (Decimal("12.50"), 7),
         (Decimal("13.50"), 8),
         (Decimal("14.50"), 9),
@@ -89,11 +102,14 @@ async def test_clean_feed_is_silent_and_reaches_the_marketplace(rt: Runtime, api
     assert await support.events(rt, tenant.account_id) == []
 
 
-async def test_rejected_feed_raises_feed_outcome_and_fails_the_job(rt: Runtime, api: httpx.AsyncClient) -> None:
-    tenant = await make_tenant(rt, api, marketplaces=(("P2", "DE"),))
-    p2 = tenant.marketplace("P2")
-    ids = await _three_listed(rt, p2)
-    await support.update_seller(rt, p2, feed_fault="reject")
+@pytest.mark.parametrize("side", ["P2", "Amazon"], indirect=True)
+async def test_rejected_feed_raises_feed_outcome_and_fails_the_job(
+    rt: Runtime, api: httpx.AsyncClient, side: Side
+) -> None:
+    tenant = await make_tenant(rt, api)
+    p2 = await side.connect(tenant.account_id)
+    ids = await _three_listed_at(side, p2)
+    await side.reject_feeds(p2)
     job_id = await _push(rt, tenant, p2, ids)
 
     await Worker(rt).drain()
@@ -107,7 +123,7 @@ async def test_rejected_feed_raises_feed_outcome_and_fails_the_job(rt: Runtime, 
         {
             "type": "FeedOutcome",
             "payload": {
-                "Marketplace": "P2 DE",
+                "Marketplace": side.name,
                 "UserPlatformId": p2.id,
                 "FeedKind": "Price & stock",
                 "Outcome": "Rejected",
@@ -116,8 +132,7 @@ async def test_rejected_feed_raises_feed_outcome_and_fails_the_job(rt: Runtime, 
             },
         }
     ]
-    remote = await support.sandbox_listings(rt, p2)
-    assert all(row.price == Decimal("10.00") and row.feed_updates == 0 for row in remote.values())
+    assert [await side.held(p2, s) for s in ("FEED-A", "FEED-B", "FEED-C")] == [(Decimal("10.00"), 5)] * 3
 
 
 async def test_item_errors_raise_feed_outcome_and_complete_the_job(rt: Runtime, api: httpx.AsyncClient) -> None:

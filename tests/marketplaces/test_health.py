@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import service, tasks
 from marketsync.marketplaces.schemas import MarketplacesOut
 from marketsync.runtime import Runtime
 from tests.marketplaces import support
+from tests.marketplaces.sides import Side
 from tests.support.factories import make_tenant
 
 
@@ -37,11 +39,14 @@ async def test_health_is_null_until_known_then_healthy_silently(rt: Runtime, api
     assert await support.events(rt, tenant.account_id) == []
 
 
-async def test_revoked_authorisation_fires_once_and_only_restore_clears_it(rt: Runtime, api: httpx.AsyncClient) -> None:
-    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
-    p1 = tenant.marketplace("P1")
+@pytest.mark.parametrize("side", ["P1", "Amazon"], indirect=True)
+async def test_revoked_authorisation_fires_once_and_only_restore_clears_it(
+    rt: Runtime, api: httpx.AsyncClient, side: Side
+) -> None:
+    tenant = await make_tenant(rt, api)
+    p1 = await side.connect(tenant.account_id)
     await tasks.health_checks(rt)
-    await support.update_seller(rt, p1, auth_revoked=True)
+    await side.revoke(p1)
 
     for _ in range(3):  # repeated checks while broken never repeat the event
         await tasks.health_checks(rt)
@@ -53,14 +58,14 @@ async def test_revoked_authorisation_fires_once_and_only_restore_clears_it(rt: R
     fired = await support.events(rt, tenant.account_id)
     assert [e["type"] for e in fired] == ["MarketplaceUnhealthy"]
     assert fired[0]["payload"] == {
-        "Marketplace": "P1 UK",
-        "Platform": "P1",
+        "Marketplace": side.name,
+        "Platform": side.platform,
         "UserPlatformId": p1.id,
         "Reason": "UnAuthorized",
         "Detail": entry["HealthStatusMessage"],
     }
 
-    await support.update_seller(rt, p1, auth_revoked=False)  # the merchant reconnects in the app
+    await side.restore(p1)  # the merchant reconnects in the app
     await tasks.health_checks(rt)
     await tasks.health_checks(rt)
 
@@ -74,11 +79,12 @@ async def test_revoked_authorisation_fires_once_and_only_restore_clears_it(rt: R
     assert fired[1]["payload"]["Reason"] == "Healthy"
 
 
-async def test_flapping_fires_each_change_exactly_once(rt: Runtime, api: httpx.AsyncClient) -> None:
-    tenant = await make_tenant(rt, api, marketplaces=(("P2", "DE"),))
-    p2 = tenant.marketplace("P2")
+@pytest.mark.parametrize("side", ["P2", "Amazon"], indirect=True)
+async def test_flapping_fires_each_change_exactly_once(rt: Runtime, api: httpx.AsyncClient, side: Side) -> None:
+    tenant = await make_tenant(rt, api)
+    p2 = await side.connect(tenant.account_id)
     for revoked in (True, True, False, False, True, False, True):
-        await support.update_seller(rt, p2, auth_revoked=revoked)
+        await (side.revoke(p2) if revoked else side.restore(p2))
         await tasks.health_checks(rt)
     assert [e["type"] for e in await support.events(rt, tenant.account_id)] == [
         "MarketplaceUnhealthy",
@@ -89,13 +95,16 @@ async def test_flapping_fires_each_change_exactly_once(rt: Runtime, api: httpx.A
     ]
 
 
-async def test_a_push_meeting_revocation_flips_health_without_repeats(rt: Runtime, api: httpx.AsyncClient) -> None:
-    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
-    p1 = tenant.marketplace("P1")
-    product = await support.listed_product(rt, p1, "REV-1")
+@pytest.mark.parametrize("side", ["P1", "Amazon"], indirect=True)
+async def test_a_push_meeting_revocation_flips_health_without_repeats(
+    rt: Runtime, api: httpx.AsyncClient, side: Side
+) -> None:
+    tenant = await make_tenant(rt, api)
+    p1 = await side.connect(tenant.account_id)
+    product = await side.listed_product(p1, "REV-1")
     # The catalogue moved since the marketplace heard of it, so the pushes have a line to send (0047).
     await support.set_product_values(rt, product.id, None, 6)
-    await support.update_seller(rt, p1, auth_revoked=True)
+    await side.revoke(p1)
     first = await support.enqueue(
         rt, tenant.account_id, "PriceStockPush", {"MarketplaceId": p1.id, "ProductIds": [product.id]}
     )

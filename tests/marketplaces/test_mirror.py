@@ -19,6 +19,7 @@ from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
 from tests.inventory.support import jobs_of
 from tests.marketplaces import support
+from tests.marketplaces.sides import Side
 from tests.support.factories import make_tenant
 
 
@@ -47,10 +48,13 @@ async def _mirror_now(rt: Runtime, connection: MarketplaceConnection) -> str:
     return job_id
 
 
-async def test_drift_pushed_value_is_overwritten_by_the_owning_marketplace(rt: Runtime, api: httpx.AsyncClient) -> None:
-    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
-    p1 = tenant.marketplace("P1")
-    product = await support.listed_product(rt, p1, "DRIFT-1", price="10.00", quantity=5)
+@pytest.mark.parametrize("side", ["P1", "Amazon"], indirect=True)
+async def test_drift_pushed_value_is_overwritten_by_the_owning_marketplace(
+    rt: Runtime, api: httpx.AsyncClient, side: Side
+) -> None:
+    tenant = await make_tenant(rt, api)
+    p1 = await side.connect(tenant.account_id)
+    product = await side.listed_product(p1, "DRIFT-1", price="10.00", quantity=5)
     await _set_owner(rt, tenant.account_id, "Price", "Marketplace")
     await _set_owner(rt, tenant.account_id, "Stock", "Merchant")
 
@@ -64,7 +68,7 @@ async def test_drift_pushed_value_is_overwritten_by_the_owning_marketplace(rt: R
     assert pushed.json()["Warnings"], "the push warns that the marketplace owns Price"
 
     # Meanwhile the merchant changes the price in the marketplace's own tools.
-    await _sandbox_set(rt, p1, "DRIFT-1", price="11.00", quantity=2)
+    await side.set_listing(p1, "DRIFT-1", price="11.00", quantity=2)
     await _mirror_now(rt, p1)
 
     stored = await support.product(rt, product.id)

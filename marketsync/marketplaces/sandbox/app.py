@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from marketsync.kinds import KINDS
+from marketsync.kinds import SANDBOX_KINDS
 from marketsync.kit import jsonio
 from marketsync.marketplaces.sandbox import state
 from marketsync.models.sandbox import SandboxFeed, SandboxListing, SandboxOrder, SandboxSeller
@@ -116,7 +116,7 @@ def create_sandbox_app(rt: Runtime) -> Starlette:
             connection_id = auth.removeprefix("Bearer ").strip()
             platform = request.headers.get("x-sandbox-platform", "")
             country = request.headers.get("x-sandbox-country", "")
-            if not connection_id or platform not in KINDS or not country:
+            if not connection_id or platform not in SANDBOX_KINDS or not country:
                 return _error(401, "Missing seller token, platform or country.")
             payload = None
             if request.method == "POST":
@@ -147,7 +147,7 @@ def create_sandbox_app(rt: Runtime) -> Starlette:
         connection_id = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
         platform = request.headers.get("x-sandbox-platform", "")
         country = request.headers.get("x-sandbox-country", "")
-        if not connection_id or platform not in KINDS or not country:
+        if not connection_id or platform not in SANDBOX_KINDS or not country:
             return _error(401, "Missing seller token, platform or country.")
         async with rt.db.transaction() as session:
             seller = await state.ensure_seller(session, connection_id, platform, country, rt.clock.now())

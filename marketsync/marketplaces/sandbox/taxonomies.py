@@ -27,12 +27,12 @@ from marketsync.catalog.taxonomy import (
     CategorySpec,
     Taxonomy,
 )
-from marketsync.kinds import KINDS, home_site
+from marketsync.kinds import SANDBOX_KINDS, home_site
 
 DEFAULT_SIZES = {"P1": 6000, "P2": 5000, "P3": 4000, "P4": 3500}
 # Each sandbox marketplace ships one tree, loaded into every site (country) of its kind; a kind's home site is where
 # `marketsync admin taxonomy import --platform P1` loads it when no site of the kind is known yet (the demo's sites).
-HOME_COUNTRIES = {platform: home_site(platform) for platform in KINDS}
+HOME_COUNTRIES = {platform: home_site(platform) for platform in SANDBOX_KINDS}
 
 
 def anchor(taxonomy: Taxonomy, name: str) -> CategorySpec:

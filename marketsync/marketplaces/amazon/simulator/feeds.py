@@ -31,6 +31,7 @@ UNKNOWN_SKU_CODE = "SKU_NOT_FOUND"
 SIMULATED_CODE = "SIMULATED_ERROR"
 REJECTED_CODE = "FEED_REJECTED"
 REPORT_CONTENT_TYPE = "application/json"
+OFFER_PRODUCT_TYPE = "PRODUCT"
 _STEPS = ("IN_QUEUE", "IN_PROGRESS")
 # The value keys Amazon's schemas name as selectors: a merged value replaces the one with the same selector values.
 SELECTORS = ("marketplace_id", "language_tag", "fulfillment_channel_code", "currency", "audience")
@@ -211,7 +212,15 @@ def _apply(
         if operation == "DELETE":
             changes.append((marketplace_id, None))
             continue
-        product_type = sim.product_types.get(message["productType"])
+        named = message["productType"]
+        if named == OFFER_PRODUCT_TYPE and operation == "PATCH":  # Amazon takes PRODUCT for offer-only patches
+            if listing is None:
+                issues.append(
+                    _issue(message, UNKNOWN_SKU_CODE, f"The SKU '{sku}' does not exist in {market.site.name}.")
+                )
+                continue
+            named = listing.product_type
+        product_type = sim.product_types.get(named)
         if product_type is None:
             issues.append(_issue(message, INVALID_CODE, f"'{message['productType']}' is not an Amazon product type."))
             continue

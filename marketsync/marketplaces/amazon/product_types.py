@@ -1,0 +1,230 @@
+"""Amazon product types as the service's categories, and a product type definition's JSON Schema as the spec's
+attribute model (docs/decisions/0372-amazon-product-types-as-categories.md). Pure: no I/O.
+
+A product type is a leaf category: `CategoryId` is its name (LUGGAGE), its title and `CategoryPath` its display
+name (Luggage). Its definition's schema maps attribute by attribute:
+
+- an attribute whose items hold one scalar `value` (beside the `marketplace_id` and `language_tag` the connector
+  fills in) is one attribute of that code; one whose items hold several scalars (a value and its unit, an
+  identifier and its type) is one attribute per scalar, coded `<attribute>.<field>`;
+- `string` is Text (Date with a date format), `integer` Integer, `number` Decimal, `boolean` Boolean;
+- `enum` (titled by `enumNames`) is a closed set; an `anyOf`/`oneOf` offering the enum beside a free value makes
+  the enum suggestions (`AllowsCustomValues`);
+- required: the schema's `required` attributes, and within them their items' required fields;
+- what the connector fills from the catalogue (price, quantity) is not an attribute; the images are the app's
+  `Images`; a required attribute nested deeper than the model carries is named in `OffApiRequirements` (a Warning on
+  create) and an optional one is left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from marketsync.catalog.taxonomy import AllowedValue, AttributeSpec, AttributeType, CategorySpec, Taxonomy
+
+__all__ = [
+    "CATALOGUE_FILLED",
+    "IMAGE_ATTRIBUTES",
+    "AttributeShape",
+    "MappedSchema",
+    "amazon_attributes",
+    "map_schema",
+    "product_type_taxonomy",
+]
+
+# Filled by the connector from the catalogue's price and stock, never attributes of the create.
+CATALOGUE_FILLED = frozenset({"purchasable_offer", "fulfillment_availability"})
+# The listing's images: the app's Images field (the first is the main image).
+MAIN_IMAGE = "main_product_image_locator"
+IMAGE_ATTRIBUTES = (MAIN_IMAGE, *(f"other_product_image_locator_{n}" for n in range(1, 9)))
+# Filled in by the connector in every value: the site, and the site's language for text.
+SELECTORS = frozenset({"marketplace_id", "language_tag"})
+IMAGES_REQUIREMENT = "Images"
+
+_TYPES: dict[str, AttributeType] = {"string": "Text", "integer": "Integer", "number": "Decimal", "boolean": "Boolean"}
+
+
+def product_type_taxonomy(product_types: list[dict[str, Any]], revision: int = 1) -> Taxonomy:
+    """searchDefinitionsProductTypes' product types as a flat tree of leaves (their schemas come on demand):
+    CategoryId the name (LUGGAGE), the name and the path its display name (Luggage)."""
+    seen: dict[str, CategorySpec] = {}
+    for item in product_types:
+        name = str(item.get("name") or "").strip()
+        if not name or name in seen:
+            continue
+        title = str(item.get("displayName") or name).strip() or name
+        seen[name] = CategorySpec(
+            category_id=name, parent_id=None, name=title, path=title, depth=1, is_leaf=True, department=title,
+            product_type_code=name,
+        )  # fmt: skip
+    return Taxonomy("Amazon", revision, tuple(seen.values()), source="amazon:searchDefinitionsProductTypes")
+
+
+@dataclass(frozen=True)
+class AttributeShape:
+    """How the service's flat attribute codes are sent as one Amazon attribute."""
+
+    name: str
+    fields: dict[str, str]  # its items' scalar fields ("value", or "value" and "unit", ...) -> their JSON type
+    has_language_tag: bool
+    has_marketplace_id: bool
+
+
+@dataclass(frozen=True)
+class MappedSchema:
+    attributes: tuple[AttributeSpec, ...]
+    off_api_requirements: tuple[str, ...]
+    shapes: dict[str, AttributeShape]  # Amazon attribute name -> its shape (what publish needs)
+
+
+def _ref(schema: dict[str, Any], node: Any) -> dict[str, Any]:
+    """`node` with a local `$ref` resolved (Amazon's schemas refer to `#/$defs/...`)."""
+    if isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/"):
+        target: Any = schema
+        for part in node["$ref"][2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        return target if isinstance(target, dict) else {}
+    return node if isinstance(node, dict) else {}
+
+
+def _choices(node: dict[str, Any]) -> tuple[list[AllowedValue], bool, str | None]:
+    """(allowed values, whether other values are allowed too, JSON type) of a scalar's definition."""
+    if "enum" in node:
+        values = [str(v).lower() if isinstance(v, bool) else str(v) for v in node["enum"]]
+        titles = node.get("enumNames")
+        names: list[Any] = titles if isinstance(titles, list) else []
+        enumerated = [AllowedValue(v, str(names[i]) if i < len(names) else v) for i, v in enumerate(values)]
+        return enumerated, False, node.get("type") if isinstance(node.get("type"), str) else None
+    options = node.get("anyOf") or node.get("oneOf")
+    if isinstance(options, list):
+        allowed: list[AllowedValue] = []
+        free = False
+        kind: str | None = node.get("type") if isinstance(node.get("type"), str) else None
+        for option in options:
+            if not isinstance(option, dict):
+                continue
+            sub, sub_free, sub_kind = _choices(option)
+            allowed.extend(sub)
+            free = free or sub_free or not sub
+            kind = kind or sub_kind
+        return allowed, free and bool(allowed), kind
+    return [], True, node.get("type") if isinstance(node.get("type"), str) else None
+
+
+def _attribute_type(kind: str | None, node: dict[str, Any]) -> AttributeType | None:
+    if kind is None:
+        return None
+    mapped = _TYPES.get(kind)
+    if mapped == "Text" and node.get("format") in ("date", "date-time"):
+        return "Date"
+    return mapped
+
+
+def map_schema(schema: dict[str, Any]) -> MappedSchema:
+    """A product type definition's JSON Schema (the document its `schema.link` points to), mapped."""
+    declared = schema.get("properties")
+    properties: dict[str, Any] = declared if isinstance(declared, dict) else {}
+    required = set(schema.get("required") or [])
+    attributes: list[AttributeSpec] = []
+    off_api: list[str] = []
+    shapes: dict[str, AttributeShape] = {}
+    for name, raw in properties.items():
+        definition = _ref(schema, raw)
+        is_required = name in required
+        if name in CATALOGUE_FILLED:
+            continue
+        if name in IMAGE_ATTRIBUTES:
+            if is_required and IMAGES_REQUIREMENT not in off_api:
+                off_api.append(IMAGES_REQUIREMENT)
+            continue
+        items = _ref(schema, definition.get("items"))
+        fields = _ref(schema, items.get("properties")) if items else {}
+        item_required = set(items.get("required") or [])
+        scalars: list[tuple[str, dict[str, Any]]] = []
+        nested = False
+        for field_name, field_raw in fields.items():
+            if field_name in SELECTORS:
+                continue
+            field = _ref(schema, field_raw)
+            _, _, kind = _choices(field)
+            if kind in _TYPES:
+                scalars.append((field_name, field))
+            else:
+                nested = True
+                if field_name in item_required:
+                    scalars = []
+                    break
+        if not scalars or (nested and not scalars):
+            if is_required:
+                off_api.append(f"Amazon attribute {name}")
+            continue
+        shapes[name] = AttributeShape(
+            name,
+            {f: str(_choices(node)[2]) for f, node in scalars},
+            "language_tag" in fields,
+            "marketplace_id" in fields,
+        )
+        single = len(scalars) == 1 and scalars[0][0] == "value"
+        title = str(definition.get("title") or name)
+        for field_name, field in scalars:
+            allowed, custom, kind = _choices(field)
+            attribute_type = _attribute_type(kind, field)
+            if attribute_type is None:
+                continue
+            code = name if single else f"{name}.{field_name}"
+            field_title = title if single else f"{title}: {field.get('title') or field_name}"
+            attributes.append(
+                AttributeSpec(
+                    code=code,
+                    title=field_title,
+                    type=attribute_type,
+                    is_required=is_required and (single or field_name in item_required),
+                    allowed_values=tuple(allowed),
+                    allows_custom_values=custom if allowed else False,
+                )
+            )
+    return MappedSchema(tuple(attributes), tuple(off_api), shapes)
+
+
+def amazon_attributes(
+    shapes: dict[str, AttributeShape],
+    values: dict[str, Any],
+    marketplace_id: str,
+    language_tag: str,
+) -> dict[str, list[dict[str, Any]]]:
+    """The service's flat attribute values as Amazon's attributes (codes of no known shape are left out)."""
+    grouped: dict[str, dict[str, Any]] = {}
+    for code, value in values.items():
+        name, _, field = code.partition(".")
+        shape = shapes.get(name)
+        if shape is None:
+            continue
+        grouped.setdefault(name, {})[field or "value"] = value
+    attributes: dict[str, list[dict[str, Any]]] = {}
+    for name, fields in grouped.items():
+        shape = shapes[name]
+        item: dict[str, Any] = {
+            field: _json_value(value, shape.fields[field]) for field, value in fields.items() if field in shape.fields
+        }
+        if not item:
+            continue
+        if shape.has_language_tag:
+            item["language_tag"] = language_tag
+        if shape.has_marketplace_id:
+            item["marketplace_id"] = marketplace_id
+        attributes[name] = [item]
+    return attributes
+
+
+def _json_value(value: Any, json_type: str) -> Any:
+    """A stored attribute value (Decimal and Date as text) as Amazon's JSON type of its field."""
+    if json_type == "number" and isinstance(value, str):
+        number = Decimal(value)
+        return int(number) if number == number.to_integral_value() else float(number)
+    if json_type == "integer" and not isinstance(value, bool):
+        return int(value)
+    if json_type == "string" and not isinstance(value, str):
+        return str(value).lower() if isinstance(value, bool) else str(value)
+    return value
