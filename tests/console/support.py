@@ -51,3 +51,23 @@ async def signed_in(api: httpx.AsyncClient, user: people.NewUser) -> Browser:
     response = await client.post("/app/sign-in", data={"email": user.email, "password": user.password})
     assert response.status_code == 303, response.text
     return Browser(client, user.email, user.password)
+
+
+def assert_app_page(response: httpx.Response, status: int, *says: str) -> None:
+    assert response.status_code == status, (response.status_code, response.text[:300])
+    assert response.headers["content-type"].startswith("text/html"), response.headers["content-type"]
+    assert response.headers["cache-control"] == "no-store"
+    assert "<title>" in response.text and '<main id="main">' in response.text
+    for text in says:
+        assert text in response.text, (text, response.text[:600])
+
+
+async def posted_then_reloaded(person: Browser, path: str, data: dict[str, str], page: str) -> tuple[str, str]:
+    """The page a form's redirect shows, then that page once more (a reload)."""
+    posted = await person.post(path, data, csrf_from=page)
+    assert posted.status_code == 303, posted.text[:2000]
+    location = posted.headers["location"]
+    first = await person.page(location)
+    reloaded = await person.page(location)
+    assert first.status_code == reloaded.status_code == 200
+    return first.text, reloaded.text

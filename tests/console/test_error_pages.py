@@ -15,7 +15,7 @@ from marketsync.console.render import MAX_QUERY_PARAMETERS, MAX_QUERY_VALUE
 from marketsync.orders.rules import ORDER_STATUSES
 from marketsync.people import service as people
 from marketsync.runtime import Runtime
-from tests.console.support import Browser, make_person, signed_in
+from tests.console.support import Browser, assert_app_page, make_person, signed_in
 from tests.inventory.support import add_products
 from tests.support.factories import make_account
 
@@ -25,15 +25,6 @@ async def owner(rt: Runtime, api: httpx.AsyncClient) -> AsyncIterator[Browser]:
     browser = await signed_in(api, await make_person(rt, await make_account(rt)))
     yield browser
     await browser.client.aclose()
-
-
-def assert_app_page(response: httpx.Response, status: int, *says: str) -> None:
-    assert response.status_code == status, (response.status_code, response.text[:300])
-    assert response.headers["content-type"].startswith("text/html"), response.headers["content-type"]
-    assert response.headers["cache-control"] == "no-store"
-    assert "<title>" in response.text and '<main id="main">' in response.text
-    for text in says:
-        assert text in response.text, (text, response.text[:600])
 
 
 async def test_an_unknown_app_address_is_the_apps_404_page_and_the_apis_stays_a_problem(

@@ -15,7 +15,7 @@ from marketsync.models import Credential
 from marketsync.models.people import AppSession, AppUser
 from marketsync.people import service as people
 from marketsync.runtime import Runtime
-from tests.console.support import Browser, make_person, signed_in
+from tests.console.support import make_person, posted_then_reloaded, signed_in
 from tests.support.factories import make_account
 
 
@@ -34,17 +34,6 @@ async def _count(rt: Runtime, model: type[object], account_id: str) -> int:
 async def _stored_reveals(rt: Runtime) -> list[str]:
     async with rt.db.read() as session:
         return [r for r in (await session.execute(select(AppSession.reveals))).scalars() if r]
-
-
-async def posted_then_reloaded(person: Browser, path: str, data: dict[str, str], page: str) -> tuple[str, str]:
-    """The page a form's redirect shows, then that page once more (a reload)."""
-    posted = await person.post(path, data, csrf_from=page)
-    assert posted.status_code == 303, posted.text[:2000]
-    location = posted.headers["location"]
-    first = await person.page(location)
-    reloaded = await person.page(location)
-    assert first.status_code == reloaded.status_code == 200
-    return first.text, reloaded.text
 
 
 async def test_a_new_credentials_secret_is_shown_once_and_a_reload_creates_nothing(

@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 from marketsync.console.render import page_cursor
 from marketsync.runtime import Runtime
-from tests.console.support import Browser, make_person, signed_in
-from tests.console.test_error_pages import assert_app_page
+from tests.console.support import Browser, assert_app_page, make_person, signed_in
 from tests.support.factories import make_account
 
 # Valid ISO 8601 with an offset, outside what UTC holds once converted (the probe's first, and its mirror image).

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import httpx
 import sqlalchemy as sa
-from sqlalchemy import select, text
+from sqlalchemy import event, select, text
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from marketsync.kit import jsonio
@@ -177,3 +180,19 @@ async def upload_file(
     token = re.search(r'name="csrf" value="([^"]+)"', (await person.page("/app/imports")).text).group(1)  # type: ignore[union-attr]
     data = {"csrf": token, **({"propagate": "1"} if propagate else {})}
     return await person.client.post("/app/imports", data=data, files={"file": (name, content, "text/csv")})
+
+
+@contextmanager
+def statements_of(rt: Runtime) -> Iterator[list[tuple[str, Any]]]:
+    """Every statement the write engine runs inside the block, with its parameters."""
+    seen: list[tuple[str, Any]] = []
+
+    def keep(_conn: Connection, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
+        seen.append((statement, parameters))
+
+    engine = rt.db.write_engine.sync_engine
+    event.listen(engine, "before_cursor_execute", keep)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", keep)

@@ -297,7 +297,10 @@ async def test_the_cli_text_and_the_app_report_show_superseded_rows(
     await Worker(rt).drain()
     done = await person.page(uploaded.headers["location"])
     assert "2: Updated 0, Unchanged 1, NotFound 0, Ambiguous 0, Failed 0, Invalid 0, Superseded 1" in done.text
-    assert "<td>2</td><td>CLI-1</td><td>Superseded by line 3" in done.text
+    assert (
+        '<td data-label="Line">2</td><td data-label="SKU">CLI-1</td><td data-label="Why">Superseded by line 3'
+        in done.text
+    )
     await person.client.aclose()
 
 

@@ -4,38 +4,19 @@ SQLite, each page's transaction holding the one writer ~70 ms."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
 
-from sqlalchemy import event, text
-from sqlalchemy.engine import Connection
+from sqlalchemy import text
 
 from marketsync.inventory import repository
 from marketsync.models import Listing, Product
 from marketsync.runtime import Runtime
+from tests.inventory.support import statements_of
 from tests.support.bulk import insert_many
 from tests.support.factories import make_account, make_connection
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 LISTINGS = 20_000
-
-
-@contextmanager
-def statements_of(rt: Runtime) -> Iterator[list[tuple[str, Any]]]:
-    """Every statement the write engine runs inside the block, with its parameters."""
-    seen: list[tuple[str, Any]] = []
-
-    def keep(_conn: Connection, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
-        seen.append((statement, parameters))
-
-    engine = rt.db.write_engine.sync_engine
-    event.listen(engine, "before_cursor_execute", keep)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", keep)
 
 
 async def test_a_mirror_page_reads_the_connection_s_listings_by_index(rt: Runtime) -> None:

@@ -15,8 +15,7 @@ from sqlalchemy import select
 from marketsync.inventory import endpoints as inventory_endpoints
 from marketsync.models import IdempotencyRecord
 from marketsync.runtime import Runtime
-from tests.inventory.support import add_products, inventory_events, stored
-from tests.inventory.test_mirror_plan import statements_of
+from tests.inventory.support import add_products, inventory_events, statements_of, stored
 from tests.support.factories import Tenant, make_tenant, problem
 
 PUSH = "/api/inventory/price-quantity"

@@ -9,7 +9,7 @@ import httpx
 
 from marketsync.jobs.types import JobType
 from marketsync.jobs.worker import Worker
-from marketsync.kinds import KINDS
+from marketsync.kinds import SANDBOX_KINDS
 from marketsync.marketplaces import service as marketplaces
 from marketsync.runtime import Runtime
 from tests.console.support import make_person, signed_in
@@ -17,10 +17,11 @@ from tests.inventory.support import jobs_of
 from tests.support.factories import make_account, make_tenant
 
 
-async def test_a_connect_queues_the_first_listing_pull_for_every_kind(rt: Runtime) -> None:
+async def test_a_connect_queues_the_first_listing_pull_for_every_sandbox_kind(rt: Runtime) -> None:
+    """Amazon's first pull needs its simulator: tests/marketplaces/amazon/test_health_and_mirror.py."""
     account_id = await make_account(rt)
     connected = {}
-    for platform, kind in KINDS.items():
+    for platform, kind in SANDBOX_KINDS.items():
         async with rt.db.transaction() as session:
             connection = await marketplaces.connect(rt, session, account_id, platform, kind.sites[0])
             connected[connection.id] = platform
@@ -31,7 +32,7 @@ async def test_a_connect_queues_the_first_listing_pull_for_every_kind(rt: Runtim
     await Worker(rt).drain()
     async with rt.db.read() as session:
         pulled = {c.platform: c.last_pull_status for c in await marketplaces.list_all(session, account_id)}
-    assert pulled == dict.fromkeys(KINDS, "Completed")
+    assert pulled == dict.fromkeys(SANDBOX_KINDS, "Completed")
 
 
 async def test_consent_in_the_app_starts_the_first_pull_and_the_page_words_its_states(

@@ -16,8 +16,7 @@ from marketsync.models.webhooks import WebhookSubscription
 from marketsync.runtime import Runtime
 from marketsync.webhooks import payloads, rules
 from marketsync.webhooks.ssrf import StaticResolver
-from tests.console.support import Browser, make_person, signed_in
-from tests.console.test_reveal_once import posted_then_reloaded
+from tests.console.support import Browser, make_person, posted_then_reloaded, signed_in
 from tests.inventory.support import add_products
 from tests.support.factories import Tenant, make_account, make_tenant
 from tests.webhooks.receiver import HOSTNAME, Receiver

@@ -142,6 +142,17 @@ async def test_a_push_meeting_a_revoked_authorisation_flips_health_and_fails(
     assert [e["type"] for e in await support.events(rt, tenant.account_id)] == ["MarketplaceUnhealthy"]
 
 
+async def test_a_new_connection_pulls_its_listings_at_once(
+    rt: Runtime, api: httpx.AsyncClient, amazon_simulator: AmazonServer
+) -> None:
+    """Decision 0404 for Amazon: the connect queues the first listing pull, which searchListingsItems answers."""
+    tenant = await make_tenant(rt, api)
+    connection, _seller = await amazon_connection(rt, amazon_simulator, tenant.account_id)
+    assert "searchListingsItems" in spapi_calls(amazon_simulator)
+    stored = await _stored(rt, connection)
+    assert (stored.last_pull_status, stored.last_pull_total_skus) == ("Completed", 0)
+
+
 async def test_the_mirror_fills_the_listings_map_page_by_page_and_reports_last_pull(
     rt: Runtime, api: httpx.AsyncClient, amazon_simulator: AmazonServer
 ) -> None:
