@@ -38,7 +38,7 @@ typecheck: install
 # typed calls to every operation (docs/decisions/0228); OPENAPI_CLIENT_ARGS=--call also runs them on a demo server.
 OPENAPI_CLIENT_ARGS ?= --call
 openapi-client: install
-	timeout 300 $(BIN)/python -m bench.openapi_client $(OPENAPI_CLIENT_ARGS)
+	timeout 300 $(BIN)/python -m bench.conformance.openapi_client $(OPENAPI_CLIENT_ARGS)
 
 # The suite mostly waits (servers, workers, subprocesses), so it runs on more pytest-xdist workers than cores; groups
 # marked xdist_group stay on one worker. A plain `python -m pytest tests/x.py` still runs in one process.

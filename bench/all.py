@@ -31,31 +31,51 @@ SCRATCH_PG = "{scratch_pg}"
 def _marketplaces_apart(products: str, *options: str) -> list[str]:
     """The propagating push, drained and back to back, the sandbox marketplaces in their own process with their own
     database (`marketsync sandbox serve`)."""
-    return ["-m", "bench.catalogue_http", "--products", products, "--only", "drained,propagate", *options, "--sandbox",
-            "remote"]  # fmt: skip
+    return ["-m", "bench.runs.inventory_http", "--products", products, "--only", "drained,propagate", *options,
+            "--sandbox", "remote"]  # fmt: skip
 
 
 # name: (full command, quick command; an empty one is skipped). Each prints a FIGURES line last.
 BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "foundation": (
-        ["-m", "bench.foundation_http", "--seconds", "4", "--rounds", "3"],
-        ["-m", "bench.foundation_http", "--seconds", "1", "--rounds", "1"],
+        ["-m", "bench.runs.foundation_http", "--seconds", "4", "--rounds", "3"],
+        ["-m", "bench.runs.foundation_http", "--seconds", "1", "--rounds", "1"],
     ),
     "orders": (
-        ["-m", "bench.orders_http", "--orders", "10000,1000000", "--pages", "150"],
-        ["-m", "bench.orders_http", "--orders", "20000", "--pages", "20"],
+        ["-m", "bench.runs.orders_http", "--orders", "10000,1000000", "--pages", "150"],
+        ["-m", "bench.runs.orders_http", "--orders", "20000", "--pages", "20"],
     ),
     # The push, the products walk, Offset pages and GET (items 1, 2).
-    "catalogue": (
-        ["-m", "bench.catalogue_http", "--products", "100000", "--pushes", "40", "--pages", "150", "--gets", "300"],
-        ["-m", "bench.catalogue_http", "--products", "10000", "--pushes", "5", "--pages", "10", "--gets", "20"],
-    ),
-    # Their growth from 10,000 to 1,000,000 products (item 7): both catalogues served at once, requests in turn.
-    "catalogue-growth": (
-        ["-m", "bench.catalogue_http", "--products", "10000,1000000", "--only", "walk,pages,get,push", "--pages", "40"],
+    "inventory": (
         [
             "-m",
-            "bench.catalogue_http",
+            "bench.runs.inventory_http",
+            "--products",
+            "100000",
+            "--pushes",
+            "40",
+            "--pages",
+            "150",
+            "--gets",
+            "300",
+        ],
+        ["-m", "bench.runs.inventory_http", "--products", "10000", "--pushes", "5", "--pages", "10", "--gets", "20"],
+    ),
+    # Their growth from 10,000 to 1,000,000 products (item 7): both inventories served at once, requests in turn.
+    "inventory-growth": (
+        [
+            "-m",
+            "bench.runs.inventory_http",
+            "--products",
+            "10000,1000000",
+            "--only",
+            "walk,pages,get,push",
+            "--pages",
+            "40",
+        ],
+        [
+            "-m",
+            "bench.runs.inventory_http",
             "--products",
             "2000,20000",
             "--only",
@@ -68,35 +88,47 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     ),
     # The propagating push with the workers in `serve` and the marketplaces elsewhere, as a merchant's are: the
     # service's own work, without the sandbox's feed handling in its process and on its SQLite writer (step
-    # catalogue measures the demo's deployment, everything in one process).
-    "catalogue-apart": (_marketplaces_apart("100000"), _marketplaces_apart("2000", "--pushes", "3")),
+    # inventory measures the demo's deployment, everything in one process).
+    "inventory-apart": (_marketplaces_apart("100000"), _marketplaces_apart("2000", "--pushes", "3")),
     # The same in the scale-out deployment: `serve --no-workers` beside a `marketsync worker` process.
-    "catalogue-worker": (
+    "inventory-worker": (
         _marketplaces_apart("100000", "--worker-process"),
         _marketplaces_apart("2000", "--pushes", "3", "--worker-process"),
     ),
     "catalog": (
-        ["-m", "bench.catalog_perf"],
-        ["-m", "bench.catalog_perf", "--categories", "2000", "--searches", "30", "--creates", "20"],
+        ["-m", "bench.runs.catalog_http"],
+        ["-m", "bench.runs.catalog_http", "--categories", "2000", "--searches", "30", "--creates", "20"],
     ),
     # Category search on synthetic taxonomies of 10,000 and 1,000,000 categories, and its growth (item 7).
     "catalog-1m": (
-        ["-m", "bench.catalog_perf", "--search-growth", "10000,1000000", "--searches", "200"],
-        ["-m", "bench.catalog_perf", "--search-growth", "2000,20000", "--searches", "20"],
+        ["-m", "bench.runs.catalog_http", "--search-growth", "10000,1000000", "--searches", "200"],
+        ["-m", "bench.runs.catalog_http", "--search-growth", "2000,20000", "--searches", "20"],
     ),
-    "feeds": (["-m", "bench.marketplaces_feeds", "--runs", "5"], ["-m", "bench.marketplaces_feeds", "--runs", "1"]),
+    "feeds": (
+        ["-m", "bench.runs.marketplaces_feeds", "--runs", "5"],
+        ["-m", "bench.runs.marketplaces_feeds", "--runs", "1"],
+    ),
     # A 500-SKU push to Amazon (the SP-API simulator as its own process) next to the same push to the sandbox P2.
-    "amazon": (["-m", "bench.amazon_push", "--runs", "5"], ["-m", "bench.amazon_push", "--runs", "1"]),
+    "amazon": (["-m", "bench.runs.amazon_push", "--runs", "5"], ["-m", "bench.runs.amazon_push", "--runs", "1"]),
     "webhooks-sqlite": (
-        ["-m", "bench.webhooks_delivery", "--events", "2000"],
-        ["-m", "bench.webhooks_delivery", "--events", "200", "--latency-events", "20"],
+        ["-m", "bench.runs.webhooks_delivery", "--events", "2000"],
+        ["-m", "bench.runs.webhooks_delivery", "--events", "200", "--latency-events", "20"],
     ),
     "webhooks-postgresql": (
-        ["-m", "bench.webhooks_delivery", "--events", "2000", "--database-url", SCRATCH_PG],
-        ["-m", "bench.webhooks_delivery", "--events", "200", "--latency-events", "20", "--database-url", SCRATCH_PG],
+        ["-m", "bench.runs.webhooks_delivery", "--events", "2000", "--database-url", SCRATCH_PG],
+        [
+            "-m",
+            "bench.runs.webhooks_delivery",
+            "--events",
+            "200",
+            "--latency-events",
+            "20",
+            "--database-url",
+            SCRATCH_PG,
+        ],
     ),
     # Memory (issue 15 item 8): two API processes and two workers under ten minutes of mixed load.
-    "memory": (["-m", "bench.soak", "--seconds", "600"], ["-m", "bench.soak", "--seconds", "60"]),
+    "memory": (["-m", "bench.drills.soak", "--seconds", "600"], ["-m", "bench.drills.soak", "--seconds", "60"]),
 }
 OUTPUT = REPO / "docs" / "performance.md"
 # Every benchmark's last figures, so that `--only` refreshes some and the page still shows all (with their dates).
@@ -191,7 +223,7 @@ def growth_table(figures: list[dict[str, Any]]) -> list[str]:
     lines = [
         "",
         "Cost growth with the data's size (issue 15 item 7: the larger within 1.3x of the smaller), ours and the floor",
-        "(step catalogue-growth: both sizes served at once, every size's ours and floor in turn, request by request):",
+        "(step inventory-growth: both sizes served at once, every size's ours and floor in turn, request by request):",
         "",
         "| series | rows | ours | growth | floor | floor's growth |",
         "|---|---|---|---|---|---|",

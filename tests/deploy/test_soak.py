@@ -1,5 +1,5 @@
 """The soak's 60-second version in CI: two API processes and two workers on PostgreSQL with Redis under mixed
-traffic (bench/soak.py; the 10-minute run's figures are in docs/reliability.md): no 5xx, every event delivered
+traffic (bench/drills/soak.py; the 10-minute run's figures are in docs/reliability.md): no 5xx, every event delivered
 exactly once per subscription (counted at the HTTPS receiver by delivery id), every refund replay identical."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def test_sixty_seconds_of_mixed_traffic_lose_and_duplicate_nothing() -> None:
         pytest.skip("Redis is not running on 127.0.0.1:6379 (the soak's API processes share their rate limit there)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MARKETSYNC_")}
     run = subprocess.run(
-        [sys.executable, "-m", "bench.soak", "--seconds", "60", "--clients", "4"],
+        [sys.executable, "-m", "bench.drills.soak", "--seconds", "60", "--clients", "4"],
         cwd=REPO, env=env, capture_output=True, timeout=600,
     )  # fmt: skip
     assert run.stdout, run.stderr.decode()[-3000:]

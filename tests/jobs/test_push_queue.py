@@ -1,5 +1,5 @@
-"""The PriceStockPush queue of a connection (found by the kill -9 proof, bench/kill9.py): pushes coalescing into the
-queued job at the same moment both keep their products; a job that already ran never absorbs new products; and
+"""The PriceStockPush queue of a connection (found by the kill -9 proof, bench/drills/kill9.py): pushes coalescing into
+the queued job at the same moment both keep their products; a job that already ran never absorbs new products; and
 a connection's pushes run one at a time, in the order they were queued."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 `sku_lower`, so uniqueness on (account_id, sku_lower, sku) is uniqueness on (account_id, sku), and its first two
 columns serve every case-insensitive read. On PostgreSQL a push's update is never HOT (`modified_at` is indexed),
 so each updated row got an entry in four indexes; now three: a fifth less for the push's statement at 10,000 and
-at 1,000,000 products (`python -m bench.push_indexes_pg`).
+at 1,000,000 products (`python -m bench.runs.push_indexes_pg`).
 
 SQLite keeps the `UNIQUE (account_id, sku)` of its `CREATE TABLE`: dropping it means rebuilding `products`, which
 SQLite allows only with foreign keys off, outside the migration's transaction (with them on, dropping the old table

@@ -108,7 +108,7 @@ def test_the_wheel_installs_and_imports_in_a_clean_venv(dist: Path, tmp_path: Pa
 
 def test_the_sdk_version_follows_the_apis() -> None:
     """MAJOR.MINOR of the SDK is the API's `info.version` (the service's version); PATCH is the SDK's own."""
-    from bench.openapi_client import document
+    from bench.conformance.openapi_client import document
 
     api_version = document()["info"]["version"]
     assert marketsync_client.__version__.split(".")[:2] == api_version.split(".")[:2]
