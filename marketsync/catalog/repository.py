@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import orjson
-from sqlalchemy import and_, delete, select, true, update
+from sqlalchemy import and_, delete, func, select, true, update
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import DriverReader, DriverSql, dialect_of, session_driver
-from marketsync.kinds import ConnectionState
+from marketsync.kinds import ConnectionState, ListingStatus
 from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.catalog import ProductTypeView, TaxonomyCategory, TaxonomyImport
 
@@ -579,3 +579,60 @@ async def listings_of_product(
         .order_by(MarketplaceConnection.platform, MarketplaceConnection.country, Listing.id)
     )
     return [(listing, connection) for listing, connection in result.all()]
+
+
+async def listings_needing_attention(session: AsyncSession, account_id: str) -> tuple[int, int]:
+    """(Rejected, waiting for their fill-ins) of the account's listings: one read of each index (migration 0036)."""
+    rejected = select(func.count()).where(_needing(account_id, held=False))
+    held = select(func.count()).where(_needing(account_id, held=True))
+    row = (await session.execute(select(rejected.scalar_subquery(), held.scalar_subquery()))).one()
+    return int(row[0]), int(row[1])
+
+
+@dataclass(frozen=True)
+class ListingToFix:
+    listing_id: str
+    sku: str
+    platform: str
+    country: str
+    status: str
+    last_error: str | None
+
+
+def _needing(account_id: str, held: bool) -> Any:
+    """Rejected listings, or (`held`) those with a change held for its fill-ins (service.HELD): app_fields, which most
+    listings never have, is tested first, so the partial index ix_listings_account_app_fields finds them."""
+    if held:
+        return and_(
+            Listing.account_id == account_id,
+            Listing.app_fields.is_not(None),
+            Listing.app_fields["Held"].as_string().is_not(None),
+        )
+    return and_(Listing.account_id == account_id, Listing.status == ListingStatus.REJECTED)
+
+
+async def listings_to_fix(
+    session: AsyncSession, account_id: str, *, held: bool, limit: int, offset: int
+) -> tuple[list[ListingToFix], int]:
+    """A page of the account's Rejected listings (or, `held`, those waiting for their fill-ins), by SKU, and how
+    many there are."""
+    where = _needing(account_id, held)
+    query = (
+        select(
+            Listing.id,
+            Product.sku,
+            MarketplaceConnection.platform,
+            MarketplaceConnection.country,
+            Listing.status,
+            Listing.last_error,
+        )
+        .join(Product, Product.id == Listing.product_id)
+        .join(MarketplaceConnection, MarketplaceConnection.id == Listing.marketplace_id)
+        .where(where)
+        .order_by(Product.sku, MarketplaceConnection.platform, MarketplaceConnection.country)
+        .limit(limit)
+        .offset(offset)
+    )
+    rows = [ListingToFix(*row) for row in (await session.execute(query))]
+    total = int((await session.execute(select(func.count()).where(where))).scalar_one())
+    return rows, total

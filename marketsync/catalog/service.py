@@ -61,6 +61,8 @@ __all__ = [
     "get_schema",
     "import_taxonomy",
     "listing_details",
+    "listings_needing_attention",
+    "listings_to_fix",
     "load_categories_if_missing",
     "load_site_categories",
     "load_taxonomy_unless_current",
@@ -1240,3 +1242,15 @@ def form_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return "" if value is None else str(value)
+
+
+async def listings_needing_attention(session: AsyncSession, account_id: str) -> tuple[int, int]:
+    """(Rejected, waiting for their fill-ins: a change held, decision 0400) of the account's listings."""
+    return await repository.listings_needing_attention(session, account_id)
+
+
+async def listings_to_fix(
+    session: AsyncSession, account_id: str, *, held: bool, limit: int, offset: int
+) -> tuple[list[repository.ListingToFix], int]:
+    """A page of the account's Rejected listings (or, `held`, those waiting for their fill-ins), and their count."""
+    return await repository.listings_to_fix(session, account_id, held=held, limit=limit, offset=offset)

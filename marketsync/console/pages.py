@@ -18,7 +18,7 @@ from marketsync.auth import service as auth
 from marketsync.auth.dependencies import runtime_of
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import service as catalog
-from marketsync.console import catalogue, jobs, orders, webhooks
+from marketsync.console import catalogue, home, jobs, orders, webhooks
 from marketsync.console.guards import (
     SESSION_COOKIE,
     Forbidden,
@@ -68,7 +68,7 @@ router = page_router()
 
 
 def _after_sign_in(asked: str) -> str:
-    """Where a sign-in goes: the app page that was asked for, or the marketplaces. Only an app path of this site: a
+    """Where a sign-in goes: the app page that was asked for, or the home page. Only an app path of this site: a
     `next` naming another site (`//evil.example`, `/\\evil`, a scheme) would make the sign-in an open redirect."""
     safe = (
         asked.startswith("/app/")
@@ -76,7 +76,7 @@ def _after_sign_in(asked: str) -> str:
         and not any(c == "\\" or ord(c) < 32 or c.isspace() for c in asked)
         and "//" not in asked
     )
-    return asked if safe else "/app/marketplaces"
+    return asked if safe else "/app/"
 
 
 @router.get("/sign-in", response_class=HTMLResponse)
@@ -134,12 +134,6 @@ async def sign_out(request: Request, person: SignedIn) -> Response:
     response = see_other("/app/sign-in")
     response.delete_cookie(SESSION_COOKIE, path="/app")
     return response
-
-
-@router.get("")
-@router.get("/")
-async def home(person: SignedIn) -> Response:
-    return see_other("/app/marketplaces")
 
 
 # -- credentials (Owner) ----------------------------------------------------------------------------------------
@@ -581,7 +575,7 @@ async def republish_listing(request: Request, listing_id: str, person: SignedIn)
 
 def install(app: FastAPI) -> None:
     """Mount the app's pages, assets and error pages on the service."""
-    for pages in (router, catalogue.router, orders.router, webhooks.router, jobs.router):
+    for pages in (router, home.router, catalogue.router, orders.router, webhooks.router, jobs.router):
         # The routes themselves (they carry the /app prefix), as for the API's routers (docs/decisions/0013).
         app.router.routes.extend(pages.routes)
     app.mount("/app/static", StaticFiles(directory=HERE / "static"), name="app-static")

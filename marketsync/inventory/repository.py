@@ -767,3 +767,20 @@ async def listing_documents(
         else:
             found.append(document)
     return listings
+
+
+# The rows of an import's report that were not applied (ImportReport.view()'s counters).
+_NOT_APPLIED = ("Failed", "NotFound", "Ambiguous", "Invalid")
+
+
+async def imports_with_failed_rows(session: AsyncSession, account_id: str, since: datetime) -> int:
+    """The account's imports since `since` whose report has rows not applied: a range of
+    ix_inventory_imports_account_created, each report's counters read in the database."""
+    not_applied = sum(
+        (func.coalesce(InventoryImport.report[name].as_integer(), 0) for name in _NOT_APPLIED[1:]),
+        func.coalesce(InventoryImport.report[_NOT_APPLIED[0]].as_integer(), 0),
+    )
+    query = select(func.count()).where(
+        InventoryImport.account_id == account_id, InventoryImport.created_at >= since, not_applied > 0
+    )
+    return int((await session.execute(query)).scalar_one())

@@ -66,6 +66,7 @@ __all__ = [
     "hand_edit_warnings",
     "import_inventory",
     "import_inventory_file",
+    "imports_with_failed_rows",
     "list_products",
     "product_document",
     "products_page",
@@ -998,3 +999,8 @@ _IMPORT_MESSAGES: dict[str, str] = {
     "Ambiguous": "Several products differ from this SKU only by letter case and none matches it exactly.",
     "Failed": "The write failed for this SKU; the other rows were written.",
 }
+
+
+async def imports_with_failed_rows(session: AsyncSession, account_id: str, since: datetime) -> int:
+    """How many of the account's imports since `since` have rows that were not applied."""
+    return await repository.imports_with_failed_rows(session, account_id, since)

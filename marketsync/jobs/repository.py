@@ -453,3 +453,11 @@ async def queue_stats(session: AsyncSession, now: datetime) -> list[tuple[str, s
         .group_by(Job.type, Job.status)
     )
     return [(job_type, status, int(count), oldest) for job_type, status, count, oldest in rows.all()]
+
+
+async def failed_since(session: AsyncSession, account_id: str, since: datetime) -> int:
+    """The account's jobs created since `since` that failed: one range of ix_jobs_account_status."""
+    query = select(func.count()).where(
+        Job.account_id == account_id, Job.status == JobStatus.FAILED, Job.created_at >= since
+    )
+    return int((await session.execute(query)).scalar_one())

@@ -30,6 +30,7 @@ __all__ = [
     "enqueue",
     "enqueue_price_stock_push",
     "enqueue_price_stock_pushes",
+    "failed_since",
     "get_job",
     "has_open_job",
     "job_details",
@@ -235,3 +236,8 @@ async def job_info(session: AsyncSession, account_id: str, job_id: str) -> JobIn
 async def queue_stats(session: AsyncSession, now: datetime) -> list[tuple[str, str, int, datetime | None]]:
     """Open jobs by (type, status) with the oldest ready time: the metrics' queue depth and age."""
     return await repository.queue_stats(session, now)
+
+
+async def failed_since(session: AsyncSession, account_id: str, since: datetime) -> int:
+    """How many of the account's jobs created since `since` failed."""
+    return await repository.failed_since(session, account_id, since)

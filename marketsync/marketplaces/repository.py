@@ -197,3 +197,17 @@ async def health_summary(session: AsyncSession) -> list[tuple[str, str, bool, bo
         )
     )
     return [(p, s, bool(h), bool(r), int(c)) for p, s, h, r, c in result.all()]
+
+
+async def connections_needing_attention(session: AsyncSession, account_id: str) -> tuple[int, int]:
+    """(needing reauthorisation, otherwise unhealthy) of the account's authorised connections, in one read."""
+    reauthorise = MarketplaceConnection.requires_reauthorization.is_(True)
+    query = select(
+        func.count().filter(reauthorise),
+        func.count().filter(~reauthorise, MarketplaceConnection.is_healthy.is_(False)),
+    ).where(
+        MarketplaceConnection.account_id == account_id,
+        MarketplaceConnection.state != ConnectionState.AWAITING_CONSENT,
+    )
+    row = (await session.execute(query)).one()
+    return int(row[0]), int(row[1])

@@ -52,6 +52,7 @@ __all__ = [
     "check_health",
     "connect",
     "connect_authorised",
+    "connections_needing_attention",
     "disconnect",
     "enqueue_for_active_connections",
     "find",
@@ -478,3 +479,8 @@ async def list_all(session: AsyncSession, account_id: str) -> Sequence[Marketpla
 async def health_summary(session: AsyncSession) -> list[tuple[str, str, bool, bool, int]]:
     """Connections by platform, state, health and reauthorisation need, across accounts (metrics)."""
     return await repository.health_summary(session)
+
+
+async def connections_needing_attention(session: AsyncSession, account_id: str) -> tuple[int, int]:
+    """(needing reauthorisation, otherwise unhealthy) of the account's connections."""
+    return await repository.connections_needing_attention(session, account_id)

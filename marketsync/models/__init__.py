@@ -1,6 +1,7 @@
 """All tables. Import order only matters for Alembic autogenerate seeing every model."""
 
 # Domain table modules: importing them registers their tables on Base.metadata.
+from marketsync.models import activity as _activity  # noqa: F401
 from marketsync.models import catalog as _catalog  # noqa: F401
 from marketsync.models import orders as _orders  # noqa: F401
 from marketsync.models import people as _people  # noqa: F401

@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -68,6 +69,15 @@ class Listing(Base):
         # An account's listings, and those of given products (migration 0020: SQLite plans without statistics, and
         # with the account's column alone indexed it read every listing of the account to find a product's).
         Index("ix_listings_account_product", "account_id", "product_id"),
+        # The app's home page counts an account's Rejected listings, and those waiting for their fill-ins (a held
+        # change lives in app_fields, which most listings never have) (migration 0036).
+        Index("ix_listings_account_status", "account_id", "status"),
+        Index(
+            "ix_listings_account_app_fields",
+            "account_id",
+            sqlite_where=text("app_fields IS NOT NULL"),
+            postgresql_where=text("app_fields IS NOT NULL"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)

@@ -26,6 +26,8 @@ class Order(Base):
         Index("ix_orders_document_version", "document_version"),
         # The app finds an order by the marketplace's order id across the account's marketplaces (migration 0026).
         Index("ix_orders_account_marketplace_order", "account_id", "marketplace_order_id"),
+        # The app's home page counts the orders unshipped for more than a day (migration 0036).
+        Index("ix_orders_account_status_purchased", "account_id", "status", "purchase_date"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)

@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import NamedTuple, cast
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import Table, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import DriverReader, DriverSql, dialect_of
@@ -311,3 +311,11 @@ async def connection(
     if for_update:
         query = query.with_for_update()
     return (await session.execute(query)).scalar_one_or_none()
+
+
+async def unshipped_before(session: AsyncSession, account_id: str, statuses: Collection[str], cutoff: datetime) -> int:
+    """The account's orders of `statuses` bought before `cutoff`: ranges of ix_orders_account_status_purchased."""
+    query = select(func.count()).where(
+        Order.account_id == account_id, Order.status.in_(statuses), Order.purchase_date < cutoff
+    )
+    return int((await session.execute(query)).scalar_one())

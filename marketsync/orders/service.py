@@ -36,6 +36,7 @@ from marketsync.orders import repository, rules, schemas
 from marketsync.runtime import Runtime
 
 __all__ = [
+    "AWAITING_SHIPMENT",
     "RENDER_BATCH",
     "OrderPage",
     "cancel",
@@ -48,6 +49,7 @@ __all__ = [
     "refuse_list",
     "render_documents",
     "store_documents",
+    "unshipped_before",
     "update",
 ]
 
@@ -829,3 +831,12 @@ async def update(
         "ServiceOrderID": order.id,
         "ExternalReference": order.external_reference,
     }
+
+
+# Bought, paid for, not (wholly) shipped yet.
+AWAITING_SHIPMENT = (rules.UNSHIPPED, rules.PARTIALLY_SHIPPED)
+
+
+async def unshipped_before(session: AsyncSession, account_id: str, cutoff: datetime) -> int:
+    """How many of the account's orders bought before `cutoff` still await shipment."""
+    return await repository.unshipped_before(session, account_id, AWAITING_SHIPMENT, cutoff)

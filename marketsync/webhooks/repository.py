@@ -672,3 +672,11 @@ async def stats(session: AsyncSession) -> dict[str, int]:
         "undispatched_events": int(undispatched.scalar_one()),
         "disabled_subscriptions": int(disabled.scalar_one()),
     }
+
+
+async def disabled_count(session: AsyncSession, account_id: str) -> int:
+    """The account's subscriptions disabled after failing deliveries (a handful per account: its rows, no index)."""
+    query = select(func.count()).where(
+        WebhookSubscription.account_id == account_id, WebhookSubscription.is_active.is_(False)
+    )
+    return int((await session.execute(query)).scalar_one())

@@ -25,6 +25,7 @@ __all__ = [
     "attempt_log",
     "create_subscription",
     "delete_subscription",
+    "disabled_subscriptions",
     "get_subscription",
     "list_subscriptions",
     "recover",
@@ -325,3 +326,8 @@ async def replace(
 async def stats(session: AsyncSession) -> dict[str, int]:
     """Deliveries waiting, events not yet fanned out and disabled subscriptions, across accounts (metrics)."""
     return await repository.stats(session)
+
+
+async def disabled_subscriptions(session: AsyncSession, account_id: str) -> int:
+    """How many of the account's subscriptions are disabled (they need a Recover or a Replace)."""
+    return await repository.disabled_count(session, account_id)

@@ -40,7 +40,7 @@ async def test_pages_need_a_sign_in(rt: Runtime, api: httpx.AsyncClient) -> None
 async def test_a_person_signs_in_with_a_secure_session_cookie(rt: Runtime, api: httpx.AsyncClient) -> None:
     user = await make_person(rt, await make_account(rt))
     response = await api.post("/app/sign-in", data={"email": user.email.upper(), "password": user.password})
-    assert response.status_code == 303 and response.headers["location"] == "/app/marketplaces"
+    assert response.status_code == 303 and response.headers["location"] == "/app/"
     cookie = response.headers["set-cookie"]
     assert "msc_session=" in cookie and "HttpOnly" in cookie and "SameSite=lax" in cookie and "Path=/app" in cookie
     page = await api.get("/app/marketplaces")
@@ -284,6 +284,6 @@ async def test_a_sign_in_goes_on_to_the_page_asked_for_and_only_to_an_app_page(
             refused = await browser.post(
                 "/app/sign-in", data={"email": user.email, "password": user.password, "next": elsewhere}
             )
-            assert refused.headers["location"] == "/app/marketplaces", elsewhere
+            assert refused.headers["location"] == "/app/", elsewhere
     empty = await api.post("/app/sign-in", data={"email": "", "password": ""})
     assert empty.status_code == 400 and "Enter your email and your password." in empty.text

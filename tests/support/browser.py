@@ -57,7 +57,7 @@ async def sign_in(page: Page, email: str, password: str) -> None:
     await page.keyboard.press("Tab")
     await page.keyboard.type(password)
     await page.keyboard.press("Enter")
-    await page.wait_for_url("**/app/marketplaces")
+    await page.wait_for_url("**/app/")  # the home page
 
 
 async def screenshot(page: Page, name: str) -> None:
