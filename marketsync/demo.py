@@ -21,8 +21,7 @@ from marketsync.webhooks import demo as webhooks_demo
 
 DEMO_ACCOUNT = "demo"
 DEMO_MARKETPLACES = tuple((platform, home_site(platform)) for platform in SANDBOX_KINDS)  # P1 UK, P2 DE, P3 US, P4 FR
-# Order matters: taxonomies before the catalogue, the catalogue before listings and orders.
-# Each domain's part of the demo, in order: taxonomies before the catalogue, listings before orders.
+# Each domain's part of the demo, in order: taxonomies before the inventory, the inventory before listings and orders.
 DEMO_APP_USER = "owner@demo.example"
 
 DEMO_SEEDERS: tuple[Callable[[Runtime, str, Sequence[MarketplaceConnection]], Awaitable[None]], ...] = (

@@ -176,7 +176,7 @@ REFINEMENTS: dict[tuple[str, str], Schema] = {
     ("Job", "Status"): {"enum": [status.value for status in JobStatus]},
     ("Job", "StartedAt"): _TIMESTAMP,
     ("PushResultLine", "Result"): {"enum": list(PUSH_OUTCOMES)},
-    ("CreateProductResult", "ListingAction"): {"enum": ["Create", "Revise"]},  # catalog/service.py create_product
+    ("CreateProductResult", "ListingAction"): {"enum": ["Create", "Revise"]},  # listings.service.create_product
     ("Attribute", "Type"): {"enum": list(get_args(AttributeType))},
     ("ProductSummary", "LastModifiedDate"): _TIMESTAMP,
     **{

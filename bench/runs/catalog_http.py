@@ -70,7 +70,7 @@ from marketsync import migrate
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import repository as catalog_repository
-from marketsync.catalog import service
+from marketsync.catalog.taxonomy import service
 from marketsync.config import Settings
 from marketsync.http.logs import configure_logging
 from marketsync.kit.ids import new_id

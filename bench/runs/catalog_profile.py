@@ -28,7 +28,7 @@ from marketsync import migrate
 from marketsync.app import create_app
 from marketsync.auth import service as auth_service
 from marketsync.auth.scopes import ALL_SCOPES
-from marketsync.catalog import service
+from marketsync.catalog.taxonomy import service
 from marketsync.config import Settings
 from marketsync.http.logs import configure_logging
 from marketsync.marketplaces import service as marketplaces

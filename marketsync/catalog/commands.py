@@ -13,7 +13,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from marketsync.catalog import service, taxonomy
+from marketsync.catalog import taxonomy
+from marketsync.catalog.taxonomy import service
 from marketsync.http.errors import ValidationFailed
 from marketsync.kinds import home_site
 from marketsync.kit.cli import JsonOption, emit, taxonomy_app

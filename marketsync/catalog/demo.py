@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from marketsync.catalog import service
+from marketsync.catalog.taxonomy import service
 from marketsync.marketplaces.connector import connector_for
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime

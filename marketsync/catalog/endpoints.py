@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.responses import Response
 
 from marketsync.auth.dependencies import InventoryReader, InventoryWriter, RuntimeDep
-from marketsync.catalog import service
+from marketsync.catalog.listings import service as listings
 from marketsync.catalog.schemas import (
     CreateProductIn,
     CreateProductOut,
@@ -19,6 +19,7 @@ from marketsync.catalog.schemas import (
     SearchIn,
     SearchOut,
 )
+from marketsync.catalog.taxonomy import service as taxonomy
 from marketsync.http import idempotency
 from marketsync.http.bodies import read_body
 from marketsync.http.requestid import current_request_id
@@ -41,13 +42,13 @@ async def search_product_types(request: Request, caller: InventoryReader, rt: Ru
         marketplace_id = checked.fields.get("MarketplaceId")
         checked.refuse(
             await rt.db.driver_read(
-                lambda reader: service.unknown_marketplace(reader, caller.account_id, marketplace_id)
+                lambda reader: taxonomy.unknown_marketplace(reader, caller.account_id, marketplace_id)
             )
         )
     body = checked.valid()
-    limit = body.Limit if body.Limit is not None else service.SEARCH_DEFAULT_LIMIT
+    limit = body.Limit if body.Limit is not None else taxonomy.SEARCH_DEFAULT_LIMIT
     rows, total = await rt.db.driver_read(
-        lambda reader: service.search(
+        lambda reader: taxonomy.search(
             reader, caller.account_id, body.MarketplaceId, body.SearchText, limit, body.Offset or 0
         )
     )
@@ -66,9 +67,9 @@ async def product_type_schema(
     categoryId: Annotated[str, Query(min_length=1)],
 ) -> SchemaOut:
     # Amazon's schemas are its own: asked for now (cached a while), stored as the category's view when they changed.
-    await service.refresh_marketplace_schema(rt, caller.account_id, marketplaceId, categoryId)
+    await taxonomy.refresh_marketplace_schema(rt, caller.account_id, marketplaceId, categoryId)
     async with rt.db.read() as session:
-        schema = await service.get_schema(session, caller.account_id, marketplaceId, categoryId)
+        schema = await taxonomy.get_schema(session, caller.account_id, marketplaceId, categoryId)
     return SchemaOut.of(schema.view, schema.attributes)
 
 
@@ -79,37 +80,37 @@ async def product_type_schema(
     openapi_extra=request_body(CreateProductIn),
 )
 async def create_product(request: Request, caller: InventoryWriter, rt: RuntimeDep) -> Response:
-    # Checked field by field by catalog.rules (types and schema errors in one 400), so read as plain JSON.
+    # Checked field by field by catalog.listings.rules (types and schema errors in one 400), so read as plain JSON.
     raw = read_body(await request.body())
     marketplace_id, category_id = raw.get("MarketplaceId"), raw.get("CategoryId")
     if isinstance(marketplace_id, str) and isinstance(category_id, str) and marketplace_id and category_id.strip():
         # Validated against the marketplace's current schema where the schemas are its own (Amazon).
-        await service.refresh_marketplace_schema(rt, caller.account_id, marketplace_id, category_id)
+        await taxonomy.refresh_marketplace_schema(rt, caller.account_id, marketplace_id, category_id)
     if raw.get("ValidateOnly") is True:
         # Writes nothing, so it needs neither a write transaction nor the Idempotency-Key record.
         async with rt.db.read() as session:
-            outcome = await service.create_product(rt, session, caller.account_id, raw)
+            outcome = await listings.create_product(rt, session, caller.account_id, raw)
         return Response(_create_body(outcome), media_type="application/json")
 
-    validated: list[service.CreatePlan] = []
+    validated: list[listings.CreatePlan] = []
     key_problems = idempotency.key_problems(request)  # a bad Idempotency-Key is named with the body's problems
 
     async def validate() -> None:
         # Read-only on the raw driver, before the write transaction: on SQLite the one writer is not held meanwhile.
         validated.append(
             await rt.db.driver_read(
-                lambda reader: service.validate_create_on_driver(reader, caller.account_id, raw, key_problems)
+                lambda reader: listings.validate_create_on_driver(reader, caller.account_id, raw, key_problems)
             )
         )
 
     async def work(session: AsyncSession) -> idempotency.Outcome:
-        outcome = await service.create_product(rt, session, caller.account_id, raw, validated[0])
+        outcome = await listings.create_product(rt, session, caller.account_id, raw, validated[0])
         return idempotency.Outcome(200, _create_body(outcome))
 
     return await idempotency.run(rt, request, caller.account_id, "products.create", work, prepare=validate)
 
 
-def _create_body(outcome: service.CreateOutcome) -> bytes:
+def _create_body(outcome: listings.CreateOutcome) -> bytes:
     return jsonio.dumps(
         CreateProductOut(
             RequestId=current_request_id(),

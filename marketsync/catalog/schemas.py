@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from marketsync.catalog import rules
+from marketsync.catalog.listings import rules
 from marketsync.catalog.taxonomy import AttributeSpec
 from marketsync.http.bodies import StrictRequest
 from marketsync.inventory.rules import MAX_OFFSET
@@ -83,7 +83,7 @@ class SchemaOut(BaseModel):
 
 
 class CreateProductIn(BaseModel):
-    """Documentation of the create payload. The endpoint checks it field by field itself (catalog.rules),
+    """Documentation of the create payload. The endpoint checks it field by field itself (catalog.listings.rules),
     so that one 400 names every bad field, shape problems and schema problems together."""
 
     model_config = ConfigDict(extra="forbid")

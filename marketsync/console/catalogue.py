@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.datastructures import UploadFile
 
 from marketsync.auth.dependencies import runtime_of
-from marketsync.catalog import service as catalog
+from marketsync.catalog.listings import app_fields as listing_fields
 from marketsync.console.guards import SignedIn, checked_form
 from marketsync.console.render import cursor_text, errors_of, is_partial, page, page_cursor, page_router, see_other
 from marketsync.http.errors import NotFound, ValidationFailed
@@ -66,7 +66,7 @@ async def catalogue_page(
 async def _product_page(request: Request, person: Person, sku: str, status: int = 200, **context: Any) -> Response:
     async with runtime_of(request).db.read() as session:
         view = await inventory.get_product(session, person.account_id, sku)
-        listings = await catalog.product_listings(session, person.account_id, view.product.id)
+        listings = await listing_fields.product_listings(session, person.account_id, view.product.id)
     product = view.product
     return page(
         request, "product.html", person, status, title=f"Product {product.sku}", product=product, listings=listings,

@@ -12,7 +12,7 @@ from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from marketsync.auth.dependencies import runtime_of
-from marketsync.catalog import service as catalog
+from marketsync.catalog.listings import app_fields as listing_fields
 from marketsync.console.guards import SignedIn
 from marketsync.console.render import page, page_router
 from marketsync.inventory import service as inventory
@@ -54,7 +54,7 @@ async def home(request: Request, person: SignedIn) -> Response:
     now = rt.clock.now()
     late = now - UNSHIPPED_AFTER
     async with rt.db.read() as session:
-        rejected, held = await catalog.listings_needing_attention(session, person.account_id)
+        rejected, held = await listing_fields.listings_needing_attention(session, person.account_id)
         reauthorise, unhealthy = await marketplaces.connections_needing_attention(session, person.account_id)
         failed_jobs = await jobs.failed_since(session, person.account_id, now - RECENT)
         disabled = await webhooks.disabled_subscriptions(session, person.account_id)
@@ -142,7 +142,7 @@ async def listings_to_fix(
 ) -> Response:
     title, held = NEEDS.get(needs, NEEDS["rejected"])
     async with runtime_of(request).db.read() as session:
-        listings, total = await catalog.listings_to_fix(
+        listings, total = await listing_fields.listings_to_fix(
             session, person.account_id, held=held, limit=LISTINGS_PAGE, offset=offset
         )
     return page(

@@ -17,7 +17,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from marketsync.auth import service as auth
 from marketsync.auth.dependencies import runtime_of
 from marketsync.auth.scopes import ALL_SCOPES
-from marketsync.catalog import service as catalog
+from marketsync.catalog.listings import app_fields as listings
+from marketsync.catalog.listings import rules as listing_rules
+from marketsync.catalog.taxonomy import service as taxonomy
 from marketsync.console import catalogue, home, jobs, orders, webhooks
 from marketsync.console.guards import (
     SESSION_COOKIE,
@@ -329,7 +331,7 @@ async def consent_callback(request: Request, kind: str, person: SignedIn) -> Res
     rt = runtime_of(request)
     if "error" not in answer:
         await marketplaces.grant_consent(
-            rt, person.account_id, marketplace_id, answer, when_authorised=catalog.load_categories_if_missing
+            rt, person.account_id, marketplace_id, answer, when_authorised=taxonomy.load_categories_if_missing
         )
         return see_other("/app/marketplaces")
     removed = await marketplaces.refuse_consent(rt, person.account_id, marketplace_id)
@@ -349,7 +351,7 @@ async def give_consent(request: Request, marketplace_id: str, person: SignedIn) 
     rt = runtime_of(request)
     if form.get("decision") == "allow":
         await marketplaces.grant_consent(
-            rt, person.account_id, marketplace_id, {}, when_authorised=catalog.load_categories_if_missing
+            rt, person.account_id, marketplace_id, {}, when_authorised=taxonomy.load_categories_if_missing
         )
         return see_other("/app/marketplaces")
     removed = await marketplaces.refuse_consent(rt, person.account_id, marketplace_id)
@@ -446,15 +448,15 @@ async def _listing_page(
     needs."""
     rt = runtime_of(request)
     async with rt.db.read() as session:
-        details = await catalog.listing_details(session, person.account_id, listing_id)
+        details = await listings.listing_details(session, person.account_id, listing_id)
         listing, held_change = details.listing, details.held
         # A listing's category, once it has one, is not changed here (decision 0345): the address cannot choose another.
         chosen = listing.category_id or category.strip() or (held_change.category_id if held_change else "")
-        schema: catalog.Schema | None = None
+        schema: taxonomy.Schema | None = None
         schema_errors: dict[str, list[str]] = {}
         if chosen:
             try:
-                schema = await catalog.get_schema(session, person.account_id, listing.marketplace_id, chosen)
+                schema = await taxonomy.get_schema(session, person.account_id, listing.marketplace_id, chosen)
             except ApiError as exc:  # beside the category: an unknown or inner category, a paused connection
                 schema_errors = {"CategoryId": [m for ms in exc.errors.values() for m in ms] or [exc.title]}
     held: dict[str, Any] = {}
@@ -462,10 +464,10 @@ async def _listing_page(
         held = {**held_change.attributes, **held_change.app_attributes}
     elif chosen == listing.category_id:
         held = {**(listing.attributes or {}), **(details.app_fields.get("Attributes") or {})}
-    values = typed_values if typed_values is not None else {k: catalog.form_value(v) for k, v in held.items()}
+    values = typed_values if typed_values is not None else {k: listing_rules.form_value(v) for k, v in held.items()}
     # What a publish in the category shown needs beyond its attributes, and which of it the listing lacks.
     needs = list(schema.view.off_api_requirements) if schema is not None else details.requirements
-    missing = catalog.missing_requirements(needs, details.app_fields)
+    missing = listing_rules.missing_requirements(needs, details.app_fields)
     title = f"Listing {details.product.sku} on {details.connection.platform} {details.connection.country}"
     errors = {**schema_errors, **(context.pop("errors", None) or {})}
     return page(
@@ -479,13 +481,13 @@ async def _category_search(request: Request, person: Person, listing_id: str, te
     page at a time: the API's category search."""
     rt = runtime_of(request)
     async with rt.db.read() as session:
-        details = await catalog.listing_details(session, person.account_id, listing_id)
+        details = await listings.listing_details(session, person.account_id, listing_id)
     if len(text) > MAX_SEARCH_TEXT:
         return {"search_errors": {"SearchText": [f"At most {MAX_SEARCH_TEXT} characters."]}}
     marketplace_id = details.listing.marketplace_id
     try:
         rows, total = await rt.db.driver_read(
-            lambda reader: catalog.search(reader, person.account_id, marketplace_id, text, CATEGORY_PAGE, offset)
+            lambda reader: taxonomy.search(reader, person.account_id, marketplace_id, text, CATEGORY_PAGE, offset)
         )
     except ApiError as exc:  # a paused connection: nothing to search
         return {"search_errors": {"SearchText": [exc.title]}}
@@ -515,11 +517,11 @@ async def listing_page(
 def _listing_form(form: Any) -> tuple[list[str], dict[str, str]]:
     """The images (one URL a line) and the policy ids of a listing page's form."""
     images = [line for line in str(form.get("images") or "").splitlines() if line.strip()]
-    policy = {kind: str(form.get(f"policy_{kind}") or "") for kind in catalog.POLICY_KINDS}
+    policy = {kind: str(form.get(f"policy_{kind}") or "") for kind in listing_rules.POLICY_KINDS}
     return images, policy
 
 
-def _after_save(listing_id: str, saved: catalog.ListingSaved) -> Response:
+def _after_save(listing_id: str, saved: listings.ListingSaved) -> Response:
     # Post/redirect/get: reloading the page must not republish again.
     if saved.job_id is None:  # held: nothing sent, the page says what is still needed
         return see_other(f"/app/listings/{listing_id}?saved=held")
@@ -538,7 +540,7 @@ async def save_listing_attributes(request: Request, listing_id: str, person: Sig
     rt = runtime_of(request)
     try:
         async with rt.db.transaction() as session:
-            saved = await catalog.set_listing_category(
+            saved = await listings.set_listing_category(
                 rt, session, person.account_id, listing_id, category_id=category_id, view_id=view_id, values=values,
                 images=images, policy=policy,
             )  # fmt: skip
@@ -560,7 +562,7 @@ async def republish_listing(request: Request, listing_id: str, person: SignedIn)
     try:
         async with rt.db.transaction() as session:
             # App-managed attribute values are the schema form's: kept as held here.
-            saved = await catalog.set_listing_app_fields(
+            saved = await listings.set_listing_app_fields(
                 rt, session, person.account_id, listing_id, images=images, policy=policy
             )
     except ValidationFailed as exc:

@@ -1,4 +1,4 @@
-"""Operator commands of the catalogue (DESIGN.md §5): Data Flow and the inventory file import."""
+"""Operator commands of the inventory (DESIGN.md §5): Data Flow and the inventory file import."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""This domain's part of `marketsync demo`: a catalogue of 3,000 SKUs, many listed on the sandbox
+"""This domain's part of `marketsync demo`: an inventory of 3,000 SKUs, many listed on the sandbox
 marketplaces (P1 ~70%, P2 ~40%, P3 and P4 ~20%). Deterministic and idempotent: a rerun inserts
 nothing new and never touches values changed since."""
 
@@ -39,7 +39,7 @@ _COLOURS = ("Black", "White", "Navy", "Olive", "Sand", "Red", "Grey", "Teal")
 _SIZES = ("XS", "S", "M", "L", "XL")
 
 
-def catalogue() -> list[dict[str, Any]]:
+def demo_products() -> list[dict[str, Any]]:
     """The demo products as (sku, title, price, quantity), the same on every run."""
     rng = random.Random(_SEED)
     products = []
@@ -62,7 +62,7 @@ def catalogue() -> list[dict[str, Any]]:
 async def seed(rt: Runtime, account_id: str, connections: Sequence[MarketplaceConnection]) -> None:
     now = rt.clock.now()
     base = now - timedelta(days=3)
-    products = catalogue()
+    products = demo_products()
     times = rules.modification_times(base, len(products))
     rng = random.Random(_SEED + 1)
     async with rt.db.transaction() as session:

@@ -1,4 +1,4 @@
-"""Catalogue endpoints (spec §4): the price/stock push and the catalogue reads. Thin: parse, call the
+"""Inventory endpoints (spec §4): the price/stock push and the product reads. Thin: parse, call the
 service, shape the response (serialised once with orjson)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pure rules of the catalogue and the price/stock push (spec sections 4 and 6). No I/O here.
+"""Pure rules of the inventory, the price/stock push and the listing mirror (spec sections 4 and 6). No I/O here.
 
 The values a push makes 500 of (items, stored products, changes) are named tuples: built in a fraction of a frozen
 dataclass's time, as immutable.
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_DOWN, Decimal
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from marketsync.kinds import KINDS, marketplace_name
 from marketsync.kit.clock import iso
@@ -386,3 +386,34 @@ def parse_import_row(line: int, row: Mapping[str, str | None]) -> PushItem | Imp
     if problems:
         return ImportRowError(line, sku or None, " ".join(problems))
     return PushItem(sku=sku, price=price, quantity=quantity)
+
+
+# --------------------------------------------------------------------------------------------------
+# The listing mirror (inventory/mirror.py)
+
+
+class SkuHolder(Protocol):
+    """A product as matching reads it."""
+
+    @property
+    def sku(self) -> str: ...
+
+    @property
+    def sku_lower(self) -> str: ...
+
+
+Holder = TypeVar("Holder", bound=SkuHolder)
+
+
+def listing_product(skus: Sequence[str], candidates: Sequence[Holder]) -> Holder | None:
+    """The product a marketplace listing stands for, by its SKUs (its own, then the one it was sent with): the exact
+    SKU first, else the one product whose SKU matches ignoring case; several such products name none."""
+    for sku in skus:
+        exact = [p for p in candidates if p.sku == sku]
+        if exact:
+            return exact[0]
+    for sku in skus:
+        folded = [p for p in candidates if p.sku_lower == sku.lower()]
+        if len(folded) == 1:
+            return folded[0]
+    return None

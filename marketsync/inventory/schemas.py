@@ -1,4 +1,4 @@
-"""Request and response shapes of the catalogue endpoints, with the spec's field names (spec §2, §4).
+"""Request and response shapes of the inventory endpoints, with the spec's field names (spec §2, §4).
 
 Bodies are read by `marketsync.http.bodies` like every route's. The push's is parsed with exact decimals: a JSON
 number such as 19.99 never passes through a binary float on its way to the database.

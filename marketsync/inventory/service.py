@@ -1,4 +1,5 @@
-"""Use cases of the catalogue: reads, the price/stock push, Data Flow, InventoryChanged, file import.
+"""Use cases of the inventory (the account's products): reads, the price/stock push, Data Flow, InventoryChanged,
+file import.
 
 `apply_inventory_changes` is the one place price and stock move, whoever moves them (the API push,
 the file import, product create, the marketplace listing mirror): it writes only what differs, moves
@@ -402,7 +403,7 @@ async def propagate_to_listings(
     return Propagation(job_ids, warnings)
 
 
-# --- catalogue reads ------------------------------------------------------------------------------
+# --- product reads --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

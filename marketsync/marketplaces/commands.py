@@ -6,7 +6,7 @@ import typer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.auth import service as auth_service
-from marketsync.catalog import service as catalog
+from marketsync.catalog.taxonomy import service as taxonomy
 from marketsync.http.errors import NotFound, ValidationFailed
 from marketsync.kinds import kind_of, platform_named
 from marketsync.kit.cli import JsonOption, emit, marketplace_app
@@ -42,7 +42,7 @@ def connect(
             return await _connect_with_consent(rt, named)
         async with rt.db.transaction() as session:
             connection = await service.connect(rt, session, account, platform, country)
-            loading = await catalog.load_categories_if_missing(rt, session, connection)
+            loading = await taxonomy.load_categories_if_missing(rt, session, connection)
         connected: dict[str, object] = {
             "MarketplaceId": connection.id, "Platform": connection.platform, "Country": connection.country,
         }  # fmt: skip
@@ -69,7 +69,7 @@ def connect(
         queued: list[str] = []
 
         async def load_categories(rt: Runtime, session: AsyncSession, connection: MarketplaceConnection) -> None:
-            job_id = await catalog.load_categories_if_missing(rt, session, connection)
+            job_id = await taxonomy.load_categories_if_missing(rt, session, connection)
             queued.extend([job_id] if job_id else [])
 
         connection, existed, _ = await service.connect_authorised(

@@ -1,6 +1,6 @@
 """Task handlers and schedules of the marketplace side: health checks, and the PriceStockPush feed.
 
-Order pulls live in orders/tasks.py and listing mirrors in inventory/tasks.py: each handler belongs to the domain
+Order pulls live in orders/tasks.py and listing mirrors in inventory/mirror.py: each handler belongs to the domain
 that owns the tables it writes. Every feed goes through marketplaces/feeds.py. A handler talks to the marketplace
 outside any transaction, then records what happened, its events and the job's end state in ONE transaction: if
 the job's lease was lost meanwhile (another worker recovered it) that transaction rolls back, so no event is ever

@@ -1,4 +1,4 @@
-"""The catalogue: products (SKUs) and their marketplace listings."""
+"""The inventory: products (SKUs) and their marketplace listings."""
 
 from __future__ import annotations
 

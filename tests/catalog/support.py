@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
-from marketsync.catalog import service
+from marketsync.catalog.taxonomy import service
 from marketsync.jobs.worker import Worker
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.models import Event, Job, Listing, Product

@@ -11,9 +11,9 @@ import httpx
 import pytest
 from sqlalchemy import update
 
-from marketsync.catalog import service
+from marketsync.catalog.listings import service
+from marketsync.catalog.listings.service import CreatePlan
 from marketsync.catalog.repository import CreateReads
-from marketsync.catalog.service import CreatePlan
 from marketsync.kinds import ConnectionState
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime

@@ -5,8 +5,7 @@ from __future__ import annotations
 import httpx
 
 from marketsync.catalog import demo as catalog_demo
-from marketsync.catalog import service
-from marketsync.catalog.taxonomy import Taxonomy
+from marketsync.catalog.taxonomy import Taxonomy, service
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.runtime import Runtime
 from tests.catalog.support import TEST_SIZE, anchor_id, counts, create, create_payload, load_taxonomies, schema

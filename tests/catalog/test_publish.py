@@ -109,7 +109,7 @@ async def test_a_recovered_publish_run_records_nothing_twice(
 ) -> None:
     """A worker dies after the marketplace applied the feed but before the outcome was recorded: the run that
     recovers the job polls the feed it remembered (no second submission) and records the outcome once."""
-    from marketsync.catalog import service
+    from marketsync.catalog.listings import publish as service
     from marketsync.jobs import repository as jobs_repository
     from marketsync.jobs.run import JobRun
     from marketsync.jobs.worker import Worker
@@ -181,7 +181,7 @@ async def test_a_push_between_feed_and_record_is_brought_to_the_marketplace(
     """A push of the SKU lands after the publish feed was built and before its outcome is recorded (forced by a
     hook, no timing): the listing records the values the feed carried, and a PriceStockPush brings the marketplace
     to the pushed ones (docs/decisions/0307)."""
-    from marketsync.catalog import service
+    from marketsync.catalog.listings import publish as service
     from marketsync.jobs.types import JobType
     from marketsync.models import Job
 
@@ -225,7 +225,7 @@ async def test_a_publish_records_the_values_its_feed_carried(
 ) -> None:
     """Between the feed and the record the catalogue moved: the listing holds the feed's values, not the catalogue's,
     and the convergence push is queued in the same transaction (nothing run yet)."""
-    from marketsync.catalog import service
+    from marketsync.catalog.listings import publish as service
     from marketsync.jobs import repository as jobs_repository
     from marketsync.jobs.run import JobRun
     from marketsync.models import Job

@@ -18,8 +18,8 @@ import httpx
 import pytest
 from sqlalchemy import text as sql_text
 
-from marketsync.catalog import repository, service
-from marketsync.catalog.taxonomy import PATH_SEPARATOR, CategorySpec, Taxonomy
+from marketsync.catalog import repository
+from marketsync.catalog.taxonomy import PATH_SEPARATOR, CategorySpec, Taxonomy, service
 from marketsync.marketplaces.sandbox import taxonomies as shipped
 from marketsync.runtime import Runtime
 from tests.catalog.support import TEST_SIZE, anchor_id

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 
-from marketsync.catalog import service as catalog
+from marketsync.catalog.taxonomy import service as catalog
 from marketsync.jobs.types import JobType
 from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import service as marketplaces

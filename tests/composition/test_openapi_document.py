@@ -15,7 +15,7 @@ from openapi_spec_validator import validate
 from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
 from marketsync.app import api_routes
-from marketsync.catalog import rules as catalog_rules
+from marketsync.catalog.listings import rules as catalog_rules
 from marketsync.inventory import rules as inventory_rules
 from marketsync.inventory.rules import PUSH_OUTCOMES
 from marketsync.jobs.types import JobStatus

@@ -10,7 +10,7 @@ import asyncio
 import httpx
 import pytest
 
-from marketsync.catalog import service as catalog
+from marketsync.catalog.taxonomy import service as catalog
 from marketsync.http.errors import NotFound
 from marketsync.jobs.worker import Worker
 from marketsync.marketplaces import service as marketplaces

@@ -9,7 +9,7 @@ import re
 import httpx
 from sqlalchemy import select
 
-from marketsync.catalog import rules
+from marketsync.catalog.listings import rules
 from marketsync.models import Job, Listing
 from marketsync.models.sandbox import SandboxListing
 from marketsync.runtime import Runtime

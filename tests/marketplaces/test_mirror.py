@@ -8,8 +8,8 @@ from decimal import Decimal
 import httpx
 import pytest
 
+from marketsync.inventory import mirror, tasks
 from marketsync.inventory import service as inventory_service
-from marketsync.inventory import tasks
 from marketsync.jobs import service as jobs_service
 from marketsync.jobs.worker import Worker
 from marketsync.marketplaces.connector import ListingPage
@@ -122,7 +122,7 @@ async def test_mirror_reports_progress_page_by_page(rt: Runtime, api: httpx.Asyn
         seller = await sandbox_state.ensure_seller(session, p3.id, "P3", "US", rt.clock.now())
         known = [
             sandbox_state.KnownListing(f"BULK-{i:04d}", None, None, None, None, Decimal("2.00"), 1)
-            for i in range(tasks.LISTING_PAGE + 5)
+            for i in range(mirror.LISTING_PAGE + 5)
         ]
         await sandbox_state.seed_listings(session, seller, rt.clock.now(), known)
 
@@ -134,8 +134,8 @@ async def test_mirror_reports_progress_page_by_page(rt: Runtime, api: httpx.Asyn
         assert stored is not None
         assert (stored.last_pull_status, stored.last_pull_total_skus, stored.last_pull_current_sku) == (
             "Completed",
-            tasks.LISTING_PAGE + 5,
-            tasks.LISTING_PAGE + 5,
+            mirror.LISTING_PAGE + 5,
+            mirror.LISTING_PAGE + 5,
         )
 
 

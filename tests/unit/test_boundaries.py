@@ -106,9 +106,10 @@ COMPOSITION_ROOTS = {"marketplaces/registry.py", "cli.py"}
 # The edges: they call services, never repositories (DESIGN.md section 3: endpoints, pages, commands -> service).
 EDGES = re.compile(r"^(app\.py|cli\.py|demo\.py|console/.*|[a-z]+/endpoints\.py|.*/commands\.py)$")
 # Vocabulary and pure rules: nothing with I/O, nothing that reaches a marketplace.
-PURE = re.compile(r"^([a-z]+/(rules|schemas|payloads|types|taxonomy)\.py|marketplaces/sandbox/rules\.py)$")
+PURE = re.compile(r"^([a-z]+/([a-z]+/)?(rules|schemas|payloads|types)\.py|catalog/taxonomy/__init__\.py)$")
 IO_MODULES = re.compile(
-    r"^marketsync\.(db|runtime|[a-z.]+\.(repository|service|outbox|tasks|engine|delivery|connector|feeds|events|state))$"
+    r"^marketsync\.(db|runtime|[a-z.]+\.(repository|service|outbox|tasks|engine|delivery|connector|feeds|events|state"
+    r"|publish|app_fields|mirror))$"
 )
 
 
@@ -265,3 +266,14 @@ def test_rules_and_vocabulary_import_nothing_with_io() -> None:
         if PURE.match(relative)
     }
     assert {k: v for k, v in offenders.items() if v} == {}, "rules, schemas and payload types stay pure"
+
+
+def test_the_taxonomy_knows_no_listing() -> None:
+    """catalog/taxonomy/ (import, search, schema) stands alone; catalog/listings/ (create, publish, the app's fields)
+    builds on it (a create is validated against a schema), never the other way round (decision 0441)."""
+    offenders = {
+        relative: sorted(name for name in imported if name.startswith("marketsync.catalog.listings"))
+        for relative, imported in _graph().items()
+        if relative.startswith("catalog/taxonomy/")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}, "the listings import the taxonomy, not the reverse"

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from marketsync.catalog import repository
-from marketsync.catalog.rules import ValueProblem, normalize_value, parse_create_request, validate_attributes
+from marketsync.catalog.listings.rules import ValueProblem, normalize_value, parse_create_request, validate_attributes
 from marketsync.catalog.taxonomy import AllowedValue, AttributeSpec
 
 COLOUR = AttributeSpec("Colour", "Colour", "Text", True, (AllowedValue("BLACK", "Black"), AllowedValue("RED", "Red")))

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from marketsync.catalog import service as catalog
+from marketsync.catalog.taxonomy import service as catalog
 from marketsync.jobs.worker import Worker
 from marketsync.kit.clock import Clock, FrozenClock
 from marketsync.marketplaces.amazon.simulator import product_types as sim_types

@@ -1,4 +1,4 @@
-"""Marketplace taxonomies as the catalogue uses them: categories, attribute schemas and the JSON file format
+"""Marketplace taxonomies as the catalog uses them: categories, attribute schemas and the JSON file format
 (`marketsync admin taxonomy import FILE`). Pure: nothing here does I/O except `load_file`/`dump_file`.
 
 Shape of a taxonomy:

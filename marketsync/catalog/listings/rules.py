@@ -1,4 +1,5 @@
-"""Pure rules of product creation (no I/O): the create request's shape and the attribute validator.
+"""Pure rules of the listings (no I/O): the create request's shape, the attribute validator, a publish's failure
+reason, and the fields a listing gets in the app (images, business policies, a change held).
 
 `validate_attributes` is the heart of spec section 4, "creating a product", check list: codes must exist
 and be settable through the API, closed sets are case-insensitive unless custom values are allowed,
@@ -72,57 +73,16 @@ def parse_create_request(raw: Any) -> tuple[CreateRequest, Errors]:
     for key in raw:
         if key not in CREATE_FIELDS:
             add_error(errors, str(key), UNKNOWN_FIELD)
-
-    sku = raw.get("Sku")
-    if sku is None or (isinstance(sku, str) and not sku.strip()):
-        add_error(errors, "Sku", REQUIRED)
-        sku = None
-    elif not isinstance(sku, str):
-        add_error(errors, "Sku", "Must be a string.")
-        sku = None
-    elif len(sku) > MAX_SKU_LENGTH:
-        add_error(errors, "Sku", f"At most {MAX_SKU_LENGTH} characters.")
-        sku = None
-    elif sku != sku.strip():
-        add_error(errors, "Sku", "Must not start or end with white space.")
-        sku = None
-
-    quantity = raw.get("Quantity")
-    if quantity is not None:
-        # A whole number beyond 64 bits reaches us as a float (the JSON parser's choice), yet it is a whole
-        # number: what is wrong with it is its size.
-        huge = isinstance(quantity, float) and quantity.is_integer()
-        if huge or (isinstance(quantity, int) and not isinstance(quantity, bool) and not 0 <= quantity <= MAX_QUANTITY):
-            add_error(errors, "Quantity", f"Must be a whole number between 0 and {MAX_QUANTITY}.")
-            quantity = None
-        elif isinstance(quantity, bool) or not isinstance(quantity, int):
-            add_error(errors, "Quantity", "Must be a whole number.")
-            quantity = None
-
+    sku = _sku(raw.get("Sku"), errors)
+    quantity = _quantity(raw.get("Quantity"), errors)
     marketplace_id = _id_field(raw, "MarketplaceId", errors, required=True)
     view_id = _id_field(raw, "ProductTypeViewId", errors, required=False)
-    category_id = raw.get("CategoryId")
-    if category_id is not None and not isinstance(category_id, str):
-        add_error(errors, "CategoryId", "Must be a string: category ids can exceed the exact JSON number range.")
-        category_id = None
-    elif isinstance(category_id, str):
-        category_id = category_id.strip() or None
-        if category_id is None:
-            add_error(errors, "CategoryId", "Must not be empty; omit it instead.")
-
+    category_id = _category_id(raw.get("CategoryId"), errors)
     attributes = raw.get("Attributes")
     attributes_sent = attributes is not None
     if attributes is not None and not isinstance(attributes, dict):
         add_error(errors, "Attributes", "Must be an object whose keys are attribute codes.")
         attributes = None
-
-    validate_only = raw.get("ValidateOnly", False)
-    if validate_only is None:
-        validate_only = False
-    if not isinstance(validate_only, bool):
-        add_error(errors, "ValidateOnly", "Must be true or false.")
-        validate_only = False
-
     request = CreateRequest(
         sku=sku,
         quantity=quantity,
@@ -130,10 +90,62 @@ def parse_create_request(raw: Any) -> tuple[CreateRequest, Errors]:
         product_type_view_id=view_id,
         category_id=category_id,
         attributes=attributes,
-        validate_only=validate_only,
+        validate_only=_validate_only(raw.get("ValidateOnly", False), errors),
         attributes_sent=attributes_sent,
     )
     return request, errors
+
+
+def _sku(sku: Any, errors: Errors) -> str | None:
+    problem = None
+    if sku is None or (isinstance(sku, str) and not sku.strip()):
+        problem = REQUIRED
+    elif not isinstance(sku, str):
+        problem = "Must be a string."
+    elif len(sku) > MAX_SKU_LENGTH:
+        problem = f"At most {MAX_SKU_LENGTH} characters."
+    elif sku != sku.strip():
+        problem = "Must not start or end with white space."
+    if problem is None and isinstance(sku, str):
+        return sku
+    add_error(errors, "Sku", problem or REQUIRED)
+    return None
+
+
+def _quantity(quantity: Any, errors: Errors) -> int | None:
+    if quantity is None:
+        return None
+    # A whole number beyond 64 bits reaches us as a float (the JSON parser's choice), yet it is a whole
+    # number: what is wrong with it is its size.
+    huge = isinstance(quantity, float) and quantity.is_integer()
+    if huge or (isinstance(quantity, int) and not isinstance(quantity, bool) and not 0 <= quantity <= MAX_QUANTITY):
+        add_error(errors, "Quantity", f"Must be a whole number between 0 and {MAX_QUANTITY}.")
+        return None
+    if isinstance(quantity, bool) or not isinstance(quantity, int):
+        add_error(errors, "Quantity", "Must be a whole number.")
+        return None
+    return quantity
+
+
+def _category_id(category_id: Any, errors: Errors) -> str | None:
+    if category_id is None:
+        return None
+    if not isinstance(category_id, str):
+        add_error(errors, "CategoryId", "Must be a string: category ids can exceed the exact JSON number range.")
+        return None
+    if not category_id.strip():
+        add_error(errors, "CategoryId", "Must not be empty; omit it instead.")
+        return None
+    return category_id.strip()
+
+
+def _validate_only(validate_only: Any, errors: Errors) -> bool:
+    if validate_only is None:
+        return False
+    if not isinstance(validate_only, bool):
+        add_error(errors, "ValidateOnly", "Must be true or false.")
+        return False
+    return validate_only
 
 
 def off_api_warning(platform: str, name: str, *, validate_only: bool) -> str:
@@ -337,42 +349,138 @@ def validate_attributes(
     and they still fit it (a re-import or a category change may have narrowed it); others are dropped.
     """
     by_code = {a.code: a for a in schema}
-    folded = {a.code.casefold(): a.code for a in schema if a.api_settable}
     errors: Errors = {}
-    merged: dict[str, Any] = {}
-
-    for code, value in (existing or {}).items():
-        attribute = by_code.get(code)
-        if attribute is None or _is_blank(value):
-            continue
-        try:
-            merged[code] = normalize_value(attribute, value)
-        except ValueProblem:
-            continue
-
+    merged = _carried_over(by_code, existing or {})
     for code, value in (sent or {}).items():
-        key = f"Attributes.{code}"
-        attribute = by_code.get(code)
-        if attribute is None:
-            hint = folded.get(str(code).casefold())
-            suffix = f" Did you mean '{hint}'?" if hint else ""
-            add_error(
-                errors, key, f"Not an attribute of this category's schema (GET /api/product-types/Schema).{suffix}"
-            )
-            continue
-        if not attribute.api_settable:
-            add_error(errors, key, "Managed in the app; it cannot be set through the API.")
-            continue
-        if _is_blank(value):
-            merged.pop(code, None)
-            continue
-        try:
-            merged[code] = normalize_value(attribute, value)
-        except ValueProblem as problem:
-            add_error(errors, key, str(problem))
-
+        problem = _merge_sent(by_code, merged, code, value)
+        if problem is not None:
+            add_error(errors, f"Attributes.{code}", problem)
     for attribute in schema:
         key = f"Attributes.{attribute.code}"
         if attribute.is_required and attribute.api_settable and attribute.code not in merged and key not in errors:
             add_error(errors, key, REQUIRED)
     return merged, errors
+
+
+def _carried_over(by_code: Mapping[str, AttributeSpec], existing: Mapping[str, Any]) -> dict[str, Any]:
+    """The values held already that are still attributes of the schema and still fit them."""
+    kept: dict[str, Any] = {}
+    for code, value in existing.items():
+        attribute = by_code.get(code)
+        if attribute is None or _is_blank(value):
+            continue
+        try:
+            kept[code] = normalize_value(attribute, value)
+        except ValueProblem:
+            continue
+    return kept
+
+
+def _merge_sent(by_code: Mapping[str, AttributeSpec], merged: dict[str, Any], code: Any, value: Any) -> str | None:
+    """One sent value merged (a blank one clears), or what is wrong with it."""
+    attribute = by_code.get(code)
+    if attribute is None:
+        folded = {a.code.casefold(): a.code for a in by_code.values() if a.api_settable}
+        hint = folded.get(str(code).casefold())
+        suffix = f" Did you mean '{hint}'?" if hint else ""
+        return f"Not an attribute of this category's schema (GET /api/product-types/Schema).{suffix}"
+    if not attribute.api_settable:
+        return "Managed in the app; it cannot be set through the API."
+    if _is_blank(value):
+        merged.pop(code, None)
+        return None
+    try:
+        merged[code] = normalize_value(attribute, value)
+    except ValueProblem as problem:
+        return str(problem)
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# A listing's fields filled in the app (docs/decisions/0121-listing-fields-in-the-app.md) and a change held there
+# (decision 0400)
+
+MAX_IMAGES = 12
+POLICY_KINDS = ("Payment", "Return", "Shipping")
+
+
+# A change saved in the app but not sent yet (decision 0400): `listings.app_fields["Held"]` holds the chosen category,
+# its schema's view id and the attribute values (API-settable and app-managed) until the category's every need is met.
+HELD = "Held"
+
+
+@dataclass(frozen=True)
+class HeldChange:
+    """A category and its attribute values saved in the app, not published: the category needs more (images, a
+    business policy) before the marketplace would take the listing, and the listing stays as the marketplace has it."""
+
+    category_id: str
+    view_id: str
+    attributes: dict[str, Any]  # API-settable, as validated
+    app_attributes: dict[str, Any]  # app-managed (ApiSettable false)
+
+    @classmethod
+    def of(cls, app_fields: Mapping[str, Any] | None) -> HeldChange | None:
+        held = (app_fields or {}).get(HELD)
+        if not isinstance(held, dict):
+            return None
+        return cls(
+            str(held.get("CategoryId") or ""),
+            str(held.get("ProductTypeViewId") or ""),
+            dict(held.get("Attributes") or {}),
+            dict(held.get("AppAttributes") or {}),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "CategoryId": self.category_id,
+            "ProductTypeViewId": self.view_id,
+            "Attributes": self.attributes,
+            "AppAttributes": self.app_attributes,
+        }
+
+
+def missing_requirements(requirements: Sequence[str], app_fields: Mapping[str, Any]) -> list[str]:
+    """The off-API requirements (`Images`, `BusinessPolicy`) the app fields do not fill: what a marketplace rejects."""
+    return [name for name in requirements if not app_fields.get(name)]
+
+
+def app_field_problems(
+    images: list[str], policy: dict[str, str], attributes: dict[str, str], app_managed: list[AttributeSpec]
+) -> dict[str, list[str]]:
+    problems: dict[str, list[str]] = {}
+    if len(images) > MAX_IMAGES:
+        problems["Images"] = [f"At most {MAX_IMAGES} images."]
+    for index, url in enumerate(images):
+        if not url.startswith("https://") or len(url) > 2048 or any(c.isspace() for c in url):
+            problems.setdefault(f"Images[{index}]", []).append("An https URL of the image (up to 2,048 characters).")
+    for kind, value in policy.items():
+        if kind not in POLICY_KINDS:
+            problems.setdefault("BusinessPolicy", []).append(
+                f"Unknown policy {kind!r}; one of {', '.join(POLICY_KINDS)}."
+            )
+        elif not 1 <= len(value) <= 100:
+            problems[f"BusinessPolicy.{kind}"] = ["The marketplace's policy id, 1 to 100 characters."]
+    allowed = {a.code: a for a in app_managed}
+    for code, value in attributes.items():
+        spec = allowed.get(code)
+        if spec is None:
+            problems[f"Attributes.{code}"] = ["Not an app-managed attribute of this listing's category."]
+        elif len(value) > 500:
+            problems[f"Attributes.{code}"] = ["At most 500 characters."]
+    return problems
+
+
+def clean_images(images: Sequence[str]) -> list[str]:
+    return [url.strip() for url in images if url.strip()]
+
+
+def clean_policy(policy: Mapping[str, str]) -> dict[str, str]:
+    return {kind: value.strip() for kind, value in policy.items() if value.strip()}
+
+
+def form_value(value: Any) -> str:
+    """A stored attribute value as a form field holds it (Boolean as true/false)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
