@@ -12,6 +12,7 @@ from sqlalchemy import and_, delete, func, select, true, update
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from marketsync.catalog import statements
 from marketsync.db import DriverReader, DriverSql, dialect_of, session_driver
 from marketsync.kinds import ConnectionState, ListingStatus
 from marketsync.models import Listing, MarketplaceConnection, Product
@@ -123,15 +124,9 @@ class Site:
 
 # SQLite's trigram index (migration 0015) holds substrings of 3 characters: a shorter text is matched by the scan.
 TRIGRAM = 3
-_SQLITE_SEARCH_TABLE = "taxonomy_category_search"
-# How many leaves hold each trigram (migration 0019), read from FTS5's view of the index at each import.
-_SQLITE_TRIGRAM_COUNTS = "taxonomy_category_search_trigrams"
-_SQLITE_SEARCH_VOCABULARY = "taxonomy_category_search_vocab"
 # SQLite's index is asked for the leaves holding this many of the text's trigrams, the rarest; LIKE checks them. Every
 # trigram of a phrase made FTS5 read each one's whole list of leaves, a common one's growing with the taxonomy.
 RAREST_TRIGRAMS = 2
-# The LIKE escape character, as SQLAlchemy's `contains(autoescape=True)` uses it.
-_ESCAPE = "/"
 
 
 def search_key(text: str) -> str:
@@ -144,7 +139,8 @@ def search_key(text: str) -> str:
 
 def contains_pattern(needle: str) -> str:
     """The LIKE pattern of "contains `needle`", its wildcards literal."""
-    escaped = needle.replace(_ESCAPE, _ESCAPE * 2).replace("%", _ESCAPE + "%").replace("_", _ESCAPE + "_")
+    escape = statements.ESCAPE
+    escaped = needle.replace(escape, escape * 2).replace("%", escape + "%").replace("_", escape + "_")
     return f"%{escaped}%"
 
 
@@ -171,11 +167,7 @@ async def _sqlite_text_query(reader: DriverReader, needle: str) -> str:
     grams = trigrams(needle)
     if len(grams) <= RAREST_TRIGRAMS:
         return fts_phrase(needle)
-    sql = DriverSql(postgres=False)
-    counted = await reader.fetch(
-        f"SELECT trigram, leaves FROM {_SQLITE_TRIGRAM_COUNTS} WHERE {sql.bind_in('trigram', grams)}",  # noqa: S608
-        sql.params,
-    )
+    counted = await reader.fetch(statements.TRIGRAM_LEAVES.text(postgres=False, items=len(grams)), grams)
     return rarest_trigrams_query(grams, {gram: leaves for gram, leaves in counted})
 
 
@@ -205,58 +197,35 @@ async def search_leaves(
     order.
     """
     sql = DriverSql(reader.postgres)
-    leaf = "TRUE" if reader.postgres else "1"
-
-    def site() -> str:  # bound again at each use: sqlite3's `?` placeholders are positional
-        return f"platform = {sql.bind(platform)} AND country = {sql.bind(country)}"
+    site = {"platform": platform, "country": country}
 
     if not text:
         # The walk: the site's leaves as its latest import counted them (an import rewrites the site's categories and
         # records that count in one transaction; counting a million leaves took 130 ms, docs/perf/catalog.md), and
         # one page of the covering index ix_taxonomy_categories_walk.
         counted = await reader.fetch(
-            f"SELECT leaf_count FROM taxonomy_imports WHERE {site()} ORDER BY sequence DESC LIMIT 1",  # noqa: S608
+            "SELECT leaf_count FROM taxonomy_imports "  # noqa: S608
+            f"WHERE platform = {sql.bind(platform)} AND country = {sql.bind(country)} ORDER BY sequence DESC LIMIT 1",
             sql.params,
         )
         total = int(counted[0][0]) if counted else 0
         if total == 0 or offset >= total:
             return [], total
         sql.params.clear()
-        rows = await reader.fetch(
-            "SELECT category_id, name, path FROM taxonomy_categories "  # noqa: S608
-            f"WHERE {site()} AND is_leaf = {leaf} ORDER BY position LIMIT {sql.bind(limit)} OFFSET {sql.bind(offset)}",
-            sql.params,
-        )
-        return [LeafRow(*row) for row in rows], total
+        page = statements.LEAVES_PAGE.compose(sql, **site, limit=limit, offset=offset)
+        return [LeafRow(*row) for row in await reader.fetch(page, sql.params)], total
 
     needle = search_key(text)
     pattern = contains_pattern(needle)
-    if not reader.postgres and len(needle) >= TRIGRAM:
-        text_query = await _sqlite_text_query(reader, needle)
-        hits = (
-            f"SELECT category_id, position FROM {_SQLITE_SEARCH_TABLE} "  # noqa: S608
-            f"WHERE name_lower MATCH {sql.bind(text_query)} AND {site()} "
-            f"AND name_lower LIKE {sql.bind(pattern)} ESCAPE '{_ESCAPE}'"
-        )
-    elif reader.postgres and len(needle) >= TRIGRAM:
-        # The trigram index answers the LIKE; the site is checked on its matches. Apart, so that the plan PostgreSQL
-        # keeps for this prepared statement (its generic plan, the pattern unknown) reads that index, never the
-        # walk's index filtered row by row.
-        hits = (
-            "SELECT category_id, position FROM (SELECT category_id, position, platform, country "  # noqa: S608
-            f"FROM taxonomy_categories WHERE is_leaf AND name_lower LIKE {sql.bind(pattern)} ESCAPE '{_ESCAPE}' "
-            f"OFFSET 0) AS named WHERE {site()}"
-        )
+    if len(needle) < TRIGRAM:
+        hits = statements.LEAVES_CONTAINING_SHORT.compose(sql, **site, pattern=pattern)
+    elif reader.postgres:
+        hits = statements.LEAVES_CONTAINING.compose(sql, **site, pattern=pattern)
     else:
-        hits = (
-            "SELECT category_id, position FROM taxonomy_categories "  # noqa: S608
-            f"WHERE {site()} AND is_leaf = {leaf} AND name_lower LIKE {sql.bind(pattern)} ESCAPE '{_ESCAPE}'"
-        )
+        query = await _sqlite_text_query(reader, needle)
+        hits = statements.LEAVES_CONTAINING.compose(sql, **site, pattern=pattern, query=query)
     if text.isascii() and text.isdigit():
-        hits += (
-            " UNION SELECT category_id, position FROM taxonomy_categories "  # noqa: S608
-            f"WHERE {site()} AND is_leaf = {leaf} AND category_id = {sql.bind(text)}"
-        )
+        hits += " UNION " + statements.LEAF_WITH_ID.compose(sql, **site, category_id=text)
     count_params = list(sql.params)
     # One statement: the matches' count beside one page of them, the page joined to its names and paths.
     rows = await reader.fetch(
@@ -284,28 +253,13 @@ async def refresh_search_index(session: AsyncSession, platform: str, country: st
     a full read: 70 ms instead of 1 on 20,000 categories, until autovacuum comes by); ANALYZE counts the rows this
     transaction wrote."""
     if dialect_of(session) != "sqlite":
-        await session.execute(sql_text("ANALYZE taxonomy_categories"))
+        await session.execute(sql_text(statements.CATEGORY_STATISTICS.text(postgres=True)))
         return
     site = {"platform": platform, "country": country}
-    await session.execute(
-        sql_text(f"DELETE FROM {_SQLITE_SEARCH_TABLE} WHERE platform = :platform AND country = :country"),  # noqa: S608
-        site,
-    )
-    await session.execute(
-        sql_text(
-            f"INSERT INTO {_SQLITE_SEARCH_TABLE} (name_lower, platform, country, category_id, position) "  # noqa: S608
-            "SELECT name_lower, platform, country, category_id, position FROM taxonomy_categories "
-            "WHERE platform = :platform AND country = :country AND is_leaf"
-        ),
-        site,
-    )
-    await session.execute(sql_text(f"DELETE FROM {_SQLITE_TRIGRAM_COUNTS}"))  # noqa: S608
-    await session.execute(
-        sql_text(
-            f"INSERT INTO {_SQLITE_TRIGRAM_COUNTS} (trigram, leaves) "  # noqa: S608
-            f"SELECT term, doc FROM {_SQLITE_SEARCH_VOCABULARY}"
-        )
-    )
+    await session.execute(sql_text(statements.CLEAR_SITE_SEARCH_ROWS.text(postgres=False)), site)
+    await session.execute(sql_text(statements.FILL_SITE_SEARCH_ROWS.text(postgres=False)), site)
+    await session.execute(sql_text(statements.CLEAR_TRIGRAM_LEAVES.text(postgres=False)))
+    await session.execute(sql_text(statements.FILL_TRIGRAM_LEAVES.text(postgres=False)))
 
 
 async def connection_category_view(

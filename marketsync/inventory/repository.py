@@ -29,6 +29,7 @@ from marketsync.db import (
     older_than,
     session_driver,
 )
+from marketsync.inventory import statements
 from marketsync.inventory.rules import (
     DATA_KINDS,
     DATA_OWNERS,
@@ -78,15 +79,6 @@ def _stored(rows: Sequence[Any]) -> list[StoredProduct]:
     return [StoredProduct(id=row.id, sku=row.sku, price=row.price, quantity=row.quantity) for row in rows]
 
 
-_LOCK_BY_KEYS_SQLITE = (
-    "SELECT id, sku, price, quantity, rowid FROM products WHERE account_id = ? AND sku_lower IN ({marks}) ORDER BY id"
-)
-_LOCK_BY_KEYS_POSTGRES = (
-    "SELECT id, sku, price, quantity FROM products WHERE account_id = $1 AND sku_lower = ANY($2::varchar[]) "
-    "ORDER BY id FOR UPDATE"
-)
-
-
 def stored_price(value: int | None) -> Decimal | None:
     """A stored (scaled BIGINT) price as the exact Decimal it stands for (compared by value, never shown)."""
     return None if value is None else Decimal(value).scaleb(-PRICE_DECIMAL_PLACES)
@@ -104,10 +96,11 @@ async def lock_products_by_sku_keys(
     if not keys:
         return []
     driver = await session_driver(session)
+    sql = statements.LOCK_PRODUCTS_BY_SKU_KEYS.text(driver.postgres, len(keys))
     if driver.postgres:
-        rows = await driver.fetch(_LOCK_BY_KEYS_POSTGRES, (account_id, list(keys)))
+        rows = await driver.fetch(sql, (account_id, list(keys)))
         return [StoredProduct(id, sku, stored_price(price), quantity) for id, sku, price, quantity in rows]
-    rows = await driver.fetch(_LOCK_BY_KEYS_SQLITE.format(marks=",".join("?" * len(keys))), (account_id, *keys))
+    rows = await driver.fetch(sql, (account_id, *keys))
     return [StoredProduct(id, sku, stored_price(price), quantity, rowid) for id, sku, price, quantity, rowid in rows]
 
 
@@ -144,12 +137,8 @@ _WRITE_VALUES = (
 )
 
 
-# PostgreSQL: the whole batch in one statement over unnest'ed arrays (DESIGN §6: the fastest form).
-_PG_WRITE_VALUES = text(
-    "UPDATE products AS p SET price = v.price, quantity = v.quantity, modified_at = v.modified_at "
-    "FROM unnest(CAST(:ids AS VARCHAR[]), CAST(:prices AS BIGINT[]), CAST(:quantities AS INTEGER[]), "
-    "CAST(:times AS TIMESTAMP[])) AS v(id, price, quantity, modified_at) WHERE p.id = v.id"
-)
+# PostgreSQL's form of _WRITE_VALUES: the whole batch in one statement over unnest'ed arrays.
+_WRITE_VALUES_UNNESTED = text(statements.WRITE_PRODUCT_VALUES_IN_SAVEPOINT.text(postgres=True))
 
 
 def write_time(value: Any) -> datetime:
@@ -163,17 +152,6 @@ def write_time(value: Any) -> datetime:
 class BatchWriteFailed(Exception):
     """The push's one-statement write failed for some row: its transaction must be rolled back and the push run
     again with each row in its own savepoint (`write_product_values(..., isolate=True)`)."""
-
-
-_SQLITE_WRITE_ROWS = "UPDATE products SET price = ?, quantity = ?, modified_at = ? WHERE id = ?"
-# The same by rowid (the lock read's): the row without a probe of the id index. `id` is still matched, so a row
-# that is not the one read is never written.
-_SQLITE_WRITE_ROWIDS = "UPDATE products SET price = ?, quantity = ?, modified_at = ? WHERE rowid = ? AND id = ?"
-_POSTGRES_WRITE_ROWS = (
-    "UPDATE products AS p SET price = v.price, quantity = v.quantity, modified_at = v.modified_at "
-    "FROM unnest($1::varchar[], $2::bigint[], $3::integer[], $4::timestamp[]) AS v(id, price, quantity, modified_at) "
-    "WHERE p.id = v.id"
-)
 
 
 async def write_product_values(
@@ -209,7 +187,7 @@ async def write_product_values(
             async with connection.begin_nested():
                 if dialect_of(session) == "postgresql":
                     await connection.execute(
-                        _PG_WRITE_VALUES,
+                        _WRITE_VALUES_UNNESTED,
                         {
                             "ids": [row["b_id"] for row in params],
                             "prices": [row["b_price"] for row in params],
@@ -243,7 +221,7 @@ async def _write_batch_raw(session: AsyncSession, writes: Sequence[ProductWrite]
     try:
         if driver.postgres:
             await driver.execute(
-                _POSTGRES_WRITE_ROWS,
+                statements.WRITE_PRODUCT_ROWS.text(driver.postgres),
                 (
                     [write.id for write in writes],
                     [storage_price(write.price) for write in writes],
@@ -253,12 +231,12 @@ async def _write_batch_raw(session: AsyncSession, writes: Sequence[ProductWrite]
             )
         elif all(w.rowid is not None for w in writes):
             await driver.executemany(
-                _SQLITE_WRITE_ROWIDS,
+                statements.WRITE_PRODUCT_ROWIDS.text(driver.postgres),
                 [(storage_price(w.price), w.quantity, t, w.rowid, w.id) for w, t in zip(writes, times, strict=True)],
             )
         else:
             await driver.executemany(
-                _SQLITE_WRITE_ROWS,
+                statements.WRITE_PRODUCT_ROWS.text(driver.postgres),
                 [(storage_price(w.price), w.quantity, t, w.id) for w, t in zip(writes, times, strict=True)],
             )
     except POSTGRES_UNAVAILABLE:
@@ -296,22 +274,6 @@ class ListedOn(NamedTuple):
     product_ids: list[str]
 
 
-# Read through listings (account_id, product_id): SQLite plans without statistics, and with the account's column alone
-# indexed it read every listing of the account (201 ms a push at 400,000 listings; migration 0020).
-_LISTED_SQLITE = (
-    "SELECT c.id, c.platform, c.country, c.requires_reauthorization, group_concat(l.product_id) "
-    "FROM listings l JOIN marketplace_connections c ON c.id = l.marketplace_id "
-    "WHERE l.account_id = ? AND l.product_id IN ({marks}) AND l.listing_id IS NOT NULL "
-    "AND c.account_id = ? AND c.state = ? GROUP BY c.id"
-)
-_LISTED_POSTGRES = (
-    "SELECT c.id, c.platform, c.country, c.requires_reauthorization, array_agg(l.product_id ORDER BY l.product_id) "
-    "FROM listings l JOIN marketplace_connections c ON c.id = l.marketplace_id "
-    "WHERE l.account_id = $1 AND l.product_id = ANY($2::varchar[]) AND l.listing_id IS NOT NULL "
-    "AND c.account_id = $1 AND c.state = $3 GROUP BY c.id"
-)
-
-
 async def listed_on_active_connections(
     session: AsyncSession, account_id: str, product_ids: Collection[str]
 ) -> dict[str, ListedOn]:
@@ -322,11 +284,11 @@ async def listed_on_active_connections(
         return {}
     driver = await session_driver(session)
     active = ConnectionState.ACTIVE.value
+    sql = statements.LISTED_ON_ACTIVE_CONNECTIONS.text(driver.postgres, len(product_ids))
     if driver.postgres:
-        rows = await driver.fetch(_LISTED_POSTGRES, (account_id, list(product_ids), active))
+        rows = await driver.fetch(sql, (account_id, list(product_ids), active))
         return {row[0]: ListedOn(row[1], row[2], bool(row[3]), list(row[4])) for row in rows}
-    marks = ",".join("?" * len(product_ids))
-    rows = await driver.fetch(_LISTED_SQLITE.format(marks=marks), (account_id, *product_ids, account_id, active))
+    rows = await driver.fetch(sql, (account_id, *product_ids, account_id, active))
     # ids are ULIDs: no commas
     return {row[0]: ListedOn(row[1], row[2], bool(row[3]), sorted(row[4].split(","))) for row in rows}
 
@@ -441,8 +403,7 @@ async def listings_of(session: AsyncSession, account_id: str, product_ids: Colle
 async def data_flows(session: AsyncSession, account_id: str) -> dict[DataKind, DataOwner]:
     """Who owns each kind the merchant set (one small read on the raw driver: every push asks)."""
     driver = await session_driver(session)
-    placeholder = "$1" if driver.postgres else "?"
-    rows = await driver.fetch(f"SELECT kind, owner FROM data_flows WHERE account_id = {placeholder}", (account_id,))  # noqa: S608
+    rows = await driver.fetch(statements.DATA_FLOW_OWNERS.text(driver.postgres), (account_id,))
     owners: dict[DataKind, DataOwner] = {}
     for kind, owner in rows:
         if kind in DATA_KINDS and owner in DATA_OWNERS:
@@ -743,8 +704,9 @@ def listing_document(
 
 
 def listing_documents_sql(sql: DriverSql, account_id: str, product_ids: Collection[str]) -> str:
-    """Through listings (account_id, product_id), as _LISTED_SQLITE (planned by SQLite without statistics through the
-    account's column alone, GET of one product read every listing of the account: 105 ms at 400,000 listings)."""
+    """Through listings (account_id, product_id), as statements.LISTED_ON_ACTIVE_CONNECTIONS (planned by SQLite
+    without statistics through the account's column alone, GET of one product read every listing of the account:
+    105 ms at 400,000 listings)."""
     account = sql.bind(account_id)
     listings = _listings_of_sql(account, sql.bind_in("l.product_id", product_ids))
     return f"{listings} ORDER BY l.product_id, c.platform, c.country"

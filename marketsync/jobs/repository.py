@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from marketsync.db import DriverSql, dialect_of, insert_for, older_than, session_driver
+from marketsync.jobs import statements
 from marketsync.jobs.types import QUEUED, JobStatus, JobType
 from marketsync.kit import jsonio
 from marketsync.models import Job, JobProductAddition, Schedule
@@ -104,38 +105,21 @@ async def queued_never_started(
     went back to the queue (throttled, its feed still processing) has read the catalogue and sent its feed already, so
     products added to it would never be sent. Locked until the caller commits, in one order (PostgreSQL): two pushes
     adding to the same jobs take their locks in the same order, and a worker's claim waits for the additions."""
+    if not marketplace_ids:
+        return {}
     driver = await session_driver(session)
-    sql = DriverSql(driver.postgres)
-    text_ = (
-        "SELECT id, marketplace_id, payload FROM jobs "  # noqa: S608
-        f"WHERE account_id = {sql.bind(account_id)} AND {sql.bind_in('marketplace_id', marketplace_ids)} "
-        f"AND type = {sql.bind(job_type)} AND status = {sql.bind(JobStatus.PUBLISHED.value)} "
-        "AND started_at IS NULL ORDER BY run_after, id"
-    )
-    rows = await driver.fetch(text_ + (" FOR UPDATE" if driver.postgres else ""), sql.params)
+    status = JobStatus.PUBLISHED.value
+    if driver.postgres:
+        arguments: tuple[Any, ...] = (account_id, list(marketplace_ids), job_type, status)
+    else:
+        arguments = (account_id, *marketplace_ids, job_type, status)
+    rows = await driver.fetch(statements.QUEUED_NEVER_STARTED.text(driver.postgres, len(marketplace_ids)), arguments)
     oldest: dict[str, QueuedJob] = {}
     for job_id, marketplace_id, payload in rows:
         if marketplace_id not in oldest:
             stored = payload if isinstance(payload, dict) else jsonio.loads(payload)
             oldest[marketplace_id] = QueuedJob(job_id, marketplace_id, stored)
     return oldest
-
-
-_COUNT_ADDITION_SQLITE = (
-    "UPDATE jobs SET progress_total = progress_total + ?, progress_done = 0, updated_at = ? "
-    "WHERE id = ? AND status = 'Published' AND started_at IS NULL RETURNING id"
-)
-_COUNT_ADDITIONS_POSTGRES = (
-    "UPDATE jobs AS j SET progress_total = j.progress_total + v.added, progress_done = 0, updated_at = $3 "
-    "FROM unnest($1::varchar[], $2::integer[]) AS v(id, added) "
-    "WHERE j.id = v.id AND j.status = 'Published' AND j.started_at IS NULL RETURNING j.id"
-)
-_INSERT_ADDITION_SQLITE = "INSERT INTO job_product_additions (job_id, id, product_ids) VALUES (?, ?, ?)"
-_INSERT_ADDITIONS_POSTGRES = (
-    "INSERT INTO job_product_additions (job_id, id, product_ids) "
-    "SELECT v.job_id, v.id, v.product_ids::json FROM unnest($1::varchar[], $2::varchar[], $3::text[]) "
-    "AS v(job_id, id, product_ids)"
-)
 
 
 async def add_to_queued_jobs(session: AsyncSession, additions: Sequence[Addition], now: datetime) -> set[str]:
@@ -146,23 +130,25 @@ async def add_to_queued_jobs(session: AsyncSession, additions: Sequence[Addition
         return set()
     driver = await session_driver(session)
     stamp = DriverSql(driver.postgres).time_value(now)
+    count = statements.COUNT_ADDITIONS.text(driver.postgres)
     if driver.postgres:
         counted = ([a.job_id for a in additions], [len(a.product_ids) for a in additions], stamp)
-        done = {row[0] for row in await driver.fetch(_COUNT_ADDITIONS_POSTGRES, counted)}
+        done = {row[0] for row in await driver.fetch(count, counted)}
     else:
         done = set()
         for addition in additions:
             counted_one = (len(addition.product_ids), stamp, addition.job_id)
-            done.update(row[0] for row in await driver.fetch(_COUNT_ADDITION_SQLITE, counted_one))
+            done.update(row[0] for row in await driver.fetch(count, counted_one))
     taken = [
         (addition.job_id, addition.id, jsonio.dumps(addition.product_ids).decode())
         for addition in additions
         if addition.job_id in done
     ]
+    insert = statements.INSERT_ADDITIONS.text(driver.postgres)
     if taken and driver.postgres:
-        await driver.execute(_INSERT_ADDITIONS_POSTGRES, tuple(list(column) for column in zip(*taken, strict=True)))
+        await driver.execute(insert, tuple(list(column) for column in zip(*taken, strict=True)))
     elif taken:
-        await driver.executemany(_INSERT_ADDITION_SQLITE, taken)
+        await driver.executemany(insert, taken)
     return done
 
 
@@ -176,18 +162,6 @@ async def added_products(session: AsyncSession, job_id: str) -> list[list[str]]:
     return list(rows.scalars())
 
 
-_INSERT_COLUMNS = (
-    "id, account_id, type, marketplace_id, status, payload, progress_done, progress_total, recovery_count, "
-    "run_after, created_at, updated_at"
-)
-_INSERT_SQLITE = f"INSERT INTO jobs ({_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 0, ?, 0, ?, ?, ?)"  # noqa: S608
-_INSERT_POSTGRES = (
-    f"INSERT INTO jobs ({_INSERT_COLUMNS}) "  # noqa: S608
-    "SELECT v.id, $4, $5, v.marketplace_id, $6, v.payload::json, 0, v.total, 0, $7, $7, $7 "
-    "FROM unnest($1::varchar[], $2::varchar[], $3::text[], $8::integer[]) AS v(id, marketplace_id, payload, total)"
-)
-
-
 async def insert_queued(
     session: AsyncSession, account_id: str, job_type: str, jobs: Sequence[NewJob], now: datetime
 ) -> None:
@@ -198,13 +172,14 @@ async def insert_queued(
     stamp = DriverSql(driver.postgres).time_value(now)
     status = JobStatus.PUBLISHED.value
     payloads = [jsonio.dumps(job.payload).decode() for job in jobs]
+    insert = statements.INSERT_QUEUED.text(driver.postgres)
     if driver.postgres:
         columns = ([j.id for j in jobs], [j.marketplace_id for j in jobs], payloads)
         totals = [j.progress_total for j in jobs]
-        await driver.execute(_INSERT_POSTGRES, (*columns, account_id, job_type, status, stamp, totals))
+        await driver.execute(insert, (*columns, account_id, job_type, status, stamp, totals))
         return
     await driver.executemany(
-        _INSERT_SQLITE,
+        insert,
         [
             (job.id, account_id, job_type, job.marketplace_id, status, payload, job.progress_total, stamp, stamp, stamp)
             for job, payload in zip(jobs, payloads, strict=True)

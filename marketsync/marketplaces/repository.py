@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import Database, DriverSql, KeyedRead, session_driver, session_reader
 from marketsync.kinds import ConnectionState, ListingStatus
+from marketsync.marketplaces import statements
 from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.base import money_to_storage
 
@@ -144,12 +145,6 @@ async def listing_lines(
     return lines
 
 
-_RECORD_VALUES = (
-    "UPDATE listings SET marketplace_price = COALESCE({0}, marketplace_price), "
-    "marketplace_quantity = COALESCE({1}, marketplace_quantity), updated_at = {2} WHERE id = {3}"
-)
-
-
 async def record_marketplace_values(
     session: AsyncSession, values: Sequence[tuple[str, Decimal | None, int | None]], now: datetime
 ) -> None:
@@ -160,9 +155,8 @@ async def record_marketplace_values(
         return
     driver = await session_driver(session)
     stamp = DriverSql(driver.postgres).time_value(now)
-    marks = ("$1::bigint", "$2::integer", "$3", "$4") if driver.postgres else ("?", "?", "?", "?")
     await driver.executemany(
-        _RECORD_VALUES.format(*marks),
+        statements.RECORD_MARKETPLACE_VALUES.text(driver.postgres),
         [
             (money_to_storage(price), quantity, stamp, row_id)
             for row_id, price, quantity in sorted(values, key=lambda v: v[0])

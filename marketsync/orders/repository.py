@@ -18,12 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from marketsync.db import DriverReader, DriverSql, dialect_of
 from marketsync.models import MarketplaceConnection
 from marketsync.models.orders import Order, OrderItem, OrderRefundLine, OrderShipment
+from marketsync.orders import statements
 
 # ---------------------------------------------------------------- reads (API)
-
-# Timestamps are read as UTCDateTime's SQLite storage text, "YYYY-MM-DD HH:MM:SS.ffffff", on both backends
-# (PostgreSQL formats them with to_char), so a page's keys compare and parse the same way everywhere.
-_POSTGRES_TIME_TEXT = "YYYY-MM-DD HH24:MI:SS.US"
 
 
 class DocumentRow(NamedTuple):
@@ -44,17 +41,7 @@ def key_time(value: str) -> datetime:
     return datetime.fromisoformat(value).replace(tzinfo=UTC)
 
 
-class _Sql(DriverSql):
-    """DriverSql with the orders' timestamp columns read as storage text."""
-
-    def time_column(self, table: str, name: str) -> str:
-        """A timestamp column as storage text, under its own name."""
-        if self.postgres:
-            return f"to_char({table}.{name}, '{_POSTGRES_TIME_TEXT}') AS {name}"
-        return f"{table}.{name}"
-
-
-async def _fetch(reader: DriverReader, sql: _Sql, text: str) -> list[DocumentRow]:
+async def _fetch(reader: DriverReader, sql: DriverSql, text: str) -> list[DocumentRow]:
     # The driver's rows have DocumentRow's columns in its order; not rebuilt one by one (200 per page), they are
     # read by unpacking or, for one row, through DocumentRow._make.
     return cast(list[DocumentRow], await reader.fetch(text, sql.params))
@@ -64,11 +51,11 @@ async def _fetch(reader: DriverReader, sql: _Sql, text: str) -> list[DocumentRow
 # the bytes the response is made of, as DocumentRow columns.
 
 
-def _document_columns(sql: _Sql, version: int, include_customer: bool) -> str:
+def _document_columns(sql: DriverSql, version: int, include_customer: bool) -> str:
     current = f"orders.document_version = {sql.bind(version)} AND orders.document_updated_at = orders.updated_at"
     columns = [
         "orders.id",
-        sql.time_column("orders", "updated_at"),
+        statements.UPDATED_AT_TEXT.text(sql.postgres),
         f"({current})",
         "orders.document",
         # Personal data: only read when the caller asked for customer data.
@@ -96,7 +83,7 @@ async def page_of_documents(
     The conditions keep the shape `account_id = ? AND updated_at ... ORDER BY updated_at, id`, a range
     walk of ix_orders_account_updated (or ix_orders_account_status_updated with OrderStatuses).
     """
-    sql = _Sql(reader.postgres)
+    sql = DriverSql(reader.postgres)
     columns = _document_columns(sql, version, include_customer)
     where = [f"orders.account_id = {sql.bind(account_id)}", f"orders.updated_at <= {sql.bind_time(high_water)}"]
     if order_ids is not None:
@@ -122,7 +109,7 @@ async def page_of_documents(
 async def document_by_id(
     reader: DriverReader, account_id: str, order_id: str, *, include_customer: bool, version: int
 ) -> DocumentRow | None:
-    sql = _Sql(reader.postgres)
+    sql = DriverSql(reader.postgres)
     columns = _document_columns(sql, version, include_customer)
     conditions = f"orders.account_id = {sql.bind(account_id)} AND orders.id = {sql.bind(order_id)}"
     text = f"SELECT {columns} FROM orders WHERE {conditions}"  # noqa: S608
@@ -135,7 +122,7 @@ async def documents_by_marketplace_order_id(
 ) -> list[DocumentRow]:
     """The account's orders carrying this marketplace order id (one a marketplace at most), by id, without customer
     data: one seek of ix_orders_account_marketplace_order (migration 0026)."""
-    sql = _Sql(reader.postgres)
+    sql = DriverSql(reader.postgres)
     columns = _document_columns(sql, version, include_customer=False)
     conditions = (
         f"orders.account_id = {sql.bind(account_id)} AND orders.marketplace_order_id = {sql.bind(marketplace_order_id)}"

@@ -21,9 +21,11 @@ from marketsync.db import (
     older_than,
     session_driver,
 )
+from marketsync.db.statements import Statement
 from marketsync.models import Event
 from marketsync.models.base import UTCDateTime
 from marketsync.models.webhooks import WebhookAttempt, WebhookDelivery, WebhookSubscription
+from marketsync.webhooks import statements
 
 PENDING, SUCCEEDED, FAILED, CANCELLED = "Pending", "Succeeded", "Failed", "Cancelled"
 
@@ -175,100 +177,11 @@ async def _exists(db: Database, prepared: PreparedRead, params: dict[str, Any]) 
 
 
 # The claim and the recording of results are the worker's hot path: hand-written SQL on the raw driver inside the
-# session's transaction (db.SessionDriver), a fixed number of statements per batch whatever its size.
+# session's transaction (db.SessionDriver), a fixed number of statements per batch whatever its size (statements.py).
 
-_CLAIM_COLUMNS = (
-    "d.id, d.account_id, d.subscription_id, d.event_id, d.event_type, d.attempts, d.lease_owner, "
-    "s.url, s.secret_encrypted, e.body, d.resent, e.is_test"
-)
-_CLAIM_FROM = (
-    "FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id "
-    "JOIN events e ON e.id = d.event_id "
-)
-# At most PER_SUBSCRIPTION_CLAIMS deliveries of one subscription are leased at a time, across workers: a slow
-# receiver holds that many slots, never all of them (docs/decisions/0317). What a claim reads does not grow with the
-# due backlog (docs/decisions/0322): the live leases are counted from the lease index (leased rows only: at most
-# workers x slots), and each active subscription below its cap gives its first PER_SUBSCRIPTION_CLAIMS due, unleased
-# deliveries from its own index (subscription_id, status, next_attempt_at, id), which stops there; a window over
-# those few numbers them after the subscription's live leases, and a delivery within the cap may be claimed. On
-# PostgreSQL the window is in a subquery (FOR UPDATE does not go with window functions); two workers claiming at once
-# pick the same rows, and SKIP LOCKED and the re-checked lease keep them from both taking one.
+# At most this many deliveries of one subscription are leased at a time, across workers: a slow receiver holds that
+# many slots, never all of them (docs/decisions/0317; statements.CLAIM_DUE).
 PER_SUBSCRIPTION_CLAIMS = 4
-
-
-def _pending_subscriptions(postgres: bool) -> str:
-    """`pending`: the subscriptions with Pending deliveries, one seek each in their partial index (a skip scan):
-    the claim looks at these, not at every active subscription (docs/decisions/0322). Opens the statement."""
-    rows = (
-        "webhook_deliveries p"
-        if postgres
-        else "webhook_deliveries p INDEXED BY ix_webhook_deliveries_pending_subscription"
-    )
-    return (
-        f"WITH RECURSIVE pending(id) AS (SELECT MIN(p.subscription_id) FROM {rows} WHERE p.status = 'Pending' "  # noqa: S608
-        f"UNION ALL SELECT (SELECT MIN(p.subscription_id) FROM {rows} "
-        "WHERE p.status = 'Pending' AND p.subscription_id > pending.id) FROM pending WHERE pending.id IS NOT NULL) "
-    )
-
-
-def _claimable_ids(postgres: bool) -> str:
-    """The ids a claim may lease: parameter 1 is now, parameter 2 the cap (only the placeholders are interpolated).
-
-    Every read is driven from `pending` (the subscriptions with Pending deliveries), whatever the planner estimates:
-    the subscription's state is a scalar subquery (one primary-key probe a pending subscription, never a join the
-    planner may turn into a scan of every subscription) and its first due deliveries a lateral list (docs/decisions/
-    0325)."""
-    now, cap = ("$1", "$2") if postgres else ("?1", "?2")
-    # SQLite, without statistics, would rather read the due index (status, next_attempt_at): the whole backlog.
-    leased_rows = "webhook_deliveries l" if postgres else "webhook_deliveries l INDEXED BY ix_webhook_deliveries_leased"
-    live_leases = (
-        f"SELECT l.subscription_id, COUNT(*) AS held FROM {leased_rows} "  # noqa: S608
-        f"WHERE l.lease_expires_at >= {now} AND l.status = 'Pending' AND l.next_attempt_at <= {now} "
-        "GROUP BY l.subscription_id"
-    )
-    due_of_the_subscription = (
-        f"w.subscription_id = pending.id AND w.status = 'Pending' AND w.next_attempt_at <= {now} "
-        f"AND (w.lease_expires_at IS NULL OR w.lease_expires_at < {now}) ORDER BY w.next_attempt_at, w.id LIMIT {cap}"
-    )
-    if postgres:
-        first_due = (
-            "CROSS JOIN LATERAL (SELECT w.id, w.next_attempt_at FROM webhook_deliveries w "  # noqa: S608
-            f"WHERE {due_of_the_subscription}) c"
-        )
-    else:  # no LATERAL: the subscription's first due ids are a correlated IN list, each looked up by primary key
-        first_due = (
-            "JOIN webhook_deliveries c ON c.id IN (SELECT w.id FROM webhook_deliveries w "  # noqa: S608
-            f"WHERE {due_of_the_subscription})"
-        )
-    is_active = "(SELECT s.is_active FROM webhook_subscriptions s WHERE s.id = pending.id)"  # NULL once deleted
-    active = is_active if postgres else f"{is_active} = 1"
-    return (
-        "SELECT q.id FROM (SELECT c.id, COALESCE(h.held, 0) + "  # noqa: S608
-        "ROW_NUMBER() OVER (PARTITION BY pending.id ORDER BY c.next_attempt_at, c.id) AS place "
-        f"FROM pending LEFT JOIN ({live_leases}) h ON h.subscription_id = pending.id {first_due} "
-        f"WHERE {active} AND COALESCE(h.held, 0) < {cap}) q WHERE q.place <= {cap}"
-    )
-
-
-_CLAIM_SQLITE = (
-    f"{_pending_subscriptions(postgres=False)}SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
-    f"WHERE d.id IN ({_claimable_ids(postgres=False)}) AND s.is_active = 1 ORDER BY d.next_attempt_at, d.id LIMIT ?3"
-)
-_CLAIM_POSTGRES = (
-    # ARRAY(...) is computed once and probes the primary key: an IN would let the planner hash-join it against a
-    # scan of every Pending delivery.
-    f"{_pending_subscriptions(postgres=True)}SELECT {_CLAIM_COLUMNS} {_CLAIM_FROM}"
-    f"WHERE d.id = ANY(ARRAY({_claimable_ids(postgres=True)})) "
-    # The row's own due test again: re-checked on a row another worker leased since this statement's snapshot.
-    "AND d.status = 'Pending' AND (d.lease_expires_at IS NULL OR d.lease_expires_at < $1) "
-    "AND s.is_active ORDER BY d.next_attempt_at, d.id LIMIT $3 FOR UPDATE OF d SKIP LOCKED"
-)
-_ANY_CLAIMABLE_SQLITE = (
-    f"{_pending_subscriptions(postgres=False)}SELECT 1 WHERE EXISTS ({_claimable_ids(postgres=False)})"
-)
-_ANY_CLAIMABLE_POSTGRES = (
-    f"{_pending_subscriptions(postgres=True)}SELECT 1 WHERE EXISTS ({_claimable_ids(postgres=True)})"
-)
 
 
 async def has_claimable_deliveries(db: Database, now: datetime) -> bool:
@@ -284,17 +197,7 @@ async def has_claimable_deliveries(db: Database, now: datetime) -> bool:
 async def any_claimable(reader: DriverReader, now: datetime) -> bool:
     """has_claimable_deliveries on a reader already held."""
     at = _stored_time(now, reader.postgres)
-    sql = _ANY_CLAIMABLE_POSTGRES if reader.postgres else _ANY_CLAIMABLE_SQLITE
-    return bool(await reader.fetch(sql, (at, PER_SUBSCRIPTION_CLAIMS)))
-
-
-_LEASE_SQLITE = (
-    "UPDATE webhook_deliveries SET lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1 WHERE id IN ({marks})"
-)
-_LEASE_POSTGRES = (
-    "UPDATE webhook_deliveries SET lease_owner = $1, lease_expires_at = $2, attempts = attempts + 1 "
-    "WHERE id = ANY($3::varchar[])"
-)
+    return bool(await reader.fetch(statements.ANY_CLAIMABLE.text(reader.postgres), (at, PER_SUBSCRIPTION_CLAIMS)))
 
 
 def _stored_time(value: datetime | None, postgres: bool) -> datetime | str | None:
@@ -316,18 +219,13 @@ async def claim_due(
     """
     driver = await session_driver(session)
     at = _stored_time(now, driver.postgres)
-    if driver.postgres:
-        rows = await driver.fetch(_CLAIM_POSTGRES, (at, PER_SUBSCRIPTION_CLAIMS, limit))
-    else:
-        rows = await driver.fetch(_CLAIM_SQLITE, (at, PER_SUBSCRIPTION_CLAIMS, limit))
+    rows = await driver.fetch(statements.CLAIM_DUE.text(driver.postgres), (at, PER_SUBSCRIPTION_CLAIMS, limit))
     if not rows:
         return [], []
     ids = [r[0] for r in rows]
     expires = _stored_time(now + timedelta(seconds=lease_s), driver.postgres)
-    if driver.postgres:
-        await driver.execute(_LEASE_POSTGRES, (worker_id, expires, ids))
-    else:
-        await driver.execute(_LEASE_SQLITE.format(marks=",".join("?" * len(ids))), (worker_id, expires, *ids))
+    lease = statements.LEASE.text(driver.postgres, len(ids))
+    await driver.execute(lease, (worker_id, expires, ids) if driver.postgres else (worker_id, expires, *ids))
     claimed = [
         ClaimedDelivery(r[0], r[1], r[2], r[3], r[4], int(r[5]) + 1, r[7], r[8], bytes(r[9]), bool(r[10]), bool(r[11]))
         for r in rows
@@ -340,39 +238,24 @@ async def claim_due(
     return claimed, abandoned
 
 
-_HAND_BACK_SQLITE = (
-    "UPDATE webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL, attempts = attempts - 1 "
-    "WHERE id IN ({marks}) AND {held}"
-)
-_HAND_BACK_POSTGRES = (
-    "UPDATE webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL, attempts = attempts - 1 "
-    "WHERE id = ANY($1::varchar[]) AND {held}"
-)
-
-
-async def _hand_back(session: AsyncSession, worker_id: str, delivery_ids: list[str], held: str) -> None:
-    """Clear the lease of claimed deliveries never sent and take back the attempt number the claim gave them, where
-    `held` (SQL naming the worker as `{worker}`) says the row is still this worker's to hand back."""
+async def _hand_back(session: AsyncSession, statement: Statement, worker_id: str, delivery_ids: list[str]) -> None:
+    if not delivery_ids:
+        return
     driver = await session_driver(session)
-    if driver.postgres:
-        sql = _HAND_BACK_POSTGRES.format(held=held.format(worker="$2"))
-        await driver.execute(sql, (delivery_ids, worker_id))
-    else:
-        marks = ",".join("?" * len(delivery_ids))
-        sql = _HAND_BACK_SQLITE.format(marks=marks, held=held.format(worker="?"))
-        await driver.execute(sql, (*delivery_ids, worker_id))
+    sql = statement.text(driver.postgres, len(delivery_ids))
+    await driver.execute(sql, (delivery_ids, worker_id) if driver.postgres else (*delivery_ids, worker_id))
 
 
 async def release_unstarted(session: AsyncSession, worker_id: str, delivery_ids: list[str]) -> None:
     """Hand back deliveries claimed but never attempted (a worker stopping): due again, attempt number unused."""
-    await _hand_back(session, worker_id, delivery_ids, "lease_owner = {worker} AND status = 'Pending'")
+    await _hand_back(session, statements.HAND_BACK_UNSTARTED, worker_id, delivery_ids)
 
 
 async def hand_back_dropped(session: AsyncSession, worker_id: str, delivery_ids: list[str]) -> None:
     """Deliveries claimed but not sent because their subscription was deleted or disabled meanwhile: the attempt
     number they were given is taken back. A deleted one's row is gone; a disabled one's is Cancelled with its lease
     cleared (and stays so unless recovered); one leased to another worker since is left alone."""
-    await _hand_back(session, worker_id, delivery_ids, "(lease_owner IS NULL OR lease_owner = {worker})")
+    await _hand_back(session, statements.HAND_BACK_DROPPED, worker_id, delivery_ids)
 
 
 async def subscriptions_active(db: Database, subscription_ids: Collection[str]) -> dict[str, bool]:
@@ -399,30 +282,16 @@ class FinishedDelivery:
     finished_at: datetime | None
 
 
-_FINISH_HELD_SQLITE = (
-    "WITH u(id, status, next_at, finished_at) AS (VALUES {rows}) "
-    "UPDATE webhook_deliveries SET status = u.status, next_attempt_at = u.next_at, finished_at = u.finished_at, "
-    "lease_owner = NULL, lease_expires_at = NULL FROM u WHERE webhook_deliveries.id = u.id "
-    "AND webhook_deliveries.lease_owner = ? AND webhook_deliveries.status = 'Pending' RETURNING webhook_deliveries.id"
-)
-_FINISH_HELD_POSTGRES = (
-    "UPDATE webhook_deliveries AS d SET status = u.status, next_attempt_at = u.next_at, finished_at = u.finished_at, "
-    "lease_owner = NULL, lease_expires_at = NULL "
-    "FROM unnest($1::varchar[], $2::varchar[], $3::timestamp[], $4::timestamp[]) "
-    "AS u(id, status, next_at, finished_at) "
-    "WHERE d.id = u.id AND d.lease_owner = $5 AND d.status = 'Pending' RETURNING d.id"
-)
-
-
 async def finish_held(session: AsyncSession, worker_id: str, rows: Sequence[FinishedDelivery]) -> set[str]:
     """Move the deliveries this worker still holds (leased to it and Pending: not taken over, cancelled or deleted
     meanwhile) to their new state; the ids of those moved. One statement for the batch."""
     if not rows:
         return set()
     driver = await session_driver(session)
+    sql = statements.FINISH_HELD.text(driver.postgres, len(rows))
     if driver.postgres:
         moved = await driver.fetch(
-            _FINISH_HELD_POSTGRES,
+            sql,
             (
                 [r.id for r in rows],
                 [r.status for r in rows],
@@ -435,7 +304,6 @@ async def finish_held(session: AsyncSession, worker_id: str, rows: Sequence[Fini
         values: list[Any] = []
         for r in rows:
             values += (r.id, r.status, _stored_time(r.next_attempt_at, False), _stored_time(r.finished_at, False))
-        sql = _FINISH_HELD_SQLITE.format(rows=",".join(["(?,?,?,?)"] * len(rows)))
         moved = await driver.fetch(sql, (*values, worker_id))
     return {r[0] for r in moved}
 
@@ -459,20 +327,6 @@ class AttemptRow:
     error_detail: str | None
     response_snippet: str | None
     next_attempt_at: datetime | None
-
-
-_ATTEMPT_COLUMNS = (
-    "id, account_id, subscription_id, delivery_id, event_id, event_type, attempt, started_at, duration_ms, "
-    "status_code, outcome, error_class, error_detail, response_snippet, next_attempt_at"
-)
-# Only this module's column names are interpolated; every value is a bound parameter.
-_INSERT_ATTEMPTS_SQLITE = f"INSERT INTO webhook_attempts ({_ATTEMPT_COLUMNS}) VALUES ({','.join('?' * 15)})"  # noqa: S608
-_INSERT_ATTEMPTS_POSTGRES = (
-    f"INSERT INTO webhook_attempts ({_ATTEMPT_COLUMNS}) SELECT * FROM unnest("  # noqa: S608
-    "$1::varchar[], $2::varchar[], $3::varchar[], $4::varchar[], $5::varchar[], $6::varchar[], $7::integer[], "
-    "$8::timestamp[], $9::integer[], $10::integer[], $11::varchar[], $12::varchar[], $13::varchar[], $14::text[], "
-    "$15::timestamp[])"
-)
 
 
 async def insert_attempts(session: AsyncSession, rows: Sequence[AttemptRow]) -> None:
@@ -501,20 +355,11 @@ async def insert_attempts(session: AsyncSession, rows: Sequence[AttemptRow]) -> 
         )
         for r in rows
     ]
+    insert = statements.INSERT_ATTEMPTS.text(postgres)
     if postgres:
-        await driver.execute(_INSERT_ATTEMPTS_POSTGRES, [list(column) for column in zip(*values, strict=True)])
+        await driver.execute(insert, [list(column) for column in zip(*values, strict=True)])
     else:
-        await driver.executemany(_INSERT_ATTEMPTS_SQLITE, values)
-
-
-_SUCCEEDED_SQLITE = (
-    "UPDATE webhook_subscriptions SET consecutive_failures = 0, last_success_at = ? "
-    "WHERE id IN ({marks}) AND is_active = 1"
-)
-_SUCCEEDED_POSTGRES = (
-    "UPDATE webhook_subscriptions SET consecutive_failures = 0, last_success_at = $1 "
-    "WHERE id = ANY($2::varchar[]) AND is_active"
-)
+        await driver.executemany(insert, values)
 
 
 async def subscriptions_succeeded(session: AsyncSession, subscription_ids: Collection[str], now: datetime) -> None:
@@ -523,11 +368,9 @@ async def subscriptions_succeeded(session: AsyncSession, subscription_ids: Colle
         return
     driver: SessionDriver = await session_driver(session)
     ids = sorted(subscription_ids)  # one lock order for every worker (PostgreSQL)
-    if driver.postgres:
-        await driver.execute(_SUCCEEDED_POSTGRES, (_stored_time(now, True), ids))
-    else:
-        marks = ",".join("?" * len(ids))
-        await driver.execute(_SUCCEEDED_SQLITE.format(marks=marks), (_stored_time(now, False), *ids))
+    at = _stored_time(now, driver.postgres)
+    sql = statements.SUBSCRIPTIONS_SUCCEEDED.text(driver.postgres, len(ids))
+    await driver.execute(sql, (at, ids) if driver.postgres else (at, *ids))
 
 
 async def subscription_failed(session: AsyncSession, subscription_id: str) -> int | None:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from marketsync.db._fast import DriverSql
-from marketsync.inventory import repository, service
+from marketsync.inventory import repository, service, statements
 from marketsync.runtime import Runtime
 from tests.inventory.support import (
     add_listing,
@@ -153,7 +153,7 @@ async def test_a_modified_since_page_counts_a_bounded_number_ahead(
 
 
 def _listed_on_connections_sql() -> tuple[str, tuple[str, ...]]:
-    return repository._LISTED_SQLITE.format(marks="?, ?"), ("acct", "p-1", "p-2", "acct", "Active")
+    return statements.LISTED_ON_ACTIVE_CONNECTIONS.text(False, 2), ("acct", "p-1", "p-2", "acct", "Active")
 
 
 def _listing_documents_sql() -> tuple[str, tuple[str, ...]]:

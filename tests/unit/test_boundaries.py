@@ -277,3 +277,55 @@ def test_the_taxonomy_knows_no_listing() -> None:
         if relative.startswith("catalog/taxonomy/")
     }
     assert {k: v for k, v in offenders.items() if v} == {}, "the listings import the taxonomy, not the reverse"
+
+
+# -- hand-written SQL of two dialects: named statements, in a domain's statements.py (docs/decisions/0445) --------
+
+# The statement modules, and db/ (DriverSql writes each driver's placeholders). Migrations are history: each writes
+# its DDL per dialect where it was made.
+DIALECT_TEXT_ALLOWED = re.compile(r"^(.*/)?statements\.py$|^db/|^migrations/")
+_DIALECT_NAME = re.compile(r"(^|_)(SQLITE|POSTGRES|POSTGRESQL|PG)(_|$)")
+_DIALECT_TEST = re.compile(r"postgres|sqlite|dialect", re.IGNORECASE)
+
+
+def _is_text(node: ast.expr) -> bool:
+    """A string, an f-string, a sum of them, or a tuple of them."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp):
+        return _is_text(node.left) and _is_text(node.right)
+    return isinstance(node, ast.Tuple) and all(_is_text(element) for element in node.elts)
+
+
+def _dialect_texts(tree: ast.Module) -> list[int]:
+    """Lines that hold SQL text of one dialect outside a statement module: a `_SQLITE_…`/`…_POSTGRES` string
+    constant, or a choice between two texts by dialect (`"$1" if postgres else "?"`)."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            named = [target.id for target in node.targets if isinstance(target, ast.Name)]
+            if _is_text(node.value) and not isinstance(node.value, ast.Tuple):
+                lines += [node.lineno] if any(_DIALECT_NAME.search(name.upper()) for name in named) else []
+        elif isinstance(node, ast.IfExp) and _is_text(node.body) and _is_text(node.orelse):
+            lines += [node.lineno] if _DIALECT_TEST.search(ast.unparse(node.test)) else []
+    return sorted(set(lines))
+
+
+def test_sql_text_of_one_dialect_sits_in_a_statement_module() -> None:
+    offenders = {
+        relative: lines
+        for relative, tree in _modules()
+        if not DIALECT_TEXT_ALLOWED.match(relative) and (lines := _dialect_texts(tree))
+    }
+    assert offenders == {}, "name the statement, with both texts, in the domain's statements.py"
+
+
+def test_the_dialect_text_rule_catches_constants_and_choices() -> None:
+    assert _dialect_texts(ast.parse("_LOCK_SQLITE = 'SELECT 1 FROM t WHERE id IN ({marks})'\n")) == [1]
+    assert _dialect_texts(ast.parse("_POSTGRES_TIME_TEXT = 'YYYY-MM-DD'\n")) == [1]
+    assert _dialect_texts(ast.parse("mark = '$1' if driver.postgres else '?'\n")) == [1]
+    assert _dialect_texts(ast.parse("x = ('$1', '$2') if dialect_of(s) == 'postgresql' else ('?', '?')\n")) == [1]
+    assert _dialect_texts(ast.parse("_POSTGRES_PREPARED_CONNECTIONS = 2\nx = 'a' if ready else 'b'\n")) == []
+    assert _dialect_texts(ast.parse("POSTGRESQL_SCHEMES = ('postgresql', 'postgres')\n")) == []  # not SQL text

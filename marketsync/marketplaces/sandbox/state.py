@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import DriverSql, insert_for, session_driver
 from marketsync.kinds import kind_of
-from marketsync.marketplaces.sandbox import rules, taxonomies
+from marketsync.marketplaces.sandbox import rules, statements, taxonomies
 from marketsync.models.base import money_to_storage
 from marketsync.models.sandbox import SandboxFeed, SandboxListing, SandboxOrder, SandboxSeller
 
@@ -445,12 +445,6 @@ def _reference(line: dict[str, Any], key: str) -> str:
     return str(line.get("Reference") or line.get(key) or "")
 
 
-_APPLY_PRICE_STOCK = (
-    "UPDATE sandbox_listings SET price = COALESCE({0}, price), quantity = COALESCE({1}, quantity), "
-    "feed_updates = feed_updates + 1, updated_at = {2} WHERE connection_id = {3} AND listing_id = {4}"
-)
-
-
 async def _apply_price_stock(
     session: AsyncSession, seller: SandboxSeller, now: datetime, lines: list[dict[str, Any]], faulted: set[int]
 ) -> _LineOutcome:
@@ -487,8 +481,7 @@ async def _apply_price_stock(
             )
         )
     if updates:
-        marks = ("$1::bigint", "$2::integer", "$3", "$4", "$5") if driver.postgres else ("?",) * 5
-        await driver.executemany(_APPLY_PRICE_STOCK.format(*marks), updates)
+        await driver.executemany(statements.APPLY_PRICE_STOCK.text(driver.postgres), updates)
         # Listings loaded as objects earlier in this transaction (another feed of the same poll) are now stale.
         for loaded in list(session.identity_map.values()):
             if isinstance(loaded, SandboxListing) and loaded.connection_id == seller.connection_id:
