@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import structlog
 from fastapi import FastAPI, Request
 from fastapi.routing import APIRoute
 from sqlalchemy import text
@@ -14,6 +15,7 @@ from starlette.responses import JSONResponse, Response
 
 from marketsync import __version__, observability, openapi
 from marketsync.auth import endpoints as auth_endpoints
+from marketsync.auth import usage
 from marketsync.auth.dependencies import REQUEST_DEPENDENCIES
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import endpoints as catalog_endpoints
@@ -31,6 +33,8 @@ from marketsync.orders import endpoints as orders_endpoints
 from marketsync.runtime import Runtime
 from marketsync.webhooks import endpoints as webhooks_endpoints
 
+log = structlog.get_logger("marketsync.app")
+
 ROUTERS = (
     auth_endpoints.router,
     orders_endpoints.router,
@@ -40,6 +44,17 @@ ROUTERS = (
     jobs_endpoints.router,
     webhooks_endpoints.router,
 )
+
+
+async def _write_credential_usage(rt: Runtime, stop: asyncio.Event) -> None:
+    """The credentials' "last used", written in the background every few minutes and at the end (decision 0432)."""
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), usage.FLUSH_EVERY.total_seconds())
+        try:
+            await usage.flush(rt)
+        except Exception:  # a database away for a moment: the notes of the next round carry the later hours
+            log.warning("credential_usage_not_written", exc_info=True)
 
 
 def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
@@ -55,12 +70,14 @@ def create_app(rt: Runtime, *, run_workers: bool = False) -> FastAPI:
             worker = Worker(rt)
             rt.extras["worker"] = worker
             worker_task = asyncio.create_task(worker.run(stop))
+        usage_task = asyncio.create_task(_write_credential_usage(rt, stop))
         try:
             yield
         finally:
             stop.set()
             if worker_task is not None:
                 await worker_task
+            await usage_task
 
     app = FastAPI(
         title="marketsync",

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.auth import repository, tokens
+from marketsync.auth import repository, tokens, usage
 from marketsync.auth.scopes import UnknownScopes, describe_unknown, parse_scopes
-from marketsync.http.errors import NotFound
+from marketsync.http.errors import NotFound, ValidationFailed
 from marketsync.kit import crypto
 from marketsync.kit.ids import new_id
 from marketsync.models import Account, Credential
 from marketsync.runtime import Runtime
 
 __all__ = [
+    "MAX_GRACE",
     "Caller",
     "IssuedToken",
     "NewCredential",
@@ -26,10 +28,14 @@ __all__ = [
     "delete_credential",
     "issue_token",
     "list_credentials",
+    "previous_secret_until",
+    "rotate_credential",
 ]
 
 
 CLIENT_ID_PREFIX = "msc_"
+# The longest a rotated-out secret keeps working (Stripe's roll key offers the same week at most).
+MAX_GRACE = timedelta(days=7)
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,7 @@ class NewCredential:
     client_id: str
     client_secret: str  # shown once
     scopes: list[str]
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -102,8 +109,25 @@ async def issue_token(rt: Runtime, client_id: str, client_secret: str, requested
     credential = await repository.find_credential_for_token(rt.db, client_id)
     # Hash even for an unknown client so timing does not reveal which client_ids exist.
     presented = crypto.keyed_hash(rt.settings.hash_key, client_secret)
-    if credential is None or not crypto.constant_time_equal(presented, credential.secret_hash):
+    now_s = rt.clock.now().timestamp()
+    # Whole seconds, rounded up: the token lives at least the expires_in it announces (docs/decisions/0285).
+    expires_at = math.ceil(now_s) + rt.settings.token_ttl_s
+    if credential is None:
         raise TokenError("invalid_client", "Client authentication failed.", 401)
+    current = crypto.constant_time_equal(presented, credential.secret_hash)
+    # A rotation's previous secret works until its grace period ends, and its tokens end then too (decision 0432).
+    previous = (
+        not current
+        and credential.previous_secret_hash is not None
+        and credential.previous_until_s is not None
+        and now_s < credential.previous_until_s
+        and crypto.constant_time_equal(presented, credential.previous_secret_hash)
+    )
+    if not (current or previous):
+        raise TokenError("invalid_client", "Client authentication failed.", 401)
+    if previous:
+        assert credential.previous_until_s is not None
+        expires_at = min(expires_at, credential.previous_until_s)
     granted = credential.scopes.split()
     if requested_scope is None or not requested_scope.strip():
         scopes = granted  # docs/decisions/0003-token-scope-default.md
@@ -115,26 +139,62 @@ async def issue_token(rt: Runtime, client_id: str, client_secret: str, requested
         beyond = [s for s in scopes if s not in granted]
         if beyond:
             raise TokenError("invalid_scope", f"Scope not granted to this client: {' '.join(beyond)}.")
-    # Whole seconds, rounded up: the token lives at least the expires_in it announces (docs/decisions/0285).
-    expires_at = math.ceil(rt.clock.now().timestamp()) + rt.settings.token_ttl_s
     token = tokens.issue(tokens.signing_key(rt.settings.hash_key), credential.credential_id, scopes, expires_at)
-    return IssuedToken(token, rt.settings.token_ttl_s, scopes)
+    usage.note(rt, credential.credential_id)
+    return IssuedToken(token, expires_at - math.ceil(now_s), scopes)
 
 
 async def authenticate(rt: Runtime, token: str) -> Caller | None:
     """The caller of a valid token whose credential still exists (read at every request: revocation is immediate)."""
-    claims = tokens.verify(tokens.signing_key(rt.settings.hash_key), token, rt.clock.now().timestamp())
+    now_s = rt.clock.now().timestamp()
+    claims = tokens.verify(tokens.signing_key(rt.settings.hash_key), token, now_s)
     if claims is None:
         return None
     row = await repository.find_credential(rt.db, claims.credential_id)
     if row is None:
         return None
-    account_id, granted = row
+    account_id, granted, rotated_s, previous_until_s = row
+    # A token issued before a rotation (its issue time is its expiry less the TTL) stops with the previous secret.
+    if (
+        rotated_s is not None
+        and previous_until_s is not None
+        and now_s >= previous_until_s
+        and claims.expires_at - rt.settings.token_ttl_s < rotated_s
+    ):
+        return None
+    usage.note(rt, claims.credential_id)
     return Caller(account_id, claims.credential_id, claims.scopes.intersection(granted.split()))
 
 
 async def list_credentials(session: AsyncSession, account_id: str) -> list[Credential]:
     return await repository.credentials_of(session, account_id)
+
+
+async def rotate_credential(
+    rt: Runtime, session: AsyncSession, account_id: str, credential_id: str, grace: timedelta
+) -> NewCredential:
+    """A new secret for the credential (shown once); the current one keeps working for `grace` (at most MAX_GRACE;
+    zero: it stops now), then stops, with the tokens issued from it (docs/decisions/0432). Rotating again within a
+    grace period ends the older secret at once: at most two secrets work at a time."""
+    if grace < timedelta(0) or grace > MAX_GRACE:
+        raise ValidationFailed(errors={"Grace": ["From none (at once) to 7 days."]})
+    credential = await repository.get_credential(session, account_id, credential_id)
+    if credential is None:
+        raise NotFound("No credential with this id.")
+    now = rt.clock.now()
+    secret = crypto.random_secret(32)
+    credential.previous_secret_hash = credential.secret_hash if grace else None
+    credential.previous_secret_expires_at = now + grace
+    credential.rotated_at = now
+    credential.secret_hash = crypto.keyed_hash(rt.settings.hash_key, secret)
+    await session.flush()
+    return NewCredential(credential.id, credential.client_id, secret, credential.scopes.split(), credential.name)
+
+
+def previous_secret_until(credential: Credential, now: datetime) -> datetime | None:
+    """When the credential's previous secret stops, while it still works."""
+    until = credential.previous_secret_expires_at
+    return until if credential.previous_secret_hash and until is not None and until > now else None
 
 
 async def delete_credential(session: AsyncSession, account_id: str, credential_id: str) -> None:

@@ -4,6 +4,7 @@ per-field messages). Recipe: README.md in this folder."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -141,12 +142,19 @@ async def sign_out(request: Request, person: SignedIn) -> Response:
 # -- credentials (Owner) ----------------------------------------------------------------------------------------
 
 
+# A rotation's grace periods the form offers (docs/decisions/0432), in hours: at once, an hour, a day, 3 days, 7 days.
+GRACE_CHOICES = {0: "None: the old secret stops now", 1: "1 hour", 24: "1 day", 72: "3 days", 168: "7 days"}
+
+
 async def _credentials_page(request: Request, person: Person, status: int = 200, **context: Any) -> Response:
-    async with runtime_of(request).db.read() as session:
+    rt = runtime_of(request)
+    async with rt.db.read() as session:
         credentials = await auth.list_credentials(session, person.account_id)
+    now = rt.clock.now()
+    old_until = {credential.id: auth.previous_secret_until(credential, now) for credential in credentials}
     return page(
         request, "credentials.html", person, status, title="API credentials", credentials=credentials,
-        scopes=ALL_SCOPES, **context,
+        scopes=ALL_SCOPES, old_until=old_until, grace_choices=GRACE_CHOICES, **context,
     )  # fmt: skip
 
 
@@ -189,6 +197,26 @@ async def create_credential(request: Request, person: OwnerOnly) -> Response:
         await keep_reveal(request, session, f"credential:{created.credential_id}", shown)
     # The secret is stored as a keyed hash: shown once, by the page this redirect shows; a reload creates nothing.
     return see_other(f"/app/credentials?created={created.credential_id}")
+
+
+@router.post("/credentials/{credential_id}/rotate", response_class=HTMLResponse)
+async def rotate_credential(request: Request, credential_id: str, person: OwnerOnly) -> Response:
+    form = await checked_form(request, person)
+    hours = str(form.get("grace_hours") or "")
+    if not hours.isdigit() or int(hours) not in GRACE_CHOICES:
+        errors = {"Grace": ["Choose how long the old secret keeps working: none, or up to 7 days."]}
+        return await _credentials_page(request, person, 400, errors=errors)
+    rt = runtime_of(request)
+    async with rt.db.transaction() as session:
+        rotated = await auth.rotate_credential(
+            rt, session, person.account_id, credential_id, timedelta(hours=int(hours))
+        )
+        shown = {
+            "name": rotated.name, "client_id": rotated.client_id, "client_secret": rotated.client_secret,
+            "scopes": " ".join(rotated.scopes), "rotated": GRACE_CHOICES[int(hours)],
+        }  # fmt: skip
+        await keep_reveal(request, session, f"credential:{rotated.credential_id}", shown)
+    return see_other(f"/app/credentials?created={rotated.credential_id}")
 
 
 @router.post("/credentials/{credential_id}/delete")

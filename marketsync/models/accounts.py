@@ -29,3 +29,10 @@ class Credential(Base):
     secret_hash: Mapped[str] = mapped_column(String(64))
     scopes: Mapped[str] = mapped_column(String(200))  # space-separated
     created_at: Mapped[datetime]
+    # A rotation (docs/decisions/0432): the secret it replaced, accepted until previous_secret_expires_at; tokens
+    # issued before rotated_at stop then too.
+    previous_secret_hash: Mapped[str | None] = mapped_column(String(64))
+    previous_secret_expires_at: Mapped[datetime | None]
+    rotated_at: Mapped[datetime | None]
+    # To the hour, written in the background (auth.usage): no request pays for a write.
+    last_used_at: Mapped[datetime | None]

@@ -45,10 +45,16 @@ async def make_credential_row(rt: Runtime, created_at: datetime = CREATED) -> st
 
 
 async def through_sqlalchemy(rt: Runtime, credential_id: str) -> tuple[Any, ...] | None:
+    """(account_id, scopes, rotated_at and previous_secret_expires_at in whole unix seconds) of the credential."""
     async with rt.db.read() as session:
-        query = select(Credential.account_id, Credential.scopes).where(Credential.id == credential_id)
+        query = select(
+            Credential.account_id, Credential.scopes, Credential.rotated_at, Credential.previous_secret_expires_at
+        ).where(Credential.id == credential_id)
         row = (await session.execute(query)).first()
-    return None if row is None else tuple(row)
+    if row is None:
+        return None
+    account_id, scopes, rotated_at, until = row
+    return (account_id, scopes, *(None if at is None else int(at.timestamp()) for at in (rotated_at, until)))
 
 
 @pytest.mark.parametrize(
@@ -80,6 +86,15 @@ async def test_the_credential_read_answers_as_through_sqlalchemy(rt: Runtime) ->
     assert found is not None and found[1] == "OrdersRead"
     assert found == await through_sqlalchemy(rt, credential_id)
     assert await repository.find_credential(rt.db, "0" * 26) is None
+    # A rotation's times, as whole unix seconds on both backends (decision 0432).
+    async with rt.db.transaction() as session:
+        credential = await session.get(Credential, credential_id)
+        assert credential is not None
+        credential.rotated_at = datetime(2026, 3, 10, 12, 0, 5, 900_000, tzinfo=UTC)
+        credential.previous_secret_expires_at = datetime(2026, 3, 11, 12, 0, 5, 900_000, tzinfo=UTC)
+    rotated = await repository.find_credential(rt.db, credential_id)
+    assert rotated is not None and rotated[2:] == (1773144005, 1773230405)
+    assert rotated == await through_sqlalchemy(rt, credential_id)
 
 
 async def test_a_deleted_credential_fails_on_the_next_request(rt: Runtime) -> None:

@@ -4,9 +4,14 @@ against a real server on loopback, on both databases (issue 41). Screenshots lan
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import httpx
+import pytest
 from playwright.async_api import Page, expect
 
+from marketsync.auth import usage
+from marketsync.kit.clock import FrozenClock
 from marketsync.kit.ids import new_id
 from marketsync.models import Listing
 from marketsync.runtime import Runtime
@@ -15,6 +20,13 @@ from tests.inventory.support import add_products
 from tests.support import browser
 from tests.support.browser import browser_page, sign_in
 from tests.support.factories import make_account, make_connection
+
+NOW = datetime(2026, 3, 10, 12, 20, tzinfo=UTC)
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    return FrozenClock(NOW)
 
 
 async def _shot(rt: Runtime, page: Page, name: str) -> None:
@@ -47,3 +59,51 @@ async def test_the_home_page_leads_from_a_rejected_listing_to_its_page(rt: Runti
         await expect(page.locator("#listing-status")).to_have_text("Rejected")
         await page.get_by_role("link", name="Home").click()
         await expect(page.locator("#attention-summary")).to_contain_text("1 thing to look at")
+
+
+async def _api_answers(api: httpx.AsyncClient, client_id: str, secret: str) -> int:
+    """The token endpoint's status for the secret and, when it gives a token, the API's for a call with it."""
+    form = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
+    issued = await api.post("/connect/token", data=form)
+    if issued.status_code != 200:
+        return issued.status_code
+    headers = {"Authorization": f"Bearer {issued.json()['access_token']}"}
+    return (await api.post("/api/orders/List", json={}, headers=headers)).status_code
+
+
+async def test_an_owner_rotates_a_credential_both_secrets_work_in_the_window_the_old_one_not_after(
+    rt: Runtime, api: httpx.AsyncClient, clock: FrozenClock
+) -> None:
+    person = await make_person(rt, await make_account(rt))
+    async with browser_page(str(api.base_url)) as page:
+        page.on("dialog", lambda dialog: dialog.accept())  # the rotation asks first (data-confirm)
+        await sign_in(page, person.email, person.password)
+        await page.get_by_role("link", name="API credentials").click()
+        await page.get_by_label("Name").fill("Warehouse ERP")
+        await page.get_by_label("OrdersRead").check()
+        await page.get_by_role("button", name="Create credential").click()
+        client_id = await page.locator("#client-id").inner_text()
+        old_secret = await page.locator("#client-secret").inner_text()
+        assert await _api_answers(api, client_id, old_secret) == 200
+        await usage.flush(rt)  # what the app's background loop does every few minutes
+        await page.reload()
+        await expect(page.locator("#credentials")).to_contain_text("2026-03-10 12:00")  # last used, to the hour
+
+        # Rotate, keeping the old secret for an hour: the new one is shown once.
+        await page.get_by_label("Old secret keeps working for").select_option(label="1 hour")
+        await page.get_by_role("button", name="Rotate Warehouse ERP").click()
+        await expect(page.locator("#created-title")).to_have_text("Credential “Warehouse ERP” rotated")
+        new_secret = await page.locator("#client-secret").inner_text()
+        assert new_secret != old_secret and await page.locator("#client-id").inner_text() == client_id
+        await expect(page.locator("#credentials")).to_contain_text("the old secret works until 2026-03-10 13:20")
+        await _shot(rt, page, "credentials-rotated")
+        assert await _api_answers(api, client_id, old_secret) == 200  # in the window: both
+        assert await _api_answers(api, client_id, new_secret) == 200
+
+        clock.advance(hours=1, seconds=1)  # past the window
+        assert await _api_answers(api, client_id, old_secret) == 401
+        assert await _api_answers(api, client_id, new_secret) == 200
+    async with browser_page(str(api.base_url)) as page:  # signed in again: the clock moved past the session
+        await sign_in(page, person.email, person.password)
+        await page.goto("/app/credentials")
+        await expect(page.locator("#credentials")).not_to_contain_text("the old secret works until")
