@@ -18,7 +18,7 @@ from marketsync.auth import service as auth
 from marketsync.auth.dependencies import runtime_of
 from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog import service as catalog
-from marketsync.console import catalogue, jobs, orders, webhooks
+from marketsync.console import catalogue, jobs, orders, settings, webhooks
 from marketsync.console.guards import (
     SESSION_COOKIE,
     Forbidden,
@@ -581,7 +581,7 @@ async def republish_listing(request: Request, listing_id: str, person: SignedIn)
 
 def install(app: FastAPI) -> None:
     """Mount the app's pages, assets and error pages on the service."""
-    for pages in (router, catalogue.router, orders.router, webhooks.router, jobs.router):
+    for pages in (router, catalogue.router, orders.router, webhooks.router, jobs.router, settings.router):
         # The routes themselves (they carry the /app prefix), as for the API's routers (docs/decisions/0013).
         app.router.routes.extend(pages.routes)
     app.mount("/app/static", StaticFiles(directory=HERE / "static"), name="app-static")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, SmallInteger, String, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, SmallInteger, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from marketsync.models.base import ID, Base
@@ -26,6 +26,11 @@ class Order(Base):
         Index("ix_orders_document_version", "document_version"),
         # The app finds an order by the marketplace's order id across the account's marketplaces (migration 0026).
         Index("ix_orders_account_marketplace_order", "account_id", "marketplace_order_id"),
+        # The app's orders page: sorted by purchase date, filtered by marketplace, searched by the customer's name
+        # (migration 0038, docs/decisions/0436-app-tables.md).
+        Index("ix_orders_account_purchase", "account_id", "purchase_date", "id"),
+        Index("ix_orders_account_marketplace_updated", "account_id", "marketplace_id", "updated_at", "id"),
+        Index("ix_orders_account_buyer_name", "account_id", text("lower(buyer_name)")),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -79,6 +84,8 @@ class OrderItem(Base):
     __table_args__ = (
         UniqueConstraint("order_id", "marketplace_item_id", name="uq_order_items_marketplace_item"),
         Index("ix_order_items_order", "order_id", "position"),
+        # The app's orders page finds the orders holding a SKU, letter case ignored (migration 0038).
+        Index("ix_order_items_account_sku", "account_id", text("lower(sku)")),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
