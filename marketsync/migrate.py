@@ -15,7 +15,7 @@ import structlog
 from alembic import command, op
 from alembic.config import Config
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect, text
+from sqlalchemy import TextClause, inspect, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -161,7 +161,7 @@ def drop_index_online(name: str, table: str) -> None:
 
 
 def create_index_online(
-    name: str, table: str, columns: Sequence[str], *, unique: bool = False, where: str | None = None
+    name: str, table: str, columns: Sequence[str | TextClause], *, unique: bool = False, where: str | None = None
 ) -> None:
     """In a migration: create an index without blocking the table's writes.
 
@@ -170,7 +170,8 @@ def create_index_online(
     if a later one fails). A build that was interrupted (a killed process, a failed unique check) leaves an INVALID
     index of the same name, which writes keep up to date but reads never use: it is dropped and built again. A valid
     index of that name is kept, so a migration interrupted after the build runs again. SQLite: a plain CREATE INDEX
-    (a write transaction blocks SQLite's writers whatever it does). `where` makes it a partial index (both backends)."""
+    (a write transaction blocks SQLite's writers whatever it does). `where` makes it a partial index (both backends);
+    a `text()` column is an expression (`lower(sku)`)."""
     partial: dict[str, Any] = {} if where is None else {"sqlite_where": text(where), "postgresql_where": text(where)}
     if op.get_bind().dialect.name == "sqlite":
         op.create_index(name, table, list(columns), unique=unique, if_not_exists=True, **partial)

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from marketsync.auth import repository, tokens, usage
 from marketsync.auth.scopes import UnknownScopes, describe_unknown, parse_scopes
 from marketsync.http.errors import NotFound, ValidationFailed
-from marketsync.kit import crypto
+from marketsync.kit import crypto, zones
 from marketsync.kit.ids import new_id
 from marketsync.models import Account, Credential
 from marketsync.runtime import Runtime
@@ -84,6 +84,22 @@ async def create_account(rt: Runtime, session: AsyncSession, name: str) -> Accou
     session.add(account)
     await session.flush()
     return account
+
+
+NOT_A_ZONE = "An IANA time zone, e.g. Europe/London or America/New_York."
+
+
+async def set_time_zone(session: AsyncSession, account_id: str, name: str) -> str:
+    """The account's time zone (the app shows its times in it; the API stays UTC): an IANA name the zone database
+    lists, else a 400 naming TimeZone (docs/decisions/0435-account-time-zone.md)."""
+    name = name.strip()
+    if not zones.is_zone(name):
+        raise ValidationFailed(errors={"TimeZone": [NOT_A_ZONE]})
+    account = await repository.get_account(session, account_id)
+    if account is None:
+        raise NotFound("No account with this id.")
+    account.time_zone = name
+    return name
 
 
 async def create_credential(

@@ -21,7 +21,7 @@ from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog.listings import app_fields as listings
 from marketsync.catalog.listings import rules as listing_rules
 from marketsync.catalog.taxonomy import service as taxonomy
-from marketsync.console import catalogue, home, jobs, orders, webhooks
+from marketsync.console import catalogue, home, jobs, orders, settings, webhooks
 from marketsync.console.guards import (
     SESSION_COOKIE,
     Forbidden,
@@ -605,7 +605,7 @@ async def republish_listing(request: Request, listing_id: str, person: SignedIn)
 
 def install(app: FastAPI) -> None:
     """Mount the app's pages, assets and error pages on the service."""
-    for pages in (router, home.router, catalogue.router, orders.router, webhooks.router, jobs.router):
+    for pages in (router, home.router, catalogue.router, orders.router, webhooks.router, jobs.router, settings.router):
         # The routes themselves (they carry the /app prefix), as for the API's routers (docs/decisions/0013).
         app.router.routes.extend(pages.routes)
     app.mount("/app/static", StaticFiles(directory=HERE / "static"), name="app-static")

@@ -10,8 +10,12 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from jinja2 import pass_context
+from jinja2.runtime import Context
+from markupsafe import Markup, escape
 
 from marketsync.http.errors import ApiError, ValidationFailed
+from marketsync.kit import zones
 from marketsync.kit.timestamps import in_utc
 from marketsync.people.service import Person
 
@@ -34,6 +38,32 @@ def money(value: object) -> str:
 
 
 templates.env.filters["money"] = money
+
+
+def as_moment(value: datetime | str) -> datetime:
+    """A datetime as a column holds it (naive: UTC), or an order document's ISO text."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return in_utc(value)
+
+
+def zone_of(context: Context) -> str:
+    person = context.get("person")
+    return getattr(person, "time_zone", zones.DEFAULT) or zones.DEFAULT
+
+
+@pass_context
+def when(context: Context, value: datetime | str | None) -> Markup:
+    """A time in the account's time zone, the zone named (`2026-03-29 03:30:00 CEST`), as a `<time>` carrying the
+    UTC instant: every time the app shows (docs/decisions/0435-account-time-zone.md). None: a dash."""
+    if value is None or value == "":
+        return Markup("—")
+    moment = as_moment(value)
+    stamp = moment.isoformat().replace("+00:00", "Z")
+    return Markup('<time datetime="{}">{}</time>').format(stamp, escape(zones.shown(moment, zone_of(context))))
+
+
+templates.env.filters["when"] = when
 
 # What a category needs beyond its attributes (a taxonomy's OffApiRequirements), in words.
 REQUIREMENT_WORDS = {"Images": "images", "BusinessPolicy": "a business policy"}

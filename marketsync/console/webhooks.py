@@ -23,6 +23,7 @@ from marketsync.console.render import (
     see_other,
 )
 from marketsync.http.errors import ApiError, ValidationFailed
+from marketsync.kit import zones
 from marketsync.kit.timestamps import in_utc
 from marketsync.people import service as people
 from marketsync.people.service import Person
@@ -163,7 +164,7 @@ async def change_subscription(request: Request, subscription_id: str, action: st
             if action == "delete":
                 await webhooks.delete_subscription(session, person.account_id, subscription_id)
             elif action == "recover":
-                since = _since(str(form.get("since") or ""))
+                since = _since(str(form.get("since") or ""), person.time_zone)
                 count = await webhooks.recover(rt, session, person.account_id, subscription_id, since)
             elif action == "sample":
                 event_type = str(form.get("event_type") or "")
@@ -181,9 +182,11 @@ async def change_subscription(request: Request, subscription_id: str, action: st
     return see_other(f"/app/webhooks?done={done}&count={count}")
 
 
-def _since(value: str) -> datetime:
-    """A `datetime-local` value (read as UTC), or a date; one with an offset UTC cannot hold is refused too."""
+def _since(value: str, time_zone: str) -> datetime:
+    """A `datetime-local` value (read in the account's time zone), or a date; one UTC cannot hold is refused too."""
     try:
-        return in_utc(datetime.fromisoformat(value.strip()))
+        moment = datetime.fromisoformat(value.strip())
+        return in_utc(moment if moment.tzinfo is not None else moment.replace(tzinfo=zones.zone(time_zone)))
     except ValueError:
-        raise ValidationFailed(errors={"Since": ["Give a date and time (UTC), e.g. 2026-11-25T09:00."]}) from None
+        message = f"Give a date and time ({time_zone}), e.g. 2026-11-25T09:00."
+        raise ValidationFailed(errors={"Since": [message]}) from None

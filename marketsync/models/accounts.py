@@ -16,6 +16,8 @@ class Account(Base):
     id: Mapped[str] = mapped_column(ID, primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     created_at: Mapped[datetime]
+    # The IANA zone the app shows the account's times in, set by an Owner; the API stays UTC (decision 0435).
+    time_zone: Mapped[str] = mapped_column(String(64), server_default="UTC")
 
 
 class Credential(Base):

@@ -22,6 +22,7 @@ class Job(Base):
         Index("ix_jobs_account", "account_id", "created_at"),
         Index("ix_jobs_account_status", "account_id", "status", "created_at", "id"),  # the app's list by status
         Index("ix_jobs_marketplace", "marketplace_id", "status"),
+        Index("ix_jobs_account_type", "account_id", "type", "created_at", "id"),  # the app's list by type (0038)
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)

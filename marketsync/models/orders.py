@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, SmallInteger, String, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, SmallInteger, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from marketsync.models.base import ID, Base
@@ -28,6 +28,11 @@ class Order(Base):
         Index("ix_orders_account_marketplace_order", "account_id", "marketplace_order_id"),
         # The app's home page counts the orders unshipped for more than a day (migration 0036).
         Index("ix_orders_account_status_purchased", "account_id", "status", "purchase_date"),
+        # The app's orders page: sorted by purchase date, filtered by marketplace, searched by the customer's name
+        # (migration 0038, docs/decisions/0436-app-tables.md).
+        Index("ix_orders_account_purchase", "account_id", "purchase_date", "id"),
+        Index("ix_orders_account_marketplace_updated", "account_id", "marketplace_id", "updated_at", "id"),
+        Index("ix_orders_account_buyer_name", "account_id", text("lower(buyer_name)")),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -81,6 +86,8 @@ class OrderItem(Base):
     __table_args__ = (
         UniqueConstraint("order_id", "marketplace_item_id", name="uq_order_items_marketplace_item"),
         Index("ix_order_items_order", "order_id", "position"),
+        # The app's orders page finds the orders holding a SKU, letter case ignored (migration 0038).
+        Index("ix_order_items_account_sku", "account_id", text("lower(sku)")),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)

@@ -7,6 +7,7 @@ from datetime import datetime
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from marketsync.models.accounts import Account
 from marketsync.models.people import AppSession, AppUser
 
 
@@ -27,6 +28,17 @@ async def session_with_user(session: AsyncSession, token_hash: str) -> tuple[App
     query = select(AppSession, AppUser).join(AppUser, AppUser.id == AppSession.user_id)
     row = (await session.execute(query.where(AppSession.token_hash == token_hash))).first()
     return (row[0], row[1]) if row is not None else None
+
+
+async def session_with_user_and_zone(session: AsyncSession, token_hash: str) -> tuple[AppSession, AppUser, str] | None:
+    """`session_with_user` and the account's time zone (every page shows its times in it), in the one query."""
+    query = (
+        select(AppSession, AppUser, Account.time_zone)
+        .join(AppUser, AppUser.id == AppSession.user_id)
+        .join(Account, Account.id == AppUser.account_id)
+    )
+    row = (await session.execute(query.where(AppSession.token_hash == token_hash))).first()
+    return (row[0], row[1], row[2]) if row is not None else None
 
 
 async def app_session_locked(session: AsyncSession, token_hash: str) -> AppSession | None:

@@ -93,6 +93,8 @@ class Person:
     email: str
     role: Role
     csrf_token: str
+    # The account's IANA time zone: the app shows every time in it (docs/decisions/0435-account-time-zone.md).
+    time_zone: str = "UTC"
 
     @property
     def is_owner(self) -> bool:
@@ -214,10 +216,10 @@ async def person_for(rt: Runtime, token: str, *, activity: bool = True) -> Perso
     now = rt.clock.now()
     token_hash = crypto.keyed_hash(rt.settings.hash_key, token)
     async with rt.db.read() as session:
-        found = await repository.session_with_user(session, token_hash)
+        found = await repository.session_with_user_and_zone(session, token_hash)
     if found is None:
         return None
-    app_session, user = found
+    app_session, user, time_zone = found
     if (
         app_session.revoked_at is not None
         or now >= app_session.expires_at
@@ -229,7 +231,7 @@ async def person_for(rt: Runtime, token: str, *, activity: bool = True) -> Perso
             live = await repository.session_with_user(session, token_hash)
             if live is not None:
                 live[0].last_seen_at = now
-    return Person(user.id, user.account_id, user.email, Role(user.role), app_session.csrf_token)
+    return Person(user.id, user.account_id, user.email, Role(user.role), app_session.csrf_token, time_zone)
 
 
 async def sign_out(rt: Runtime, token: str) -> None:

@@ -1,5 +1,5 @@
 """What the app's pages say about money and time: amounts with their two decimals (an order total of 123.4 is
-"123.40 GBP", not "123.4 GBP"), and every date column or date saying it is UTC."""
+"123.40 GBP", not "123.4 GBP"), and every time naming its zone (the account's: docs/decisions/0435)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ def test_money_has_at_least_two_decimals_and_never_loses_one(value: object, show
     assert money(value) == shown
 
 
-async def test_totals_and_prices_show_two_decimals_and_dates_say_utc(rt: Runtime, api: httpx.AsyncClient) -> None:
+async def test_totals_and_prices_show_two_decimals_and_times_name_their_zone(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
     tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
     await add_products(rt, tenant.account_id, [("MUG", "12.5", 4)])
     await ingest(
@@ -46,16 +48,15 @@ async def test_totals_and_prices_show_two_decimals_and_dates_say_utc(rt: Runtime
 
     orders = await owner.page("/app/orders")
     assert "23.90 GBP" in orders.text and "23.9 GBP" not in orders.text
-    assert ">Purchased (UTC)</th>" in orders.text and ">Last changed (UTC)</th>" in orders.text
+    assert '<time datetime="2026-01-01T11:00:00Z">2026-01-01 11:00:00 UTC</time>' in orders.text  # the purchase
     order_id = re.search(r'href="/app/orders/([0-9A-Z]+)">MO-TOTAL<', orders.text).group(1)  # type: ignore[union-attr]
     order = await owner.page(f"/app/orders/{order_id}")
     assert "items 20.40, shipping 3.50, tax 0.00, total <strong>23.90 GBP</strong>" in order.text
     assert '<td data-label="Unit price (GBP)">10.20</td>' in order.text and ">Unit price (GBP)</th>" in order.text
 
     catalogue = await owner.page("/app/catalogue")
-    assert '<td data-label="Price">12.50</td>' in catalogue.text and ">Last changed (UTC)</th>" in catalogue.text
+    assert '<td data-label="Price">12.50</td>' in catalogue.text
     product = await owner.page("/app/product?sku=MUG")
     assert '<dd id="product-price">12.50</dd>' in product.text
-    for path, header in (("/app/credentials", "Created (UTC)"), ("/app/imports", "Started (UTC)")):
-        assert f">{header}</th>" in (await owner.page(path)).text, path
+    assert re.search(r"<time datetime=\"[0-9T:.-]+Z\">[0-9 :-]+ UTC</time>", product.text)
     await owner.client.aclose()
