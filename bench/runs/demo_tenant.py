@@ -110,6 +110,7 @@ class Deployment:
 
     backend: str
     extra: int
+    url: str  # the service's database, for the raw driver
     skus: list[str]
     account_id: str
     marketplaces: dict[str, str]  # platform -> connection id
@@ -216,6 +217,8 @@ async def deployment(backend: str, extra: int, directory: str, args: argparse.Na
     ):
         env = service_env(url, tempfile.mkdtemp(prefix="var-", dir=directory))
         env["MARKETSYNC_LOG_LEVEL"] = os.environ.get("BENCH_SERVICE_LOG_LEVEL", "WARNING")
+        if os.environ.get("BENCH_MAX_WAIT"):
+            env["MARKETSYNC_REQUESTS_FIRST_MAX_WAIT_S"] = os.environ["BENCH_MAX_WAIT"]
         started = time.perf_counter()
         demo = marketsync(env, "demo")
         account = str(demo["AccountId"])
@@ -227,7 +230,7 @@ async def deployment(backend: str, extra: int, directory: str, args: argparse.Na
         seeded_s = time.perf_counter() - started
         port, floor_port, orders_port, noop_port = free_port(), free_port(), free_port(), free_port()
         serve = servers.enter_context(
-            process([sys.executable, "-m", "marketsync", "serve", "--port", str(port)], env,
+            process([sys.executable, "-m", "marketsync", "serve", "--port", str(port), *args.serve_option], env,
                     f"http://127.0.0.1:{port}/readyz")
         )  # fmt: skip
         token = httpx.post(
@@ -268,7 +271,7 @@ async def deployment(backend: str, extra: int, directory: str, args: argparse.Na
             sides[name] = Side(name, client, serve.pid if name == "ours" else None)
         skus = [row[0] for row in await fetch(raw(url), "SELECT sku FROM products WHERE account_id = ? ORDER BY sku",
                                                account)]  # fmt: skip
-        d = Deployment(backend, extra, skus, account, marketplaces, sides)
+        d = Deployment(backend, extra, raw(url), skus, account, marketplaces, sides)
         d.results.update(
             backend=backend, extra=extra, products=len(skus), load_before=loadavg(), seeded_s=round(seeded_s, 1)
         )
@@ -306,6 +309,18 @@ async def catalogue_http_orders_floor(url: str, floor_url: str, account_id: str)
         await connection.execute("ANALYZE")
     finally:
         await connection.close()
+
+
+async def idle_workers(d: Deployment, timeout_s: float = 600) -> None:
+    """Until no job of the tenant is runnable or running (`serve`'s workers idle), at most `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    query = "SELECT count(*) FROM jobs WHERE account_id = ? AND status IN ('Published', 'InProcess')"
+    while time.monotonic() < deadline:
+        ((open_jobs,),) = await fetch(d.url, query, d.account_id)
+        if not open_jobs:
+            return
+        await asyncio.sleep(0.2)
+    raise TimeoutError(f"the workers did not finish the tenant's jobs within {timeout_s:g} s")
 
 
 # -- alternation, ours paused -------------------------------------------------------------------------------------
@@ -482,34 +497,43 @@ async def run_backend(backend: str, sizes: list[int], args: argparse.Namespace) 
                 return {side.name: value(d) for d in deployments for side in named(d, many, *names)}
 
             skus = per_side(lambda d: d.skus, "ours", "floor", "no-op")
+
+            async def settled(phase: str) -> contextlib.AbstractContextManager[None]:
+                """Each phase starts with the workers idle: the jobs an earlier phase queued (the propagation's
+                feeds) are done first, untimed, every `serve` running; then the phase is profiled."""
+                for d in deployments:
+                    if "--no-workers" not in args.serve_option:
+                        await idle_workers(d)
+                return profile(phase)
+
             profile = profiler(args.profile, deployments[0], backend) if not many else _no_profile
             if "push" in only:
-                with profile("push"):
+                with await settled("push"):
                     split(deployments, many, "push", await bench_push(sides("ours", "floor"), skus, args.pushes,
                                                                       False, 1))  # fmt: skip
             if "propagate" in only:
-                with profile("propagate"):
+                with await settled("propagate"):
                     split(deployments, many, "propagate", await bench_push(sides("ours", "floor"), skus, args.pushes,
                                                                            True, 2))  # fmt: skip
             if "list" in only:
-                with profile("list"):
+                with await settled("list"):
                     smallest = min(d.products for d in deployments)
                     split(deployments, many, "list", await bench_list(sides("ours", "floor"), args.reads, smallest))
             if "walk" in only:
-                with profile("walk"):
+                with await settled("walk"):
                     split(deployments, many, "walk", await bench_walk(sides("ours", "floor"), args.reads))
             if "get" in only:
-                with profile("get"):
+                with await settled("get"):
                     split(deployments, many, "get", await bench_get(sides("ours", "floor", "no-op"), skus, args.reads))
             if "orders" in only:
-                with profile("orders"):
+                with await settled("orders"):
                     split(deployments, many, "orders", await bench_orders(sides("ours", "orders floor"), args.reads))
             if "search" in only:
-                with profile("search"):
+                with await settled("search"):
                     p2 = per_side(lambda d: d.marketplaces["P2"], "ours")
                     split(deployments, many, "search", await bench_search(sides("ours"), p2, args.reads))
             if "create" in only:
-                with profile("create"):
+                with await settled("create"):
                     p1 = per_side(lambda d: d.marketplaces["P1"], "ours")
                     split(deployments, many, "create", await bench_create(sides("ours"), p1, args.reads, backend))
         return [d.results for d in deployments]
@@ -628,6 +652,7 @@ async def main() -> None:
     parser.add_argument("--extra-products", default="0", help="products bulk-loaded beside the demo's; several sizes "
                         "(10000,1000000) are served at once, their requests in turn")  # fmt: skip
     parser.add_argument("--profile", metavar="DIR", help="py-spy `serve` during each phase (collapsed stacks)")
+    parser.add_argument("--serve-option", action="append", default=[], help="passed to serve (diagnosis: --no-workers)")
     parser.add_argument("--state", help="where finished backends are kept (resume)")
     parser.add_argument("--fresh", action="store_true", help="forget what an interrupted run kept")
     args = parser.parse_args()
