@@ -306,6 +306,16 @@ class Database:
         async with self.requests_first.turn():
             return await self.fast.driver_read(work)
 
+    async def refresh_statistics(self) -> None:
+        """PostgreSQL: ANALYZE, so the planner knows tables a bulk write just filled (the demo's seed) before
+        autovacuum gets to them, a minute or more later (docs/decisions/0450). SQLite: nothing; the service's queries
+        plan well without statistics, as a deployment's file has none (docs/decisions/0296)."""
+        if self.is_sqlite:
+            return
+        async with self.engine.connect() as connection:
+            await connection.execution_options(isolation_level="AUTOCOMMIT")
+            await connection.execute(text("ANALYZE"))
+
     async def dispose(self) -> None:
         await self.fast.close()
         await self.engine.dispose()
