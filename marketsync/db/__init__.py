@@ -37,7 +37,7 @@ from marketsync.db._fast import (
     session_reader,
 )
 from marketsync.db._requests_first import RequestsFirst, WriterTurns, mark_background
-from marketsync.db._wakeups import wake_workers_on_commit
+from marketsync.db._wakeups import EVENTS, EVERY_KIND, JOBS, wake_workers_on_commit
 from marketsync.db._wal_checkpoints import WRITE_CONNECTION_PRAGMAS, WalCheckpointer
 from marketsync.db._writer_handoff import WriterHandoff
 from marketsync.kit import jsonio
@@ -45,6 +45,9 @@ from marketsync.kit import jsonio
 # What the rest of the service uses; the modules behind it (`_fast`, `_writer_handoff`, `_wal_checkpoints`,
 # `_requests_first`, `_wakeups`) are this package's own.
 __all__ = [
+    "EVENTS",
+    "EVERY_KIND",
+    "JOBS",
     "POSTGRES_UNAVAILABLE",
     "Database",
     "DriverReader",
@@ -72,7 +75,7 @@ JSON_COLUMNS: dict[str, Any] = {"json_serializer": jsonio.column_text, "json_des
 
 # How long a SQLite write waits for another process's transaction (SQLite's busy handler, then the handoff's turn).
 BUSY_TIMEOUT_S = 30.0
-_NOTIFY = text(f"SELECT pg_notify('{wakeups.CHANNEL}', '')")
+_NOTIFY = text(f"SELECT pg_notify('{wakeups.CHANNEL}', :kinds)")
 
 
 def _create_private_file(path: Path) -> None:
@@ -253,7 +256,7 @@ class Database:
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A write session committed once at the edge, rolled back on any exception. Work it queued (a job, an
         event) wakes the workers as it commits (marketsync/db/_wakeups.py)."""
-        wake = False
+        wake: frozenset[str] = frozenset()
         async with (
             self.requests_first.turn(),
             self._sqlite_writer_turn(),
@@ -261,12 +264,11 @@ class Database:
             session.begin(),
         ):
             yield session
-            if wakeups.wants_wake_up(session):
-                wake = True
-                if not self.is_sqlite:  # delivered by PostgreSQL only when this transaction commits
-                    await session.execute(_NOTIFY)
+            wake = wakeups.wants_wake_up(session)
+            if wake and not self.is_sqlite:  # delivered by PostgreSQL only when this transaction commits
+                await session.execute(_NOTIFY, {"kinds": self.wakeups.notification(wake)})
         if wake:
-            self.wakeups.signal()
+            self.wakeups.signal(wake)
 
     @asynccontextmanager
     async def _sqlite_writer_turn(self) -> AsyncIterator[None]:
