@@ -63,9 +63,11 @@ import orjson
 from bench.floors import inventory as floors
 from bench.floors import orders as floor_orders
 from bench.runs import inventory_http as catalogue_http
+from bench.runs import orders_list
 from bench.runs.catalog_http import SEARCHES
 from bench.runs.foundation_http import FIXED_COST_PATH, service_env
 from bench.support import (
+    BENCH_KEYS,
     REPO,
     cpu_probe_ms,
     create_scratch_pg,
@@ -76,6 +78,9 @@ from bench.support import (
     print_figures,
     process,
 )
+from marketsync.config import Settings
+from marketsync.marketplaces.registry import compose_connectors
+from marketsync.runtime import Runtime
 
 INVENTORY_FLOOR_APP = "bench.floors.inventory:app"
 ORDERS_FLOOR_APP = "bench.floors.orders:app"
@@ -155,18 +160,23 @@ async def fetch(url: str, query: str, *values: Any) -> list[tuple[Any, ...]]:
         await connection.close()
 
 
-async def seed_floor(url: str, floor_url: str, account_id: str, token: str) -> None:
-    """The inventory floor's tables holding the tenant's products and listings as the service holds them (read back
-    from its database): the same SKUs, quantities, modification times and listings."""
-    products = await fetch(url, "SELECT id, sku, price, quantity, modified_at FROM products WHERE account_id = ? "
-                           "ORDER BY id", account_id)  # fmt: skip
+async def seed_floor(url: str, floor_url: str, account_id: str, token: str, extra: int) -> None:
+    """The inventory floor's tables holding the tenant's products and listings as the service holds them: the
+    `extra` bulk-loaded products generated as bench/runs/inventory_http.py seeds them (numbered 0..extra-1), then the
+    demo's read back from the service's database (the same SKUs, quantities, modification times and listings)."""
+    if extra:
+        await catalogue_http.seed_floor(floor_url, token, extra, len(catalogue_http.PLATFORMS))
+    demo = "p.account_id = ? AND p.sku NOT LIKE 'BENCH-%'"  # the generated products' SKUs: inventory_http's
+    products = await fetch(url, f"SELECT p.id, p.sku, p.price, p.quantity, p.modified_at FROM products p WHERE {demo} "
+                           "ORDER BY p.id", account_id)  # fmt: skip
     listings = await fetch(
         url,
         "SELECT l.product_id, m.platform, m.country, l.listing_id, l.external_sku, l.listing_url FROM listings l "
-        "JOIN marketplace_connections m ON m.id = l.marketplace_id WHERE l.account_id = ?",
+        "JOIN marketplace_connections m ON m.id = l.marketplace_id JOIN products p ON p.id = l.product_id "
+        f"WHERE {demo}",
         account_id,
     )
-    number = {row[0]: n for n, row in enumerate(products)}
+    number = {row[0]: extra + n for n, row in enumerate(products)}
     sqlite = floor_url.startswith("sqlite:///")
 
     def moment(value: Any) -> Any:
@@ -179,10 +189,11 @@ async def seed_floor(url: str, floor_url: str, account_id: str, token: str) -> N
     if sqlite:
         db = sqlite3.connect(floor_url.removeprefix("sqlite:///"), isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
-        for statement in floors.SQLITE_SCHEMA:
-            db.execute(statement)
+        if not extra:  # otherwise the generated part made them
+            for statement in floors.SQLITE_SCHEMA:
+                db.execute(statement)
+            db.execute("INSERT INTO tokens VALUES (?, ?)", (floors.token_hash(token), "floor"))
         db.execute("BEGIN")
-        db.execute("INSERT INTO tokens VALUES (?, ?)", (floors.token_hash(token), "floor"))
         db.executemany("INSERT INTO products VALUES (?, ?, ?, ?, ?, ?)", product_rows)
         db.executemany("INSERT INTO listings VALUES (?, ?, ?, ?, ?, ?)", listing_rows)
         db.execute("COMMIT")
@@ -191,9 +202,10 @@ async def seed_floor(url: str, floor_url: str, account_id: str, token: str) -> N
         return
     connection = await asyncpg.connect(floor_url)
     try:
-        for statement in floors.POSTGRES_SCHEMA:
-            await connection.execute(statement)
-        await connection.execute("INSERT INTO tokens VALUES ($1, $2)", floors.token_hash(token), "floor")
+        if not extra:
+            for statement in floors.POSTGRES_SCHEMA:
+                await connection.execute(statement)
+            await connection.execute("INSERT INTO tokens VALUES ($1, $2)", floors.token_hash(token), "floor")
         await connection.copy_records_to_table("products", records=product_rows)
         await connection.copy_records_to_table("listings", records=listing_rows)
         await connection.execute(catalogue_http.VACUUM_AFTER_LOAD)
@@ -227,6 +239,7 @@ async def deployment(backend: str, extra: int, directory: str, args: argparse.Na
         marketplaces = {str(m["Platform"]): str(m["MarketplaceId"]) for m in demo["Marketplaces"]}  # type: ignore[attr-defined]
         if extra:
             await add_products(raw(url), account, marketplaces, extra)
+            await add_orders(raw(url), account, marketplaces["P1"], extra)
         seeded_s = time.perf_counter() - started
         port, floor_port, orders_port, noop_port = free_port(), free_port(), free_port(), free_port()
         serve = servers.enter_context(
@@ -238,9 +251,10 @@ async def deployment(backend: str, extra: int, directory: str, args: argparse.Na
             data={"grant_type": "client_credentials", "client_id": demo["client_id"],
                   "client_secret": demo["client_secret"]},
         ).json()["access_token"]  # fmt: skip
-        await seed_floor(raw(url), raw(floor_url), account, token)
-        await catalogue_http_orders_floor(raw(url), raw(floor_url), account)
-        floor_env = {**os.environ, "FLOOR_DATABASE": raw(floor_url), "FLOOR_HASH_KEY": "floor-cursor-key"}
+        await seed_floor(raw(url), raw(floor_url), account, token, extra)
+        orders_url = await orders_floor(raw(url), raw(floor_url), account)
+        floor_env = {**os.environ, "FLOOR_DATABASE": raw(floor_url)}
+        orders_env = {**os.environ, "FLOOR_DATABASE": orders_url, "FLOOR_HASH_KEY": "floor-cursor-key"}
         uvicorn = [sys.executable, "-m", "uvicorn", "--log-level", "warning", "--no-access-log", "--port"]
         servers.enter_context(
             process(
@@ -248,7 +262,7 @@ async def deployment(backend: str, extra: int, directory: str, args: argparse.Na
             )
         )
         servers.enter_context(
-            process([*uvicorn, str(orders_port), ORDERS_FLOOR_APP], floor_env,
+            process([*uvicorn, str(orders_port), ORDERS_FLOOR_APP], orders_env,
                     f"http://127.0.0.1:{orders_port}/docs-none")
         )  # fmt: skip
         servers.enter_context(
@@ -284,31 +298,50 @@ async def deployment(backend: str, extra: int, directory: str, args: argparse.Na
 ORDERS_FLOOR_TOKEN = "floor-orders-token"
 
 
-async def catalogue_http_orders_floor(url: str, floor_url: str, account_id: str) -> None:
-    """The orders floor's table: the service's stored order documents, copied (bench/orders_http.py's way)."""
-    documents = await fetch(url, "SELECT account_id, updated_at, id, document FROM orders WHERE account_id = ?",
-                            account_id)  # fmt: skip
+async def orders_floor(url: str, floor_url: str, account_id: str) -> str:
+    """The orders floor's table: the service's stored order documents, copied inside the database engine
+    (bench/runs/orders_http.py's way; on PostgreSQL into the service's own database, as there). Its database URL."""
     if floor_url.startswith("sqlite:///"):
         db = sqlite3.connect(floor_url.removeprefix("sqlite:///"))
         for statement in floor_orders.SQLITE_SCHEMA:
             db.execute(statement)
+        db.execute("ATTACH DATABASE ? AS service", (url.removeprefix("sqlite:///"),))
         with db:
-            db.executemany("INSERT INTO orders VALUES (?, ?, ?, ?)", documents)
+            db.execute("INSERT INTO main.orders SELECT account_id, updated_at, id, document FROM service.orders "
+                       "WHERE account_id = ?", (account_id,))  # fmt: skip
             db.execute("INSERT INTO tokens VALUES (?, ?)", (floor_orders.token_hash(ORDERS_FLOOR_TOKEN), account_id))
+        db.execute("DETACH DATABASE service")
+        db.execute("ANALYZE")
         db.close()
-        return
-    connection = await asyncpg.connect(floor_url)
+        return floor_url
+    connection = await asyncpg.connect(url)
     try:
         for statement in floor_orders.POSTGRES_SCHEMA:
             await connection.execute(statement)
-        rows = [(a, u, i, d if isinstance(d, bytes) else str(d).encode()) for a, u, i, d in documents]
-        await connection.copy_records_to_table("floor_orders", records=rows)
+        await connection.execute(
+            "INSERT INTO floor_orders SELECT account_id, updated_at, id, document FROM orders WHERE account_id = $1",
+            account_id,
+        )
         await connection.execute(
             "INSERT INTO floor_tokens VALUES ($1, $2)", floor_orders.token_hash(ORDERS_FLOOR_TOKEN), account_id
         )
-        await connection.execute("ANALYZE")
+        await connection.execute("ANALYZE floor_orders")
     finally:
         await connection.close()
+    return url
+
+
+async def add_orders(url: str, account_id: str, marketplace_id: str, count: int) -> None:
+    """`count` more orders at the P1 connection, their documents stored as the `orders.documents` schedule stores them
+    (bench/runs/orders_list.py's generator), before `serve` starts."""
+    settings = Settings(**BENCH_KEYS, database_url=url, var_dir=tempfile.mkdtemp(prefix="msbench-orders-"),
+                        log_level="WARNING")  # fmt: skip
+    rt = compose_connectors(Runtime.create(settings))
+    try:
+        await orders_list.generate(rt, url, account_id, marketplace_id, count)
+        await orders_list.store_documents(rt)
+    finally:
+        await rt.close()
 
 
 async def idle_workers(d: Deployment, timeout_s: float = 600) -> None:
