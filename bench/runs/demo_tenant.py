@@ -46,6 +46,7 @@ import shutil
 import signal
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -73,7 +74,6 @@ from bench.support import (
     create_scratch_pg,
     drop_scratch_pg,
     free_port,
-    marketsync,
     percentile,
     print_figures,
     process,
@@ -110,6 +110,68 @@ class Side:
 
 
 @dataclass
+class Tenant:
+    """The demo's tenant in one database, served by one `serve`."""
+
+    url: str  # for the raw driver
+    account_id: str
+    marketplaces: dict[str, str]  # platform -> connection id
+    pid: int
+    port: int
+    token: str
+
+
+def cli(tree: str | None) -> list[str]:
+    """How to run `marketsync` from this tree, or from another one (`-P`: the working directory's package never
+    shadows the tree's)."""
+    return [sys.executable, "-m", "marketsync"] if tree is None else [sys.executable, "-P", "-m", "marketsync"]
+
+
+def tree_env(env: dict[str, str], tree: str | None) -> dict[str, str]:
+    return env if tree is None else {**env, "PYTHONPATH": f"{tree}:{tree}/sdk/python"}
+
+
+def run_cli(env: dict[str, str], tree: str | None, *args: str) -> dict[str, Any]:
+    out = subprocess.run([*cli(tree), *args, "--json"], env=env, cwd=REPO, check=True, capture_output=True)
+    parsed: dict[str, Any] = json.loads(out.stdout)
+    return parsed
+
+
+async def demo_tenant(
+    directory: str,
+    url: str,
+    extra: int,
+    args: argparse.Namespace,
+    servers: contextlib.ExitStack,
+    tree: str | None = None,
+) -> tuple[Tenant, dict[str, str]]:
+    """`marketsync demo`, Data Flow Merchant for Price and Stock, `extra` products and orders bulk-loaded, then
+    `serve` (workers in process, rate limit raised) on `url`: the tenant and the demo's answer."""
+    env = tree_env(service_env(url, tempfile.mkdtemp(prefix="var-", dir=directory)), tree)
+    env["MARKETSYNC_LOG_LEVEL"] = os.environ.get("BENCH_SERVICE_LOG_LEVEL", "WARNING")
+    if os.environ.get("BENCH_MAX_WAIT"):
+        env["MARKETSYNC_REQUESTS_FIRST_MAX_WAIT_S"] = os.environ["BENCH_MAX_WAIT"]
+    demo = run_cli(env, tree, "demo")
+    account = str(demo["AccountId"])
+    for kind in ("Price", "Stock"):
+        run_cli(env, tree, "admin", "dataflow", "set", "--account", account, "--kind", kind, "--owner", "Merchant")
+    marketplaces = {str(m["Platform"]): str(m["MarketplaceId"]) for m in demo["Marketplaces"]}
+    if extra:
+        await add_products(raw(url), account, marketplaces, extra)
+        await add_orders(raw(url), account, marketplaces["P1"], extra)
+    port = free_port()
+    serve = servers.enter_context(
+        process([*cli(tree), "serve", "--port", str(port), *args.serve_option], env, f"http://127.0.0.1:{port}/readyz")
+    )
+    token = httpx.post(
+        f"http://127.0.0.1:{port}/connect/token",
+        data={"grant_type": "client_credentials", "client_id": demo["client_id"],
+              "client_secret": demo["client_secret"]},
+    ).json()["access_token"]  # fmt: skip
+    return Tenant(raw(url), account, marketplaces, serve.pid, port, token), env
+
+
+@dataclass
 class Deployment:
     """The demo tenant (plus `extra` bulk-loaded products) served by `serve`, its floors and the no-op app."""
 
@@ -120,6 +182,8 @@ class Deployment:
     account_id: str
     marketplaces: dict[str, str]  # platform -> connection id
     sides: dict[str, Side] = field(default_factory=dict)
+    # With --baseline: the same tenant served by another tree's code (side "base"), its own database.
+    base: Tenant | None = None
     results: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -225,67 +289,56 @@ async def deployment(backend: str, extra: int, directory: str, args: argparse.Na
     async with (
         scratch(backend, directory) as url,
         scratch(backend, directory) as floor_url,
+        scratch(backend, directory) as base_url,
         contextlib.AsyncExitStack() as servers,
     ):
-        env = service_env(url, tempfile.mkdtemp(prefix="var-", dir=directory))
-        env["MARKETSYNC_LOG_LEVEL"] = os.environ.get("BENCH_SERVICE_LOG_LEVEL", "WARNING")
-        if os.environ.get("BENCH_MAX_WAIT"):
-            env["MARKETSYNC_REQUESTS_FIRST_MAX_WAIT_S"] = os.environ["BENCH_MAX_WAIT"]
         started = time.perf_counter()
-        demo = marketsync(env, "demo")
-        account = str(demo["AccountId"])
-        for kind in ("Price", "Stock"):
-            marketsync(env, "admin", "dataflow", "set", "--account", account, "--kind", kind, "--owner", "Merchant")
-        marketplaces = {str(m["Platform"]): str(m["MarketplaceId"]) for m in demo["Marketplaces"]}  # type: ignore[attr-defined]
-        if extra:
-            await add_products(raw(url), account, marketplaces, extra)
-            await add_orders(raw(url), account, marketplaces["P1"], extra)
+        processes = servers.enter_context(contextlib.ExitStack())
+        ours, env = await demo_tenant(directory, url, extra, args, processes)
+        base = None
+        if args.baseline:
+            base, _ = await demo_tenant(directory, base_url, extra, args, processes, tree=args.baseline)
         seeded_s = time.perf_counter() - started
-        port, floor_port, orders_port, noop_port = free_port(), free_port(), free_port(), free_port()
-        serve = servers.enter_context(
-            process([sys.executable, "-m", "marketsync", "serve", "--port", str(port), *args.serve_option], env,
-                    f"http://127.0.0.1:{port}/readyz")
-        )  # fmt: skip
-        token = httpx.post(
-            f"http://127.0.0.1:{port}/connect/token",
-            data={"grant_type": "client_credentials", "client_id": demo["client_id"],
-                  "client_secret": demo["client_secret"]},
-        ).json()["access_token"]  # fmt: skip
-        await seed_floor(raw(url), raw(floor_url), account, token, extra)
-        orders_url = await orders_floor(raw(url), raw(floor_url), account)
+        floor_port, orders_port, noop_port = free_port(), free_port(), free_port()
+        await seed_floor(ours.url, raw(floor_url), ours.account_id, ours.token, extra)
+        orders_url = await orders_floor(ours.url, raw(floor_url), ours.account_id)
         floor_env = {**os.environ, "FLOOR_DATABASE": raw(floor_url)}
         orders_env = {**os.environ, "FLOOR_DATABASE": orders_url, "FLOOR_HASH_KEY": "floor-cursor-key"}
         uvicorn = [sys.executable, "-m", "uvicorn", "--log-level", "warning", "--no-access-log", "--port"]
-        servers.enter_context(
+        processes.enter_context(
             process(
                 [*uvicorn, str(floor_port), INVENTORY_FLOOR_APP], floor_env, f"http://127.0.0.1:{floor_port}/readyz"
             )
         )
-        servers.enter_context(
+        processes.enter_context(
             process([*uvicorn, str(orders_port), ORDERS_FLOOR_APP], orders_env,
                     f"http://127.0.0.1:{orders_port}/docs-none")
         )  # fmt: skip
-        servers.enter_context(
+        processes.enter_context(
             process([sys.executable, *NOOP_SERVER, str(noop_port)], env, f"http://127.0.0.1:{noop_port}/readyz")
         )
-        bearer = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        bases = {
-            "ours": (port, bearer),
-            "floor": (floor_port, bearer),
-            "orders floor": (orders_port, {"Authorization": f"Bearer {ORDERS_FLOOR_TOKEN}"}),
-            "no-op": (noop_port, bearer),
+        bearer = {"Authorization": f"Bearer {ours.token}", "Content-Type": "application/json"}
+        bases: dict[str, tuple[int, dict[str, str], int | None]] = {
+            "ours": (ours.port, bearer, ours.pid),
+            "floor": (floor_port, bearer, None),
+            "orders floor": (orders_port, {"Authorization": f"Bearer {ORDERS_FLOOR_TOKEN}"}, None),
+            "no-op": (noop_port, bearer, None),
         }
+        if base is not None:
+            bases["base"] = (base.port, {**bearer, "Authorization": f"Bearer {base.token}"}, base.pid)
         sides = {}
-        for name, (at, headers) in bases.items():
+        for name, (at, headers, pid) in bases.items():
             # One connection per server: the client keeps it alive between requests.
             limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
             client = await servers.enter_async_context(
                 httpx.AsyncClient(base_url=f"http://127.0.0.1:{at}", headers=headers, timeout=120, limits=limits)
             )
-            sides[name] = Side(name, client, serve.pid if name == "ours" else None)
-        skus = [row[0] for row in await fetch(raw(url), "SELECT sku FROM products WHERE account_id = ? ORDER BY sku",
-                                               account)]  # fmt: skip
-        d = Deployment(backend, extra, raw(url), skus, account, marketplaces, sides)
+            sides[name] = Side(name, client, pid)
+        query = "SELECT sku FROM products WHERE account_id = ? ORDER BY sku"
+        skus = [row[0] for row in await fetch(ours.url, query, ours.account_id)]
+        if base is not None:  # the demo's catalogue is the same at every run: the sides push the same SKUs
+            assert [row[0] for row in await fetch(base.url, query, base.account_id)] == skus
+        d = Deployment(backend, extra, ours.url, skus, ours.account_id, ours.marketplaces, sides, base=base)
         d.results.update(
             backend=backend, extra=extra, products=len(skus), load_before=loadavg(), seeded_s=round(seeded_s, 1)
         )
@@ -348,9 +401,9 @@ async def idle_workers(d: Deployment, timeout_s: float = 600) -> None:
     """Until no job of the tenant is runnable or running (`serve`'s workers idle), at most `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     query = "SELECT count(*) FROM jobs WHERE account_id = ? AND status IN ('Published', 'InProcess')"
+    tenants = [(d.url, d.account_id)] + ([(d.base.url, d.base.account_id)] if d.base is not None else [])
     while time.monotonic() < deadline:
-        ((open_jobs,),) = await fetch(d.url, query, d.account_id)
-        if not open_jobs:
+        if not any([(await fetch(url, query, account))[0][0] for url, account in tenants]):
             return
         await asyncio.sleep(0.2)
     raise TimeoutError(f"the workers did not finish the tenant's jobs within {timeout_s:g} s")
@@ -437,7 +490,7 @@ async def bench_push(sides: list[Side], skus: dict[str, list[str]], pushes: int,
         response = await side.client.post("/api/inventory/price-quantity", content=bodies[side.name][round_number])
         body = response.json()
         assert response.status_code == 200 and body["Updated"] == BATCH and not body["Warnings"], body
-        assert bool(body["JobIds"]) == (propagate and side.name.startswith("ours")), body["JobIds"]
+        assert bool(body["JobIds"]) == (propagate and side.name.startswith(("ours", "base"))), body["JobIds"]
 
     return await alternate(sides, call, pushes, WARMUP)
 
@@ -526,10 +579,18 @@ async def run_backend(backend: str, sizes: list[int], args: argparse.Namespace) 
             def sides(*names: str) -> list[Side]:
                 return [side for d in deployments for side in named(d, many, *names)]
 
+            def ours(*others: str) -> tuple[str, ...]:
+                """Ours, the baseline tree's when there is one, and the others."""
+                return ("ours", *(["base"] if args.baseline else []), *others)
+
             def per_side(value: Callable[[Deployment], Any], *names: str) -> dict[str, Any]:
                 return {side.name: value(d) for d in deployments for side in named(d, many, *names)}
 
-            skus = per_side(lambda d: d.skus, "ours", "floor", "no-op")
+            def base_sites(platform: str) -> dict[str, str]:
+                return {side.name: d.base.marketplaces[platform] for d in deployments if d.base is not None
+                        for side in named(d, many, "base")}  # fmt: skip
+
+            skus = per_side(lambda d: d.skus, *ours("floor", "no-op"))
 
             async def settled(phase: str) -> contextlib.AbstractContextManager[None]:
                 """Each phase starts with the workers idle: the jobs an earlier phase queued (the propagation's
@@ -542,33 +603,33 @@ async def run_backend(backend: str, sizes: list[int], args: argparse.Namespace) 
             profile = profiler(args.profile, deployments[0], backend) if not many else _no_profile
             if "push" in only:
                 with await settled("push"):
-                    split(deployments, many, "push", await bench_push(sides("ours", "floor"), skus, args.pushes,
+                    split(deployments, many, "push", await bench_push(sides(*ours("floor")), skus, args.pushes,
                                                                       False, 1))  # fmt: skip
             if "propagate" in only:
                 with await settled("propagate"):
-                    split(deployments, many, "propagate", await bench_push(sides("ours", "floor"), skus, args.pushes,
+                    split(deployments, many, "propagate", await bench_push(sides(*ours("floor")), skus, args.pushes,
                                                                            True, 2))  # fmt: skip
             if "list" in only:
                 with await settled("list"):
                     smallest = min(d.products for d in deployments)
-                    split(deployments, many, "list", await bench_list(sides("ours", "floor"), args.reads, smallest))
+                    split(deployments, many, "list", await bench_list(sides(*ours("floor")), args.reads, smallest))
             if "walk" in only:
                 with await settled("walk"):
-                    split(deployments, many, "walk", await bench_walk(sides("ours", "floor"), args.reads))
+                    split(deployments, many, "walk", await bench_walk(sides(*ours("floor")), args.reads))
             if "get" in only:
                 with await settled("get"):
-                    split(deployments, many, "get", await bench_get(sides("ours", "floor", "no-op"), skus, args.reads))
+                    split(deployments, many, "get", await bench_get(sides(*ours("floor", "no-op")), skus, args.reads))
             if "orders" in only:
                 with await settled("orders"):
-                    split(deployments, many, "orders", await bench_orders(sides("ours", "orders floor"), args.reads))
+                    split(deployments, many, "orders", await bench_orders(sides(*ours("orders floor")), args.reads))
             if "search" in only:
                 with await settled("search"):
-                    p2 = per_side(lambda d: d.marketplaces["P2"], "ours")
-                    split(deployments, many, "search", await bench_search(sides("ours"), p2, args.reads))
+                    p2 = {**per_side(lambda d: d.marketplaces["P2"], "ours"), **base_sites("P2")}
+                    split(deployments, many, "search", await bench_search(sides(*ours()), p2, args.reads))
             if "create" in only:
                 with await settled("create"):
-                    p1 = per_side(lambda d: d.marketplaces["P1"], "ours")
-                    split(deployments, many, "create", await bench_create(sides("ours"), p1, args.reads, backend))
+                    p1 = {**per_side(lambda d: d.marketplaces["P1"], "ours"), **base_sites("P1")}
+                    split(deployments, many, "create", await bench_create(sides(*ours()), p1, args.reads, backend))
         return [d.results for d in deployments]
     finally:
         shutil.rmtree(directory, ignore_errors=True)
@@ -672,7 +733,7 @@ def report(results: list[dict[str, Any]]) -> None:
 def state_path(args: argparse.Namespace) -> Path:
     if args.state:
         return Path(args.state)
-    key = json.dumps([args.pushes, args.reads, args.only, args.extra_products], sort_keys=True)
+    key = json.dumps([args.pushes, args.reads, args.only, args.extra_products, args.baseline], sort_keys=True)
     return STATE_DIR / f"demo_tenant-{hashlib.sha256(key.encode()).hexdigest()[:10]}.json"
 
 
@@ -686,6 +747,8 @@ async def main() -> None:
                         "(10000,1000000) are served at once, their requests in turn")  # fmt: skip
     parser.add_argument("--profile", metavar="DIR", help="py-spy `serve` during each phase (collapsed stacks)")
     parser.add_argument("--serve-option", action="append", default=[], help="passed to serve (diagnosis: --no-workers)")
+    parser.add_argument("--baseline", metavar="TREE", help="also serve the same tenant with another tree's code (a "
+                        "git worktree), side `base`, in the same alternation: an A/B on a noisy machine")  # fmt: skip
     parser.add_argument("--state", help="where finished backends are kept (resume)")
     parser.add_argument("--fresh", action="store_true", help="forget what an interrupted run kept")
     args = parser.parse_args()
