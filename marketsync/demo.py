@@ -55,6 +55,8 @@ async def run_demo(rt: Runtime) -> dict[str, Any]:
     tenant = DemoTenant(account.id, connections)
     for seed in DEMO_SEEDERS:
         await seed(rt, tenant.account_id, tenant.connections)
+    # The seed filled the tables at once: the planner learns their sizes now, not at autovacuum's next round.
+    await rt.db.refresh_statistics()
     return {
         "AccountId": account.id,
         "client_id": credential.client_id,

@@ -36,8 +36,8 @@ from marketsync.db._fast import (
     session_driver,
     session_reader,
 )
-from marketsync.db._requests_first import RequestsFirst, WriterTurns, mark_background
-from marketsync.db._wakeups import wake_workers_on_commit
+from marketsync.db._requests_first import REQUESTS_FIRST_INFO, RequestsFirst, WriterTurns, mark_background
+from marketsync.db._wakeups import EVENTS, EVERY_KIND, JOBS, wake_workers_on_commit
 from marketsync.db._wal_checkpoints import WRITE_CONNECTION_PRAGMAS, WalCheckpointer
 from marketsync.db._writer_handoff import WriterHandoff
 from marketsync.kit import jsonio
@@ -45,6 +45,9 @@ from marketsync.kit import jsonio
 # What the rest of the service uses; the modules behind it (`_fast`, `_writer_handoff`, `_wal_checkpoints`,
 # `_requests_first`, `_wakeups`) are this package's own.
 __all__ = [
+    "EVENTS",
+    "EVERY_KIND",
+    "JOBS",
     "POSTGRES_UNAVAILABLE",
     "Database",
     "DriverReader",
@@ -72,7 +75,7 @@ JSON_COLUMNS: dict[str, Any] = {"json_serializer": jsonio.column_text, "json_des
 
 # How long a SQLite write waits for another process's transaction (SQLite's busy handler, then the handoff's turn).
 BUSY_TIMEOUT_S = 30.0
-_NOTIFY = text(f"SELECT pg_notify('{wakeups.CHANNEL}', '')")
+_NOTIFY = text(f"SELECT pg_notify('{wakeups.CHANNEL}', :kinds)")
 
 
 def _create_private_file(path: Path) -> None:
@@ -203,8 +206,10 @@ class Database:
             _treat_timeouts_as_lost_connections(self.engine)
             _background_statements_wait(self.engine, self.requests_first)
             self.write_engine = self.engine
-        self._reader = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False)
-        self._writer = async_sessionmaker(self.write_engine, expire_on_commit=False, autoflush=False)
+        # PostgreSQL: the raw driver's statements under a session wait as its SQLAlchemy statements do (_fast.py).
+        info = {} if self.is_sqlite else {REQUESTS_FIRST_INFO: self.requests_first}
+        self._reader = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False, info=info)
+        self._writer = async_sessionmaker(self.write_engine, expire_on_commit=False, autoflush=False, info=info)
         self.wakeups = wakeups.WakeUps(
             None if self.is_sqlite else self.driver_connect_args(), check_every_s=command_timeout_s
         )
@@ -253,7 +258,7 @@ class Database:
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A write session committed once at the edge, rolled back on any exception. Work it queued (a job, an
         event) wakes the workers as it commits (marketsync/db/_wakeups.py)."""
-        wake = False
+        wake: frozenset[str] = frozenset()
         async with (
             self.requests_first.turn(),
             self._sqlite_writer_turn(),
@@ -261,12 +266,11 @@ class Database:
             session.begin(),
         ):
             yield session
-            if wakeups.wants_wake_up(session):
-                wake = True
-                if not self.is_sqlite:  # delivered by PostgreSQL only when this transaction commits
-                    await session.execute(_NOTIFY)
+            wake = wakeups.wants_wake_up(session)
+            if wake and not self.is_sqlite:  # delivered by PostgreSQL only when this transaction commits
+                await session.execute(_NOTIFY, {"kinds": self.wakeups.notification(wake)})
         if wake:
-            self.wakeups.signal()
+            self.wakeups.signal(wake)
 
     @asynccontextmanager
     async def _sqlite_writer_turn(self) -> AsyncIterator[None]:
@@ -305,6 +309,16 @@ class Database:
         """`work(reader)` with hand-written SQL on the raw driver (_fast.py: the orders page)."""
         async with self.requests_first.turn():
             return await self.fast.driver_read(work)
+
+    async def refresh_statistics(self) -> None:
+        """PostgreSQL: ANALYZE, so the planner knows tables a bulk write just filled (the demo's seed) before
+        autovacuum gets to them, a minute or more later (docs/decisions/0450). SQLite: nothing; the service's queries
+        plan well without statistics, as a deployment's file has none (docs/decisions/0296)."""
+        if self.is_sqlite:
+            return
+        async with self.engine.connect() as connection:
+            await connection.execution_options(isolation_level="AUTOCOMMIT")
+            await connection.execute(text("ANALYZE"))
 
     async def dispose(self) -> None:
         await self.fast.close()

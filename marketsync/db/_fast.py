@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,6 +25,8 @@ from sqlalchemy import Row
 from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 from sqlalchemy.sql import Executable, Select
+
+from marketsync.db._requests_first import REQUESTS_FIRST_INFO, RequestsFirst
 
 T = TypeVar("T")
 # A read held up by a locked file falls back to the threaded session path instead of holding the event loop.
@@ -527,10 +529,15 @@ class SessionDriver:
     the connection is invalidated here, so the pool discards it instead of handing it to the next request.
     """
 
-    def __init__(self, driver: Any, postgres: bool, connection: AsyncConnection) -> None:
+    def __init__(
+        self, driver: Any, postgres: bool, connection: AsyncConnection, requests_first: RequestsFirst | None = None
+    ) -> None:
         self._driver = driver
         self.postgres = postgres
         self._connection = connection
+        # PostgreSQL: background work waits for the requests in flight before each statement, as its SQLAlchemy
+        # statements do (db.py: _background_statements_wait; docs/decisions/0452).
+        self._requests_first = requests_first if postgres else None
 
     async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
         if self.postgres:
@@ -550,7 +557,14 @@ class SessionDriver:
         else:
             await self._driver.executemany(sql, rows)
 
-    async def _guarded(self, call: Awaitable[T]) -> T:
+    async def _guarded(self, call: Coroutine[Any, Any, T]) -> T:
+        first = self._requests_first
+        if first is not None and first.background_waits():
+            try:
+                await first.wait(first.statement_max_wait_s)
+            except BaseException:
+                call.close()  # never awaited: no "coroutine was never awaited" warning
+                raise
         try:
             return await call
         except BaseException as exc:
@@ -580,7 +594,7 @@ async def session_driver(session: AsyncSession) -> SessionDriver:
             except Exception as exc:  # the connection cannot even begin: lost, or left mid-protocol
                 await _invalidate(connection)
                 raise SessionConnectionLost(str(exc)) from exc
-    return SessionDriver(adapted.driver_connection, postgres, connection)
+    return SessionDriver(adapted.driver_connection, postgres, connection, session.info.get(REQUESTS_FIRST_INFO))
 
 
 async def session_reader(session: AsyncSession) -> DriverReader:

@@ -23,6 +23,8 @@ from sqlalchemy import exc as sa_exc
 # transaction that holds row locks a request in flight needs (a claim locks the queued job a push extends): the request
 # would wait with it, once per statement (docs/decisions/0302).
 STATEMENT_MAX_WAIT_S = 0.025
+# The key under which a PostgreSQL session's info holds its database's RequestsFirst (the raw driver's statements).
+REQUESTS_FIRST_INFO = "marketsync.requests_first"
 
 _background: ContextVar[bool] = ContextVar("marketsync_background", default=False)
 _in_database: ContextVar[bool] = ContextVar("marketsync_in_database", default=False)

@@ -1,10 +1,13 @@
 """Wake-ups: an idle worker hears of new work when the transaction that made it commits, not at its next poll.
 
-A job enqueued or an event recorded marks its session (`wake_workers_on_commit`). On PostgreSQL the transaction then
-sends `NOTIFY marketsync_work` before it commits (PostgreSQL delivers a notification only if, and when, its
-transaction commits) and every worker keeps one `LISTEN` connection. On SQLite the signal is in-process: the API
-with its embedded workers (`marketsync serve`) is one process. Polling stays as the fallback: a lost notification
-costs at most one poll interval (docs/decisions/0163-wake-ups.md).
+A job enqueued or an event recorded marks its session (`wake_workers_on_commit`) with the kind of work it made:
+JOBS (the queue: a claim) or EVENTS (the webhook pollers: fan-out and delivery). A wake-up wakes only the work of its
+kinds, so a push's event does not run a claim, and a job's end does not run the webhook pollers
+(docs/decisions/0451). On PostgreSQL the transaction then sends `NOTIFY marketsync_work` with the kinds before it
+commits (PostgreSQL delivers a notification only if, and when, its transaction commits) and every worker keeps one
+`LISTEN` connection; a notification a process sent itself is not heard twice (it signalled itself at its commit).
+On SQLite the signal is in-process: the API with its embedded workers (`marketsync serve`) is one process. Polling
+stays as the fallback: a lost notification costs at most one poll interval (docs/decisions/0163-wake-ups.md).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
+from collections.abc import Iterable
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -23,15 +28,20 @@ log = structlog.get_logger("marketsync.wakeups")
 CHANNEL = "marketsync_work"
 _FLAG = "marketsync.wake_workers"
 RECONNECT_MAX_S = 5.0
+# The kinds of work a wake-up names: the job queue, and the events the webhook pollers fan out and deliver.
+JOBS = "jobs"
+EVENTS = "events"
+EVERY_KIND: frozenset[str] = frozenset({JOBS, EVENTS})
 
 
-def wake_workers_on_commit(session: AsyncSession) -> None:
-    """Workers wake when the caller's transaction commits (and never if it rolls back)."""
-    session.info[_FLAG] = True
+def wake_workers_on_commit(session: AsyncSession, kind: str = JOBS) -> None:
+    """Workers wake for `kind` of work when the caller's transaction commits (and never if it rolls back)."""
+    session.info.setdefault(_FLAG, set()).add(kind)
 
 
-def wants_wake_up(session: AsyncSession) -> bool:
-    return bool(session.info.pop(_FLAG, False))
+def wants_wake_up(session: AsyncSession) -> frozenset[str]:
+    """The kinds of work the session's transaction made (empty: no wake-up), taken from it."""
+    return frozenset(session.info.pop(_FLAG, ()))
 
 
 def _set(event: asyncio.Event, *_callback_args: Any) -> None:
@@ -50,20 +60,45 @@ class WakeUps:
         # bounded by the connection's command_timeout; a failure reconnects.
         self._check_every_s = check_every_s
         self._signal = asyncio.Event()
+        self._woken: set[str] = set()
+        # Names this process in its notifications: the listener ignores its own (already signalled at the commit).
+        self.origin = f"{os.getpid()}-{os.urandom(4).hex()}"
 
-    def signal(self) -> None:
+    def signal(self, kinds: Iterable[str] = EVERY_KIND) -> None:
+        self._woken.update(kinds)
         self._signal.set()
 
-    async def wait(self, stop: asyncio.Event, timeout_s: float) -> None:
-        """Until new work is signalled, `stop` is set, or `timeout_s` passes (the polling fallback)."""
+    def notification(self, kinds: Iterable[str]) -> str:
+        """The NOTIFY payload of a commit that made work of these kinds: `origin:kind,kind`."""
+        return f"{self.origin}:{','.join(sorted(kinds))}"
+
+    def _notified(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
+        origin, _, kinds = payload.partition(":")
+        if origin == self.origin:
+            return
+        # A payload without kinds (another version's, or a hand-sent NOTIFY) wakes every kind.
+        self.signal({kind for kind in kinds.split(",") if kind in EVERY_KIND} or EVERY_KIND)
+
+    def take(self) -> frozenset[str]:
+        """The kinds signalled since the last look, without waiting."""
+        woken, self._woken = frozenset(self._woken), set()
+        self._signal.clear()
+        return woken
+
+    async def wait(self, stop: asyncio.Event, timeout_s: float) -> frozenset[str]:
+        """Until new work is signalled, `stop` is set, or `timeout_s` passes (the polling fallback): the kinds
+        signalled, every kind when the poll interval passed."""
         if not self._signal.is_set():
             waiters = [asyncio.ensure_future(self._signal.wait()), asyncio.ensure_future(stop.wait())]
             try:
-                await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 for waiter in waiters:
                     waiter.cancel()
-        self._signal.clear()
+            if not done:
+                self.take()
+                return EVERY_KIND
+        return self.take()
 
     async def listen(self) -> None:
         """Keep a LISTEN connection until cancelled; after each (re)connect, signal once (work may have been
@@ -78,8 +113,8 @@ class WakeUps:
                 connection = await asyncpg.connect(*args, **kwargs)
                 lost = asyncio.Event()
                 connection.add_termination_listener(functools.partial(_set, lost))
-                await connection.add_listener(CHANNEL, functools.partial(_set, self._signal))
-                self._signal.set()
+                await connection.add_listener(CHANNEL, self._notified)
+                self.signal()
                 delay = 0.1
                 await self._until_lost(connection, lost)
                 log.warning("wakeup_listener_lost")

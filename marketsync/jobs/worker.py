@@ -20,7 +20,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 from structlog.contextvars import bound_contextvars
 
-from marketsync.db import database_unavailable, mark_background
+from marketsync.db import EVENTS, EVERY_KIND, JOBS, database_unavailable, mark_background
 from marketsync.jobs import registry, repository
 from marketsync.jobs.run import (
     DATABASE_RETRY_S,
@@ -55,8 +55,10 @@ class Worker:
         self._running: dict[str, asyncio.Task[None]] = {}
         self._last_cycle: float | None = None  # loop time of the last cycle (the health endpoint reads it)
         self._side_tasks: dict[str, asyncio.Task[None]] = {}
-        # When the schedules were last looked at (loop time): see _start_side_work.
+        # When the queue, the schedules and the pollers were last looked at (loop time): see tick.
+        self._queue_looked_at = -math.inf
         self._schedules_looked_at = -math.inf
+        self._pollers_looked_at = -math.inf
         registry.load_all(rt.settings)
 
     @property
@@ -70,12 +72,16 @@ class Worker:
         wakeups = self.rt.db.wakeups
         listener = asyncio.create_task(wakeups.listen(), name="wakeup-listener")
         try:
+            woken = EVERY_KIND
             while not stop.is_set():
                 self._last_cycle = asyncio.get_running_loop().time()
-                busy = await self.tick()
-                if not busy:
-                    # New work wakes the loop at once (marketsync/db/_wakeups.py); the poll is the fallback.
-                    await wakeups.wait(stop, self.rt.settings.worker_poll_s)
+                busy = await self.tick(woken=woken)
+                if busy:  # it claims again at once: more may be queued
+                    woken = wakeups.take() | {JOBS}
+                else:
+                    # New work wakes the loop at once, only for its kind (marketsync/db/_wakeups.py); the poll is the
+                    # fallback, and wakes every kind.
+                    woken = await wakeups.wait(stop, self.rt.settings.worker_poll_s)
         finally:
             listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -95,16 +101,23 @@ class Worker:
             "running_jobs": len(self._running),
         }
 
-    async def tick(self, *, side_work: bool = True) -> bool:
-        """One cycle; True when it found work (so the loop does not sleep)."""
+    async def tick(self, *, side_work: bool = True, woken: frozenset[str] = EVERY_KIND) -> bool:
+        """One cycle, for the kinds of work `woken` names (a job queued claims, an event recorded runs the webhook
+        pollers: docs/decisions/0451); True when it found work (so the loop does not sleep)."""
         found = False
-        while len(self._running) < self.concurrency:
+        # Without a job's wake-up, the queue is still looked at once a poll interval (a job held until later, a
+        # lease expired): wake-ups of the other kind arriving faster than that must not keep it from being looked at.
+        now = asyncio.get_running_loop().time()
+        claiming = JOBS in woken or now - self._queue_looked_at >= self.rt.settings.worker_poll_s
+        if claiming:
+            self._queue_looked_at = now
+        while claiming and len(self._running) < self.concurrency:
             claimed = await self._claim()
             if claimed is None:
                 break
             found = True
         if side_work:
-            self._start_side_work()
+            self._start_side_work(events=EVENTS in woken)
         return found
 
     async def _claim(self) -> JobRun | None:
@@ -132,16 +145,20 @@ class Worker:
             # Only now is the job's end state committed: drain() and shutdown() rely on this.
             self._running.pop(run.job_id, None)
             # A slot is free: a job queued while every slot was busy starts now, not at the next poll.
-            self.rt.db.wakeups.signal()
+            self.rt.db.wakeups.signal({JOBS})
 
-    def _start_side_work(self) -> None:
-        for name, fn in registry.POLLERS.items():
-            key = f"poller:{name}"
-            if key not in self._side_tasks or self._side_tasks[key].done():
-                self._side_tasks[key] = asyncio.create_task(self._guard(key, fn(self.rt, self.worker_id)))
+    def _start_side_work(self, *, events: bool = True) -> None:
+        now = asyncio.get_running_loop().time()
+        # The pollers run when events were recorded, and once a poll interval otherwise (a delivery due for its
+        # retry): a wake-up for a job (a push's propagation, a job's end) is not theirs.
+        if events or now - self._pollers_looked_at >= self.rt.settings.worker_poll_s:
+            self._pollers_looked_at = now
+            for name, fn in registry.POLLERS.items():
+                key = f"poller:{name}"
+                if key not in self._side_tasks or self._side_tasks[key].done():
+                    self._side_tasks[key] = asyncio.create_task(self._guard(key, fn(self.rt, self.worker_id)))
         # Schedules are looked at once a poll interval at most, as an idle loop would: a wake-up (a job, an event:
         # every push) is not theirs.
-        now = asyncio.get_running_loop().time()
         looking = self._side_tasks.get("schedules")
         if (looking is None or looking.done()) and now - self._schedules_looked_at >= self.rt.settings.worker_poll_s:
             self._schedules_looked_at = now

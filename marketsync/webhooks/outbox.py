@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import wake_workers_on_commit
+from marketsync.db import EVENTS, wake_workers_on_commit
 from marketsync.webhooks.rules import EVENT_TYPES
 
 __all__ = ["EVENT_TYPES", "record_event"]
@@ -31,5 +31,5 @@ def record_event(
         dispatched_at=None,
     )
     session.add(event)
-    wake_workers_on_commit(session)  # the fan-out and the first delivery attempt start as this commits
+    wake_workers_on_commit(session, EVENTS)  # the fan-out and the first delivery attempt start as this commits
     return event

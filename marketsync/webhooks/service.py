@@ -9,7 +9,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import wake_workers_on_commit
+from marketsync.db import EVENTS, wake_workers_on_commit
 from marketsync.http.errors import Conflict, NotFound, ValidationFailed, merged_errors
 from marketsync.kit import crypto, jsonio
 from marketsync.kit.ids import new_id
@@ -209,13 +209,13 @@ async def resend(rt: Runtime, session: AsyncSession, account_id: str, delivery_i
     await _active(session, account_id, delivery.subscription_id)
     if not await repository.requeue(session, account_id, rt.clock.now(), delivery_id=delivery_id):
         raise Conflict("An attempt of this delivery is in flight; its outcome appears in the log in a moment.")
-    wake_workers_on_commit(session)
+    wake_workers_on_commit(session, EVENTS)
 
 
 async def recover(rt: Runtime, session: AsyncSession, account_id: str, subscription_id: str, since: datetime) -> int:
     """Every failed (or cancelled by disabling) delivery of the subscription finished since `since`, due now."""
     await _active(session, account_id, subscription_id)
-    wake_workers_on_commit(session)
+    wake_workers_on_commit(session, EVENTS)
     return await repository.requeue(
         session, account_id, rt.clock.now(), subscription_id=subscription_id, finished_since=since
     )
@@ -240,7 +240,7 @@ async def send_sample(
     )
     session.add(event)
     await session.flush()
-    wake_workers_on_commit(session)
+    wake_workers_on_commit(session, EVENTS)
     delivery_id = new_id()
     await repository.insert_deliveries(
         session,

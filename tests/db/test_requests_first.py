@@ -15,7 +15,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 
 from marketsync.app import create_app
-from marketsync.db import Database
+from marketsync.db import Database, session_driver
 from marketsync.db._requests_first import STATEMENT_MAX_WAIT_S, WriterTurns, mark_background
 from marketsync.runtime import Runtime
 from tests.support.server import serve
@@ -216,6 +216,37 @@ async def test_on_postgresql_background_work_waits_before_each_statement_while_a
     background, request, done = await second_statement_during_a_request(rt, held)
     await settled()
     assert done == [], "a background statement ran while a request was in flight"
+    request.release.set()
+    await request.task
+    await asyncio.wait_for(background, 10)
+    assert done == ["second statement"]
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+async def test_on_postgresql_background_statements_on_the_raw_driver_wait_too(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    """The hot paths' hand-written statements (session_driver: a job's recorded values, the sandbox's feed) wait for
+    the request in flight as SQLAlchemy's do (docs/decisions/0452)."""
+    rt.db.requests_first.statement_max_wait_s = HELD_S
+    entered, go = asyncio.Event(), asyncio.Event()
+    done: list[str] = []
+
+    async def two_statements() -> None:
+        async with rt.db.transaction() as session:
+            driver = await session_driver(session)
+            await driver.fetch("SELECT 1", ())
+            entered.set()
+            await go.wait()
+            await driver.fetch("SELECT 2", ())
+            done.append("second statement")
+
+    background = in_background(two_statements)
+    await entered.wait()
+    request = await held()
+    go.set()
+    await settled()
+    assert done == [], "a raw background statement ran while a request was in flight"
     request.release.set()
     await request.task
     await asyncio.wait_for(background, 10)

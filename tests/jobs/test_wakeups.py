@@ -1,21 +1,25 @@
 """Wake-ups (marketsync/db/_wakeups.py): an idle worker whose poll interval is far away starts a job the moment the
 transaction that queued it commits: through NOTIFY from another process on PostgreSQL, in-process on SQLite. A
-rolled-back transaction wakes nobody, and a lost LISTEN connection comes back."""
+rolled-back transaction wakes nobody, and a lost LISTEN connection comes back. A wake-up names its kind of work (a job,
+an event: docs/decisions/0451)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 
 import asyncpg  # type: ignore[import-untyped]
 import pytest
 
+from marketsync.db import EVENTS, EVERY_KIND, JOBS
 from marketsync.db._fast import asyncpg_connect_args
-from marketsync.db._wakeups import CHANNEL
+from marketsync.db._wakeups import CHANNEL, WakeUps
 from marketsync.jobs import service as job_service
 from marketsync.jobs.types import JobStatus, payload_for
 from marketsync.jobs.worker import Worker
 from marketsync.runtime import Runtime
+from marketsync.webhooks.outbox import record_event
 from tests.support import tasks as test_tasks
 from tests.support.factories import make_account
 
@@ -110,3 +114,57 @@ async def test_the_listener_comes_back_after_its_connection_is_terminated(rt: Ru
     await asyncio.sleep(1.0)  # the listener reconnects (backoff from 0.1 s)
     job_id = await _enqueue(rt, await make_account(rt))
     assert await _completed_within(rt, job_id, 3.0)
+
+
+async def test_a_wake_up_names_its_kind_and_the_poll_interval_wakes_every_kind(rt: Runtime) -> None:
+    wakeups = WakeUps(None)
+    wakeups.signal({EVENTS})
+    assert await wakeups.wait(asyncio.Event(), 5) == {EVENTS}
+    wakeups.signal({JOBS})
+    wakeups.signal({EVENTS})
+    assert wakeups.take() == {JOBS, EVENTS}
+    assert await wakeups.wait(asyncio.Event(), 0.05) == EVERY_KIND  # nothing signalled: the poll looks at everything
+
+
+async def test_a_recorded_event_wakes_the_webhook_pollers_and_a_queued_job_the_queue(rt: Runtime) -> None:
+    account_id = await make_account(rt)
+    async with rt.db.transaction() as session:
+        record_event(session, account_id, "InventoryChanged", {"Items": []}, rt.clock.now())
+    assert rt.db.wakeups.take() == {EVENTS}
+    await _enqueue(rt, account_id)
+    assert rt.db.wakeups.take() == {JOBS}
+
+
+async def test_a_wake_up_for_events_leaves_the_queue_to_its_own_wake_up_or_the_next_poll(rt: Runtime) -> None:
+    worker = Worker(rt)
+    await worker.tick(side_work=False)  # the queue was looked at now: the next look is a poll interval away
+    job_id = await _enqueue(rt, await make_account(rt))
+    assert not await worker.tick(side_work=False, woken=frozenset({EVENTS}))
+    assert await job_service.job_status(rt, job_id) == JobStatus.PUBLISHED
+    assert await worker.tick(side_work=False, woken=frozenset({JOBS}))
+    await worker.drain()
+    assert await job_service.job_status(rt, job_id) == JobStatus.COMPLETED
+
+
+async def test_a_process_does_not_hear_its_own_notification_twice(rt: Runtime) -> None:
+    if rt.db.is_sqlite:
+        pytest.skip("SQLite has no cross-process notification: its workers run in the API process (serve)")
+    args, kwargs = asyncpg_connect_args(rt.db.url, rt.db.engine.dialect)
+    wakeups = WakeUps((args, kwargs))
+    listener = asyncio.create_task(wakeups.listen())
+    try:
+        await asyncio.wait_for(wakeups.wait(asyncio.Event(), 10), 11)  # listening: it signals once
+        sender = await asyncpg.connect(*args, **kwargs)
+        try:
+            await sender.execute(f"SELECT pg_notify('{CHANNEL}', $1)", wakeups.notification({JOBS}))
+            assert await wakeups.wait(asyncio.Event(), 0.5) == EVERY_KIND  # the poll's, not a wake-up's
+            await sender.execute(f"SELECT pg_notify('{CHANNEL}', $1)", "another-process:events")
+            assert await asyncio.wait_for(wakeups.wait(asyncio.Event(), 10), 11) == {EVENTS}
+            await sender.execute(f"SELECT pg_notify('{CHANNEL}', '')")  # another version's: every kind
+            assert await asyncio.wait_for(wakeups.wait(asyncio.Event(), 10), 11) == EVERY_KIND
+        finally:
+            await sender.close()
+    finally:
+        listener.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await listener
