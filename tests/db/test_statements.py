@@ -651,5 +651,6 @@ def test_a_list_statement_needs_its_length_on_sqlite() -> None:
 
 
 def test_two_statements_cannot_share_a_name() -> None:
+    assert "webhooks.lease" in every_statement()
     with pytest.raises(ValueError, match=r"two statements are named webhooks\.lease"):
         Statement("webhooks.lease", sqlite="SELECT 1", postgresql="SELECT 1")
