@@ -1,9 +1,13 @@
-"""Orders in the app: the list with the API's filters and cursor, an order's page, and its customer data shown
-only behind an explicit reveal (a form post, logged without the data: docs/decisions/0124-app-edits-and-reveal.md)."""
+"""Orders in the app as people work them (docs/decisions/0436-app-tables.md): the table sorted by its main columns,
+newest change first, with a count; filtered by marketplace, status and purchase dates (in the account's time zone);
+searched by the marketplace's order id or a SKU, or by the customer's name behind the reveal's rules (a form post,
+logged without the name: docs/decisions/0124-app-edits-and-reveal.md). An order's page, its customer data behind an
+explicit reveal, and the order's actions."""
 
 from __future__ import annotations
 
-import re
+from dataclasses import replace
+from datetime import date, timedelta
 from typing import Any
 from urllib.parse import quote
 
@@ -13,75 +17,139 @@ from fastapi.responses import HTMLResponse, Response
 
 from marketsync.auth.dependencies import runtime_of
 from marketsync.console.guards import SignedIn, checked_form
-from marketsync.console.render import errors_of, page, page_router, see_other
-from marketsync.http.errors import ValidationFailed
-from marketsync.kit import jsonio
-from marketsync.orders import rules, schemas
+from marketsync.console.render import page, page_router, see_other, table_of
+from marketsync.kinds import marketplace_name
+from marketsync.kit import jsonio, zones
+from marketsync.marketplaces import service as marketplaces
+from marketsync.orders import repository, rules
 from marketsync.orders import service as orders
+from marketsync.people.service import Person
 
 router = page_router()
 log = structlog.get_logger("marketsync.console")
 ORDERS_PAGE = 50
-# The filter form's fields and the List request fields they fill (dates as typed, checked by the API's rules).
-_ZONED = re.compile(r"(Z|[+-]\d\d:?\d\d)$", re.IGNORECASE)
-DATE_FILTERS = {"updated_since": "UpdatedSince", "from_date": "FromDate", "to_date": "ToDate"}
-MARKETPLACE_ORDER_ID_MAX = 100  # orders.marketplace_order_id's length
-FIND_HINT = "Give the marketplace's order id (1 to 100 characters), as the marketplace shows it."
+# Deeper than 20,000 pages a person filters; the bound keeps OFFSET within the databases' integers (decision 0314).
+ORDERS_MAX_OFFSET = 1_000_000
+SEARCH_MAX = 200  # an order item's SKU column; a marketplace order id is at most 100
+NAME_MAX = 200  # orders.buyer_name
+# Column -> whether it is first sorted descending (times: newest first).
+SORTS = {"changed": True, "purchased": True, "order": False, "status": False}
+FILTER_NAMES = ("marketplace", "status", "from", "to", "q")
 
 
-def _as_utc(value: str) -> str:
-    """A `datetime-local` input sends no zone (the page says UTC) and a date picker a bare day."""
-    if "T" not in value:
-        return f"{value}T00:00:00Z"
-    return value if _ZONED.search(value) else f"{value}Z"
+def _day(value: str, field: str, errors: dict[str, list[str]]) -> date | None:
+    if not value:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        errors[field] = ["A date, e.g. 2026-11-30."]
+        return None
 
 
-def _list_request(query: dict[str, Any], statuses: list[str]) -> dict[str, Any]:
-    body: dict[str, Any] = {"Limit": ORDERS_PAGE}
-    if statuses:
-        body["OrderStatuses"] = statuses
-    for name, field in DATE_FILTERS.items():
-        if value := str(query.get(name) or "").strip():
-            body[field] = _as_utc(value)
-    if cursor := str(query.get("cursor") or "").strip():
-        body["Cursor"] = cursor
-    return body
+def _filters(
+    query: dict[str, Any], statuses: list[str], person: Person, errors: dict[str, list[str]]
+) -> repository.TableFilters:
+    """The table's filters from the address (or the name search's form); what cannot be read is named in `errors`."""
+    unknown = [status for status in statuses if status not in rules.ORDER_STATUSES]
+    if unknown:
+        errors["OrderStatuses"] = [f"One of {', '.join(rules.ORDER_STATUSES)}."]
+    first = _day(str(query.get("from") or "").strip(), "From", errors)
+    last = _day(str(query.get("to") or "").strip(), "To", errors)
+    if first and last and last < first:
+        errors["To"] = ["On or after the first day."]
+    search = str(query.get("q") or "").strip()
+    if len(search) > SEARCH_MAX:
+        errors["q"] = [f"At most {SEARCH_MAX} characters."]
+    try:
+        # A day a person types is the account's day (docs/decisions/0435-account-time-zone.md): the range is whole
+        # days from the first day's midnight to the last day's end.
+        since = zones.start_of_day(first, person.time_zone) if first else None
+        before = zones.start_of_day(last + timedelta(days=1), person.time_zone) if last else None
+    except (OverflowError, ValueError):
+        errors["To"] = ["A date between 0001-01-01 and 9999-12-30."]
+        since = before = None
+    return repository.TableFilters(
+        marketplace_id=str(query.get("marketplace") or "") or None,
+        statuses=[status for status in statuses if status in rules.ORDER_STATUSES] or None,
+        purchased_from=since,
+        purchased_before=before,
+        order_id_or_sku=search or None,
+    )
+
+
+async def _orders_table(
+    request: Request,
+    person: Person,
+    query: dict[str, Any],
+    statuses: list[str],
+    *,
+    customer_name: str | None = None,
+    status: int = 200,
+    errors: dict[str, list[str]] | None = None,
+) -> Response:
+    rt = runtime_of(request)
+    errors = dict(errors or {})
+    filters = _filters(query, statuses, person, errors)
+    if customer_name is not None:
+        filters = replace(filters, customer_name=customer_name)
+    kept = [(name, str(query.get(name) or "").strip()) for name in FILTER_NAMES if name != "status"]
+    kept = [(name, value) for name, value in kept if value] + [("status", value) for value in statuses]
+    table, table_errors = table_of(
+        request, "/app/orders", SORTS, "changed", page_size=ORDERS_PAGE, max_offset=ORDERS_MAX_OFFSET, filters=kept
+    )
+    errors |= table_errors
+    async with rt.db.read() as session:
+        connections = await marketplaces.list_all(session, person.account_id)
+    documents: list[dict[str, Any]] = []
+    if not errors:
+        found = await rt.db.driver_read(
+            lambda reader: orders.order_table(
+                rt, reader, person.account_id, filters, sort=table.sort, descending=table.descending,
+                limit=ORDERS_PAGE, offset=table.offset,
+            )
+        )  # fmt: skip
+        documents = [jsonio.loads(document) for document in found.documents]
+        table = table.counted(found.total, len(documents))
+    return page(
+        request, "orders.html", person, 400 if errors else status, title="Orders", orders=documents, table=table,
+        errors=errors, filters=query, statuses=statuses, all_statuses=rules.ORDER_STATUSES,
+        connections=[(c.id, marketplace_name(c.platform, c.country)) for c in connections],
+        customer_name=customer_name, searched=bool(filters.order_id_or_sku or customer_name),
+    )  # fmt: skip
 
 
 @router.get("/orders", response_class=HTMLResponse)
 async def orders_page(request: Request, person: SignedIn) -> Response:
-    rt = runtime_of(request)
     query = dict(request.query_params)
-    if "find" in query:  # the find-by-MarketplaceOrderId box (a GET form)
-        return await _found_orders(request, person, query["find"].strip())
     statuses = [status for status in request.query_params.getlist("status") if status]
-    body = _list_request(query, statuses)
-    context: dict[str, Any] = {"filters": query, "statuses": statuses, "all_statuses": rules.ORDER_STATUSES}
-    try:
-        wanted = schemas.read_list_body(jsonio.dumps(body))
-        listed = await rt.db.driver_read(lambda reader: orders.list_orders(rt, reader, person.account_id, wanted))
-    except ValidationFailed as exc:
-        return page(request, "orders.html", person, 400, title="Orders", orders=[], errors=errors_of(exc), **context)
-    documents = [jsonio.loads(document) for document in listed.documents]
-    return page(
-        request, "orders.html", person, title="Orders", orders=documents, next_cursor=listed.next_cursor, **context
-    )
+    search = str(query.get("q") or "").strip()
+    if search and not any(query.get(name) for name in ("marketplace", "from", "to", "sort", "offset")) and not statuses:
+        # The marketplace's order id of exactly one order: its page (the id a marketplace's email or a customer gives).
+        rt = runtime_of(request)
+        found = await rt.db.driver_read(
+            lambda reader: orders.find_by_marketplace_order_id(rt, reader, person.account_id, search, limit=2)
+        )
+        if len(found) == 1:
+            return see_other(f"/app/orders/{quote(jsonio.loads(found[0])['ServiceOrderID'], safe='')}")
+    return await _orders_table(request, person, query, statuses)
 
 
-async def _found_orders(request: Request, person: SignedIn, marketplace_order_id: str) -> Response:
-    """One order: its page. Several (the same id on more than one marketplace) or none: the list of them."""
-    context: dict[str, Any] = {"filters": {}, "statuses": [], "all_statuses": rules.ORDER_STATUSES}
-    if not marketplace_order_id or len(marketplace_order_id) > MARKETPLACE_ORDER_ID_MAX:
-        errors = {"MarketplaceOrderId": [FIND_HINT]}
-        return page(request, "orders.html", person, 400, title="Orders", orders=[], errors=errors, **context)
-    rt = runtime_of(request)
-    found = await rt.db.driver_read(
-        lambda reader: orders.find_by_marketplace_order_id(rt, reader, person.account_id, marketplace_order_id)
-    )
-    documents = [jsonio.loads(document) for document in found]
-    if len(documents) == 1:
-        return see_other(f"/app/orders/{quote(documents[0]['ServiceOrderID'], safe='')}")
-    return page(request, "orders.html", person, title="Orders", orders=documents, found=marketplace_order_id, **context)
+@router.post("/orders", response_class=HTMLResponse)
+async def orders_by_customer(request: Request, person: SignedIn) -> Response:
+    """The orders of a customer, by name, letter case ignored: personal data, so under the reveal's rules
+    (decision 0124): a form post (never an address, which browsers and proxies keep), answered with the page itself
+    (no-store), and logged with who searched, never the name."""
+    form = await checked_form(request, person)
+    name = str(form.get("customer") or "").strip()
+    query = {key: str(form.get(key) or "") for key in FILTER_NAMES if key != "status"}
+    statuses = [str(value) for value in form.getlist("status") if value]
+    if not name or len(name) > NAME_MAX:
+        errors = {"Customer": [f"The customer's name as the order shows it (1 to {NAME_MAX} characters)."]}
+        return await _orders_table(request, person, query, statuses, errors=errors)
+    response = await _orders_table(request, person, query, statuses, customer_name=name)
+    log.info("orders_customer_searched", account_id=person.account_id, user_id=person.user_id)
+    return response
 
 
 async def _order_page(request: Request, person: SignedIn, order_id: str, *, reveal: bool) -> Response:

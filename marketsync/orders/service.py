@@ -39,11 +39,13 @@ __all__ = [
     "AWAITING_SHIPMENT",
     "RENDER_BATCH",
     "OrderPage",
+    "OrderTable",
     "cancel",
     "confirm",
     "get_order",
     "ingest_pulled_orders",
     "list_orders",
+    "order_table",
     "refresh_stale_documents",
     "refund",
     "refuse_list",
@@ -372,6 +374,36 @@ async def find_by_marketplace_order_id(
         reader, account_id, marketplace_order_id, limit=limit, version=schemas.DOCUMENT_VERSION
     )
     return await _documents(rt, rows, include_customer=False)
+
+
+@dataclass(frozen=True)
+class OrderTable:
+    """A page of the app's orders table and how many orders its filters hold."""
+
+    documents: list[bytes]
+    total: int
+
+
+async def order_table(
+    rt: Runtime,
+    reader: DriverReader,
+    account_id: str,
+    filters: repository.TableFilters,
+    *,
+    sort: str,
+    descending: bool,
+    limit: int,
+    offset: int,
+) -> OrderTable:
+    """The app's orders table (docs/decisions/0436-app-tables.md): a page sorted by one of
+    repository.TABLE_SORTS and the count of everything the filters hold, one statement each; without customer
+    data, whatever the filters."""
+    rows = await repository.table_page(
+        reader, account_id, filters, sort=sort, descending=descending, limit=limit, offset=offset,
+        version=schemas.DOCUMENT_VERSION,
+    )  # fmt: skip
+    total = await repository.table_count(reader, account_id, filters)
+    return OrderTable(await _documents(rt, rows, include_customer=False), total)
 
 
 async def _documents(rt: Runtime, rows: Sequence[repository.DocumentRow], *, include_customer: bool) -> list[bytes]:
