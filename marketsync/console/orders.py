@@ -6,22 +6,30 @@ explicit reveal, and the order's actions."""
 
 from __future__ import annotations
 
+import re
+import secrets
 from dataclasses import replace
 from datetime import date, timedelta
-from typing import Any
-from urllib.parse import quote
+from decimal import Decimal, InvalidOperation
+from typing import Any, get_args
+from urllib.parse import quote, urlencode
 
+import orjson
 import structlog
 from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
+from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.datastructures import FormData
 
 from marketsync.auth.dependencies import runtime_of
 from marketsync.console.guards import SignedIn, checked_form
 from marketsync.console.render import page, page_router, see_other, table_of
-from marketsync.kinds import marketplace_name
+from marketsync.http import idempotency
+from marketsync.http.errors import IdempotencyInFlight, IdempotencyMismatch, ValidationFailed
+from marketsync.kinds import kind_of, marketplace_name
 from marketsync.kit import jsonio, zones
 from marketsync.marketplaces import service as marketplaces
-from marketsync.orders import repository, rules
+from marketsync.orders import repository, rules, schemas
 from marketsync.orders import service as orders
 from marketsync.people.service import Person
 
@@ -152,18 +160,137 @@ async def orders_by_customer(request: Request, person: SignedIn) -> Response:
     return response
 
 
-async def _order_page(request: Request, person: SignedIn, order_id: str, *, reveal: bool) -> Response:
+# -- an order's page and its actions (docs/decisions/0437-order-actions-in-the-app.md) -----------------------------
+
+CANCEL_REASONS = {
+    "OutOfStock": "Out of stock",
+    "CustomerRequest": "The customer asked",
+    "PricingError": "Pricing error",
+    "UndeliverableAddress": "Address cannot be delivered to",
+    "SuspectedFraud": "Suspected fraud",
+    "Other": "Other",
+}
+REFUND_REASONS = {
+    "CustomerReturn": "The customer returned it",
+    "ItemNotReceived": "Not received",
+    "ItemDamaged": "Damaged",
+    "NotAsDescribed": "Not as described",
+    "WrongItemSent": "Wrong item sent",
+    "Cancellation": "Cancellation",
+    "PriceAdjustment": "Price adjustment",
+    "Goodwill": "Goodwill",
+    "Other": "Other",
+}
+assert set(CANCEL_REASONS) == set(get_args(rules.CancelReason))
+assert set(REFUND_REASONS) == set(get_args(rules.RefundReason))
+# Each action: the API's operation (its idempotency scope too), request models, use case, and what the page says.
+ACTIONS: dict[str, tuple[str, Any, Any, Any, str]] = {
+    "confirm": ("orders.confirm", schemas.ConfirmRequest, schemas.ConfirmItem, orders.confirm, "Shipment confirmed"),
+    "cancel": ("orders.cancel", schemas.CancelRequest, schemas.CancelItem, orders.cancel, "Items cancelled"),
+    "refund": ("orders.refund", schemas.RefundRequest, schemas.RefundItem, orders.refund, "Refund recorded"),
+}
+SHARED_FIELDS = {"CarrierCode", "CarrierName", "TrackingNumber", "CancelReason", "Reason", "Currency"}
+_ITEM_ERROR = re.compile(r"^OrderItems\[(\d+)\]\.?(\w*)")
+
+
+def _form_key() -> str:
+    """A form's token, made when the page shows it: the change's Idempotency-Key (a double submit applies it once)."""
+    return secrets.token_urlsafe(18)
+
+
+def _text(form: FormData, name: str) -> str | None:
+    value = str(form.get(name) or "").strip()
+    return value or None
+
+
+def _number(text: str | None) -> Any:
+    """A typed amount or quantity as the API reads JSON: a number when it is one, else the text (refused by the
+    API's own rule, beside its field)."""
+    if text is None:
+        return None
+    try:
+        return int(text) if text.isdigit() else Decimal(text.replace(",", "."))
+    except InvalidOperation:
+        return text
+
+
+def _action_body(action: str, form: FormData, order: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The API's request body from the action's form, and the items it names in body order."""
+    chosen = [str(item) for item in form.getlist("item")]
+    lines: list[dict[str, Any]] = []
+    if action == "confirm":
+        details = {name: _text(form, name) for name in ("CarrierCode", "CarrierName", "TrackingNumber")}
+        lines = [{"OrderItemId": item_id, **details} for item_id in chosen]
+        return {"OrderItems": lines}, chosen
+    if action == "cancel":
+        for item_id in chosen:
+            quantity = _number(_text(form, f"quantity-{item_id}"))
+            lines.append({"OrderItemId": item_id, **({"Quantity": quantity} if quantity is not None else {})})
+        return {"CancelReason": _text(form, "CancelReason"), "OrderItems": lines}, chosen
+    refunded = [item["OrderItemId"] for item in order["Items"] if _text(form, f"amount-{item['OrderItemId']}")]
+    for item_id in refunded:
+        amount = _number(_text(form, f"amount-{item_id}"))
+        quantity = _number(_text(form, f"quantity-{item_id}")) or 0
+        lines.append({"OrderItemId": item_id, "Amount": amount, "Quantity": quantity})
+    return {"Reason": _text(form, "Reason"), "Currency": order["Currency"], "OrderItems": lines}, refunded
+
+
+def _json_body(body: dict[str, Any]) -> bytes:
+    return orjson.dumps(body, default=lambda value: float(value) if isinstance(value, Decimal) else str(value))
+
+
+def _shown_errors(errors: dict[str, list[str]], item_ids: list[str], order: dict[str, Any]) -> dict[str, list[str]]:
+    """The API's per-field messages where the form shows them: a shared field beside itself, an item's beside its
+    row (`item-<id>`), the rest above the form."""
+    skus = {item["OrderItemId"]: item["Sku"] for item in order["Items"]}
+    shown: dict[str, list[str]] = {}
+    for key, messages in errors.items():
+        found = _ITEM_ERROR.match(key)
+        if found and int(found[1]) < len(item_ids):
+            item_id = item_ids[int(found[1])]
+            target = found[2] if found[2] in SHARED_FIELDS else f"item-{item_id}"
+            if target == f"item-{item_id}":
+                messages = [f"{skus.get(item_id, item_id)}: {message}" for message in messages]
+            shown.setdefault(target, []).extend(messages)
+        elif key == "OrderItems":
+            shown.setdefault("items", []).extend(messages)
+        else:
+            shown.setdefault(key if key in SHARED_FIELDS else "", []).extend(messages)
+    return shown
+
+
+async def _order_document(request: Request, person: Person, order_id: str, *, reveal: bool = False) -> dict[str, Any]:
     rt = runtime_of(request)
     document = await rt.db.driver_read(
         lambda reader: orders.get_order(rt, reader, person.account_id, order_id, include_customer=reveal)
     )
-    order = jsonio.loads(document)
-    return page(request, "order.html", person, title=f"Order {order['MarketplaceOrderId']}", order=order)
+    result: dict[str, Any] = jsonio.loads(document)
+    return result
+
+
+async def _order_page(
+    request: Request, person: Person, order_id: str, *, reveal: bool = False, status: int = 200, **context: Any
+) -> Response:
+    order = await _order_document(request, person, order_id, reveal=reveal)
+    for item in order["Items"]:
+        item["Unshipped"] = item["Quantity"] - item["ShippedQuantity"] - item["CancelledQuantity"]
+    return page(
+        request, "order.html", person, status, title=f"Order {order['MarketplaceOrderId']}", order=order,
+        form_key=_form_key(), cancel_reasons=CANCEL_REASONS, refund_reasons=REFUND_REASONS,
+        write_back=kind_of(order["Platform"]).order_write_back, **context,
+    )  # fmt: skip
 
 
 @router.get("/orders/{order_id}", response_class=HTMLResponse)
-async def order_page(request: Request, order_id: str, person: SignedIn) -> Response:
-    return await _order_page(request, person, order_id, reveal=False)
+async def order_page(request: Request, order_id: str, person: SignedIn, done: str = "", key: str = "") -> Response:
+    context: dict[str, Any] = {}
+    if done in ACTIONS and key:  # the page after a change: what it did, from its stored response
+        stored = await idempotency.stored_response(runtime_of(request), person.account_id, ACTIONS[done][0], key)
+        if stored is not None:
+            answer = jsonio.loads(stored)
+            context["outcome"] = {"done": ACTIONS[done][4], "warnings": answer.get("Warnings", []),
+                                  "jobs": answer.get("JobIds", [])}  # fmt: skip
+    return await _order_page(request, person, order_id, **context)
 
 
 @router.post("/orders/{order_id}/reveal", response_class=HTMLResponse)
@@ -173,3 +300,56 @@ async def reveal_customer(request: Request, order_id: str, person: SignedIn) -> 
     response = await _order_page(request, person, order_id, reveal=True)
     log.info("order_customer_revealed", order_id=order_id, account_id=person.account_id, user_id=person.user_id)
     return response
+
+
+@router.post("/orders/{order_id}/{action}", response_class=HTMLResponse)
+async def order_action(request: Request, order_id: str, action: str, person: SignedIn) -> Response:
+    """Confirm, cancel or refund through the API's own use case and checks, in two steps: the first checks everything
+    and asks (what will happen, the Warnings naming a platform that will not receive it, "cannot be undone"),
+    applying nothing; the second applies it once under the form's token (a double submit, a reload: the first
+    outcome). Without script: the question is a page."""
+    if action not in ACTIONS:
+        return page(request, "error.html", person, 404, title="Not found", message="No such page.")
+    form = await checked_form(request, person)
+    operation, model, item_model, use_case, _done = ACTIONS[action]
+    order = await _order_document(request, person, order_id)  # 404 for another account's order
+    body, item_ids = _action_body(action, form, order)
+    foreign = set(item_ids) - {item["OrderItemId"] for item in order["Items"]}
+    raw = _json_body(body)
+    key = str(form.get("key") or "")
+    rt = runtime_of(request)
+
+    async def check(apply: bool) -> Any:
+        if foreign:  # an item of another order: refused as the API refuses an unknown one, nothing else is looked at
+            raise ValidationFailed(errors={"items": ["Only this order's items."]})
+        if not item_ids:
+            raise ValidationFailed(errors={"items": ["Choose at least one item."]})
+        written = schemas.read_write_body(raw, model, item_model)
+        async with rt.db.transaction() as session:
+            return await use_case(rt, session, person.account_id, written, apply=apply)
+
+    try:
+        if form.get("step") != "apply" or not key or len(key) > 64:
+            preview = await check(apply=False)
+            fields = [(name, str(value)) for name, value in form.multi_items() if name not in ("csrf", "step")]
+            return page(
+                request, "order_action.html", person, title=f"Order {order['MarketplaceOrderId']}", order=order,
+                action=action, fields=fields, warnings=preview["Warnings"], items=item_ids, body=body,
+                key_missing=not key,
+            )  # fmt: skip
+
+        async def work(session: AsyncSession) -> idempotency.Outcome:
+            written = schemas.read_write_body(raw, model, item_model)
+            return idempotency.Outcome(200, jsonio.dumps(await use_case(rt, session, person.account_id, written)))
+
+        if foreign or not item_ids:
+            await check(apply=False)
+        await idempotency.run_once(rt, person.account_id, operation, key, raw, work)
+    except ValidationFailed as exc:
+        errors = _shown_errors(exc.errors or {"": [exc.title]}, item_ids, order)
+        return await _order_page(request, person, order_id, status=400, errors=errors, failed=action)
+    except (IdempotencyMismatch, IdempotencyInFlight) as exc:
+        message = "This form was sent already (for another change, or it is still being applied): see the order below."
+        return await _order_page(request, person, order_id, status=exc.status, errors={"": [message]}, failed=action)
+    log.info("order_action_applied", order_id=order_id, action=action, user_id=person.user_id)
+    return see_other(f"/app/orders/{quote(order_id, safe='')}?{urlencode({'done': action, 'key': key})}")

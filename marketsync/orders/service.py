@@ -592,6 +592,11 @@ def _line(order: Order, item: OrderItem, action: str, details: dict[str, Any]) -
     }
 
 
+def _preview(warnings: list[str]) -> dict[str, Any]:
+    """What a write would answer, before anything is applied: its Warnings (the platforms that will not receive it)."""
+    return {"RequestId": current_request_id(), "Warnings": warnings, "JobIds": [], "Items": []}
+
+
 def _item_results(batch: _Batch, item_ids: Sequence[str]) -> list[dict[str, Any]]:
     return [
         {"OrderItemId": item_id, "ServiceOrderID": batch.items[item_id].order_id, "Status": batch.items[item_id].status}
@@ -634,8 +639,14 @@ async def _complete_write(
 
 
 async def confirm(
-    rt: Runtime, session: AsyncSession, account_id: str, body: schemas.WriteBody[schemas.ConfirmRequest]
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    body: schemas.WriteBody[schemas.ConfirmRequest],
+    *,
+    apply: bool = True,
 ) -> dict[str, Any]:
+    """`apply=False`: every check and the Warnings, nothing applied (the app's question before the change)."""
     batch, problems = await _load_batch(session, account_id, body.items)
     now = rt.clock.now()
     for index, (entry, checked) in enumerate(zip(body.items, batch.resolved, strict=True)):
@@ -664,6 +675,8 @@ async def confirm(
     sending, warnings = await _plan_write_back(
         session, account_id, [batch.orders[batch.items[i].order_id] for i in item_ids], "confirmation"
     )
+    if not apply:
+        return _preview(warnings)
     lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for line in request.OrderItems:
         item = batch.items[line.OrderItemId]
@@ -709,7 +722,12 @@ async def confirm(
 
 
 async def cancel(
-    rt: Runtime, session: AsyncSession, account_id: str, body: schemas.WriteBody[schemas.CancelRequest]
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    body: schemas.WriteBody[schemas.CancelRequest],
+    *,
+    apply: bool = True,
 ) -> dict[str, Any]:
     batch, problems = await _load_batch(session, account_id, body.items)
     for index, (entry, checked) in enumerate(zip(body.items, batch.resolved, strict=True)):
@@ -729,6 +747,8 @@ async def cancel(
     sending, warnings = await _plan_write_back(
         session, account_id, [batch.orders[batch.items[i].order_id] for i in item_ids], "cancellation"
     )
+    if not apply:
+        return _preview(warnings)
     lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for line in request.OrderItems:
         item = batch.items[line.OrderItemId]
@@ -748,7 +768,12 @@ async def cancel(
 
 
 async def refund(
-    rt: Runtime, session: AsyncSession, account_id: str, body: schemas.WriteBody[schemas.RefundRequest]
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    body: schemas.WriteBody[schemas.RefundRequest],
+    *,
+    apply: bool = True,
 ) -> dict[str, Any]:
     batch, problems = await _load_batch(session, account_id, body.items)
     currency = body.fields.get("Currency")  # None when malformed: named already
@@ -779,6 +804,8 @@ async def refund(
     sending, warnings = await _plan_write_back(
         session, account_id, [batch.orders[batch.items[i].order_id] for i in item_ids], "refund"
     )
+    if not apply:
+        return _preview(warnings)
     refund_ids: dict[str, str] = {}
     refund_amounts: dict[str, Decimal] = defaultdict(lambda: ZERO)
     lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
