@@ -29,7 +29,7 @@ from marketsync.http.errors import IdempotencyInFlight, IdempotencyMismatch, Val
 from marketsync.kinds import kind_of, marketplace_name
 from marketsync.kit import jsonio, zones
 from marketsync.marketplaces import service as marketplaces
-from marketsync.orders import repository, rules, schemas
+from marketsync.orders import rules, schemas
 from marketsync.orders import service as orders
 from marketsync.people.service import Person
 
@@ -57,7 +57,7 @@ def _day(value: str, field: str, errors: dict[str, list[str]]) -> date | None:
 
 def _filters(
     query: dict[str, Any], statuses: list[str], person: Person, errors: dict[str, list[str]]
-) -> repository.TableFilters:
+) -> orders.TableFilters:
     """The table's filters from the address (or the name search's form); what cannot be read is named in `errors`."""
     unknown = [status for status in statuses if status not in rules.ORDER_STATUSES]
     if unknown:
@@ -77,7 +77,7 @@ def _filters(
     except (OverflowError, ValueError):
         errors["To"] = ["A date between 0001-01-01 and 9999-12-30."]
         since = before = None
-    return repository.TableFilters(
+    return orders.TableFilters(
         marketplace_id=str(query.get("marketplace") or "") or None,
         statuses=[status for status in statuses if status in rules.ORDER_STATUSES] or None,
         purchased_from=since,

@@ -156,7 +156,7 @@ TABLE_SORTS = {
 }
 
 
-def _table_conditions(sql: _Sql, account_id: str, filters: TableFilters) -> str:
+def _table_conditions(sql: DriverSql, account_id: str, filters: TableFilters) -> str:
     where = [f"orders.account_id = {sql.bind(account_id)}"]
     if filters.marketplace_id is not None:
         where.append(f"orders.marketplace_id = {sql.bind(filters.marketplace_id)}")
@@ -193,7 +193,7 @@ async def table_page(
     """One page of the app's orders table, sorted by `sort` (a TABLE_SORTS key) then id: one statement. The inner
     select walks the sort's index (ids only, so a deep OFFSET skips index entries, not rows); the outer one reads
     the page's documents."""
-    sql = _Sql(reader.postgres)
+    sql = DriverSql(reader.postgres)
     column = TABLE_SORTS[sort]
     direction = "DESC" if descending else "ASC"
     order_by = f"{column} {direction}, orders.id {direction}"
@@ -209,7 +209,7 @@ async def table_page(
 
 async def table_count(reader: DriverReader, account_id: str, filters: TableFilters) -> int:
     """How many orders the table's filters hold: one count over the filters' index."""
-    sql = _Sql(reader.postgres)
+    sql = DriverSql(reader.postgres)
     text = f"SELECT count(*) FROM orders WHERE {_table_conditions(sql, account_id, filters)}"  # noqa: S608
     rows = await reader.fetch(text, sql.params)
     return int(rows[0][0])

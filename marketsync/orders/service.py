@@ -40,6 +40,7 @@ __all__ = [
     "RENDER_BATCH",
     "OrderPage",
     "OrderTable",
+    "TableFilters",
     "cancel",
     "confirm",
     "get_order",
@@ -374,6 +375,9 @@ async def find_by_marketplace_order_id(
         reader, account_id, marketplace_order_id, limit=limit, version=schemas.DOCUMENT_VERSION
     )
     return await _documents(rt, rows, include_customer=False)
+
+
+TableFilters = repository.TableFilters  # the app's orders table: its filters, as the console builds them
 
 
 @dataclass(frozen=True)
