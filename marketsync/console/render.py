@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -191,6 +194,93 @@ def see_other(path: str) -> RedirectResponse:
 def errors_of(exc: ApiError) -> dict[str, list[str]]:
     """The API's own per-field messages, shown beside the fields; a refusal with none shows its title."""
     return exc.errors or {"": [exc.title]}
+
+
+# -- sortable tables (docs/decisions/0436-app-tables.md) ---------------------------------------------------------
+
+templates.env.filters["count"] = lambda value: f"{int(value):,}"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A sorted, paged table's state as its address says it. Every link it makes keeps the page's filters: a header
+    sorts by its column (again: the other way), Previous and Next move by a page."""
+
+    path: str
+    filters: tuple[tuple[str, str], ...]
+    sorts: Mapping[str, bool]  # column -> whether it sorts newest/largest first when first chosen
+    default_sort: str
+    sort: str
+    descending: bool
+    offset: int
+    page_size: int
+    total: int = 0
+    shown: int = 0
+
+    def _link(self, sort: str, descending: bool, offset: int) -> str:
+        params = list(self.filters)
+        if (sort, descending) != (self.default_sort, self.sorts[self.default_sort]):
+            params += [("sort", sort), ("dir", "desc" if descending else "asc")]
+        if offset:
+            params.append(("offset", str(offset)))
+        return f"{self.path}?{urlencode(params)}" if params else self.path
+
+    def sort_link(self, column: str) -> str:
+        descending = not self.descending if column == self.sort else self.sorts[column]
+        return self._link(column, descending, 0)
+
+    def aria_sort(self, column: str) -> str | None:
+        if column != self.sort:
+            return None
+        return "descending" if self.descending else "ascending"
+
+    @property
+    def previous(self) -> str | None:
+        return self._link(self.sort, self.descending, max(self.offset - self.page_size, 0)) if self.offset else None
+
+    @property
+    def next(self) -> str | None:
+        if self.offset + self.page_size >= self.total:
+            return None
+        return self._link(self.sort, self.descending, self.offset + self.page_size)
+
+    @property
+    def first(self) -> str:
+        return self._link(self.sort, self.descending, 0)
+
+    def counted(self, total: int, shown: int) -> Table:
+        return replace(self, total=total, shown=shown)
+
+
+def table_of(
+    request: Request,
+    path: str,
+    sorts: Mapping[str, bool],
+    default_sort: str,
+    *,
+    page_size: int,
+    max_offset: int,
+    filters: Sequence[tuple[str, str]] = (),
+) -> tuple[Table, dict[str, list[str]]]:
+    """The table the address asks for (`sort`, `dir`, `offset`), and what in it cannot be read, by parameter:
+    an unreadable one is named, and the default taken instead."""
+    query = request.query_params
+    errors: dict[str, list[str]] = {}
+    sort = query.get("sort") or default_sort
+    if sort not in sorts:
+        errors["sort"] = [f"Sort by one of: {', '.join(sorts)}."]
+        sort = default_sort
+    direction = query.get("dir") or ("desc" if sorts[sort] else "asc")
+    if direction not in ("asc", "desc"):
+        errors["dir"] = ["asc or desc."]
+        direction = "desc" if sorts[sort] else "asc"
+    offset_text = query.get("offset") or "0"
+    offset = int(offset_text) if offset_text.isdigit() and len(offset_text) <= 9 else -1
+    if not 0 <= offset <= max_offset:
+        errors["offset"] = [f"A row number from 0 to {max_offset:,}."]
+        offset = 0
+    table = Table(path, tuple(filters), sorts, default_sort, sort, direction == "desc", offset, page_size)
+    return table, errors
 
 
 def is_partial(request: Request) -> bool:

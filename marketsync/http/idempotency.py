@@ -109,6 +109,44 @@ async def run(
     return Response(outcome.body, status_code=outcome.status, media_type=outcome.media_type)
 
 
+async def run_once(
+    rt: Runtime,
+    account_id: str,
+    operation: str,
+    key: str,
+    raw_body: bytes,
+    work: Callable[[AsyncSession], Awaitable[Outcome]],
+) -> tuple[Outcome, bool]:
+    """`run` for a caller that is not one of the API's requests: the app's forms, whose token (made when the form was
+    shown) is the key, so a double submit applies the change once (docs/decisions/0437-order-actions-in-the-app.md).
+    Returns the outcome and whether it is a replay of the first one. A usable key is the caller's to make."""
+    assert _usable(key), "made by the caller"
+    digest = fingerprint(operation, raw_body)
+    replay = await _claim(rt, account_id, operation, key, digest)
+    if replay is not None:
+        return Outcome(replay.status_code, bytes(replay.body)), True
+    try:
+        async with rt.db.transaction() as session:
+            outcome = await work(session)
+            await _store(rt, session, account_id, operation, key, outcome)
+    except BaseException:
+        await _free(rt, account_id, operation, key)
+        raise
+    return outcome, False
+
+
+async def stored_response(rt: Runtime, account_id: str, operation: str, key: str) -> bytes | None:
+    """The response kept for a finished operation under a key (what the app's page after the change shows), or
+    None."""
+    async with rt.db.read() as session:
+        record = (
+            await session.execute(select(IdempotencyRecord).where(*_identity(account_id, operation, key)))
+        ).scalar_one_or_none()
+    if record is None or record.state != "Done":
+        return None
+    return record.response_body
+
+
 Store = Callable[[AsyncSession, Outcome], Awaitable[None]]
 
 

@@ -32,7 +32,7 @@ class Order(Base):
         # (migration 0038, docs/decisions/0436-app-tables.md).
         Index("ix_orders_account_purchase", "account_id", "purchase_date", "id"),
         Index("ix_orders_account_marketplace_updated", "account_id", "marketplace_id", "updated_at", "id"),
-        Index("ix_orders_account_buyer_name", "account_id", text("lower(buyer_name)")),
+        Index("ix_orders_buyer_name_lower", text("lower(buyer_name)"), "account_id"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -87,7 +87,7 @@ class OrderItem(Base):
         UniqueConstraint("order_id", "marketplace_item_id", name="uq_order_items_marketplace_item"),
         Index("ix_order_items_order", "order_id", "position"),
         # The app's orders page finds the orders holding a SKU, letter case ignored (migration 0038).
-        Index("ix_order_items_account_sku", "account_id", text("lower(sku)")),
+        Index("ix_order_items_sku_lower", text("lower(sku)"), "account_id"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NamedTuple, cast
 
@@ -129,6 +130,89 @@ async def documents_by_marketplace_order_id(
     )
     text = f"SELECT {columns} FROM orders WHERE {conditions} ORDER BY orders.id LIMIT {sql.bind(limit)}"  # noqa: S608
     return await _fetch(reader, sql, text)
+
+
+@dataclass(frozen=True)
+class TableFilters:
+    """The app's orders table (docs/decisions/0436-app-tables.md): each filter narrows, None is no filter."""
+
+    marketplace_id: str | None = None
+    statuses: Collection[str] | None = None
+    purchased_from: datetime | None = None  # inclusive
+    purchased_before: datetime | None = None  # exclusive
+    # The marketplace's order id exactly, or a SKU of an item (letter case ignored).
+    order_id_or_sku: str | None = None
+    # The customer's name, letter case ignored (personal data: only from a person's explicit search).
+    customer_name: str | None = None
+
+
+# The sortable columns of the app's orders table; each is (account_id, column, id) in one index, so a sorted page is
+# one bounded walk of it (migration 0038).
+TABLE_SORTS = {
+    "changed": "orders.updated_at",
+    "purchased": "orders.purchase_date",
+    "order": "orders.marketplace_order_id",
+    "status": "orders.status",
+}
+
+
+def _table_conditions(sql: DriverSql, account_id: str, filters: TableFilters) -> str:
+    where = [f"orders.account_id = {sql.bind(account_id)}"]
+    if filters.marketplace_id is not None:
+        where.append(f"orders.marketplace_id = {sql.bind(filters.marketplace_id)}")
+    if filters.statuses is not None:
+        where.append(sql.bind_in("orders.status", filters.statuses))
+    if filters.purchased_from is not None:
+        where.append(f"orders.purchase_date >= {sql.bind_time(filters.purchased_from)}")
+    if filters.purchased_before is not None:
+        where.append(f"orders.purchase_date < {sql.bind_time(filters.purchased_before)}")
+    if filters.order_id_or_sku is not None:
+        text = filters.order_id_or_sku
+        # Two index seeks (ix_orders_account_marketplace_order, ix_order_items_sku_lower), never a scan.
+        where.append(
+            f"(orders.marketplace_order_id = {sql.bind(text)} OR orders.id IN (SELECT order_items.order_id "  # noqa: S608
+            f"FROM order_items WHERE order_items.account_id = {sql.bind(account_id)} "
+            f"AND lower(order_items.sku) = {sql.bind(text.lower())}))"
+        )
+    if filters.customer_name is not None:
+        where.append(f"lower(orders.buyer_name) = {sql.bind(filters.customer_name.lower())}")
+    return " AND ".join(where)
+
+
+async def table_page(
+    reader: DriverReader,
+    account_id: str,
+    filters: TableFilters,
+    *,
+    sort: str,
+    descending: bool,
+    limit: int,
+    offset: int,
+    version: int,
+) -> list[DocumentRow]:
+    """One page of the app's orders table, sorted by `sort` (a TABLE_SORTS key) then id: one statement. The inner
+    select walks the sort's index (ids only, so a deep OFFSET skips index entries, not rows); the outer one reads
+    the page's documents."""
+    sql = DriverSql(reader.postgres)
+    column = TABLE_SORTS[sort]
+    direction = "DESC" if descending else "ASC"
+    order_by = f"{column} {direction}, orders.id {direction}"
+    columns = _document_columns(sql, version, include_customer=False)  # first: SQLite's ? bind in text order
+    conditions = _table_conditions(sql, account_id, filters)
+    text = (
+        f"SELECT {columns} FROM orders JOIN (SELECT orders.id AS page_id FROM orders WHERE {conditions} "  # noqa: S608
+        f"ORDER BY {order_by} LIMIT {sql.bind(limit)} OFFSET {sql.bind(offset)}) AS page ON page.page_id = orders.id "
+        f"ORDER BY {order_by}"
+    )
+    return await _fetch(reader, sql, text)
+
+
+async def table_count(reader: DriverReader, account_id: str, filters: TableFilters) -> int:
+    """How many orders the table's filters hold: one count over the filters' index."""
+    sql = DriverSql(reader.postgres)
+    text = f"SELECT count(*) FROM orders WHERE {_table_conditions(sql, account_id, filters)}"  # noqa: S608
+    rows = await reader.fetch(text, sql.params)
+    return int(rows[0][0])
 
 
 async def orders_for_documents(

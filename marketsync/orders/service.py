@@ -39,11 +39,14 @@ __all__ = [
     "AWAITING_SHIPMENT",
     "RENDER_BATCH",
     "OrderPage",
+    "OrderTable",
+    "TableFilters",
     "cancel",
     "confirm",
     "get_order",
     "ingest_pulled_orders",
     "list_orders",
+    "order_table",
     "refresh_stale_documents",
     "refund",
     "refuse_list",
@@ -374,6 +377,39 @@ async def find_by_marketplace_order_id(
     return await _documents(rt, rows, include_customer=False)
 
 
+TableFilters = repository.TableFilters  # the app's orders table: its filters, as the console builds them
+
+
+@dataclass(frozen=True)
+class OrderTable:
+    """A page of the app's orders table and how many orders its filters hold."""
+
+    documents: list[bytes]
+    total: int
+
+
+async def order_table(
+    rt: Runtime,
+    reader: DriverReader,
+    account_id: str,
+    filters: repository.TableFilters,
+    *,
+    sort: str,
+    descending: bool,
+    limit: int,
+    offset: int,
+) -> OrderTable:
+    """The app's orders table (docs/decisions/0436-app-tables.md): a page sorted by one of
+    repository.TABLE_SORTS and the count of everything the filters hold, one statement each; without customer
+    data, whatever the filters."""
+    rows = await repository.table_page(
+        reader, account_id, filters, sort=sort, descending=descending, limit=limit, offset=offset,
+        version=schemas.DOCUMENT_VERSION,
+    )  # fmt: skip
+    total = await repository.table_count(reader, account_id, filters)
+    return OrderTable(await _documents(rt, rows, include_customer=False), total)
+
+
 async def _documents(rt: Runtime, rows: Sequence[repository.DocumentRow], *, include_customer: bool) -> list[bytes]:
     """The wire JSON of each document row; a row without a current document is rendered from its tables."""
     stale = [row[0] for row in rows if not row[2]]
@@ -560,6 +596,11 @@ def _line(order: Order, item: OrderItem, action: str, details: dict[str, Any]) -
     }
 
 
+def _preview(warnings: list[str]) -> dict[str, Any]:
+    """What a write would answer, before anything is applied: its Warnings (the platforms that will not receive it)."""
+    return {"RequestId": current_request_id(), "Warnings": warnings, "JobIds": [], "Items": []}
+
+
 def _item_results(batch: _Batch, item_ids: Sequence[str]) -> list[dict[str, Any]]:
     return [
         {"OrderItemId": item_id, "ServiceOrderID": batch.items[item_id].order_id, "Status": batch.items[item_id].status}
@@ -602,8 +643,14 @@ async def _complete_write(
 
 
 async def confirm(
-    rt: Runtime, session: AsyncSession, account_id: str, body: schemas.WriteBody[schemas.ConfirmRequest]
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    body: schemas.WriteBody[schemas.ConfirmRequest],
+    *,
+    apply: bool = True,
 ) -> dict[str, Any]:
+    """`apply=False`: every check and the Warnings, nothing applied (the app's question before the change)."""
     batch, problems = await _load_batch(session, account_id, body.items)
     now = rt.clock.now()
     for index, (entry, checked) in enumerate(zip(body.items, batch.resolved, strict=True)):
@@ -632,6 +679,8 @@ async def confirm(
     sending, warnings = await _plan_write_back(
         session, account_id, [batch.orders[batch.items[i].order_id] for i in item_ids], "confirmation"
     )
+    if not apply:
+        return _preview(warnings)
     lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for line in request.OrderItems:
         item = batch.items[line.OrderItemId]
@@ -677,7 +726,12 @@ async def confirm(
 
 
 async def cancel(
-    rt: Runtime, session: AsyncSession, account_id: str, body: schemas.WriteBody[schemas.CancelRequest]
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    body: schemas.WriteBody[schemas.CancelRequest],
+    *,
+    apply: bool = True,
 ) -> dict[str, Any]:
     batch, problems = await _load_batch(session, account_id, body.items)
     for index, (entry, checked) in enumerate(zip(body.items, batch.resolved, strict=True)):
@@ -697,6 +751,8 @@ async def cancel(
     sending, warnings = await _plan_write_back(
         session, account_id, [batch.orders[batch.items[i].order_id] for i in item_ids], "cancellation"
     )
+    if not apply:
+        return _preview(warnings)
     lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for line in request.OrderItems:
         item = batch.items[line.OrderItemId]
@@ -716,7 +772,12 @@ async def cancel(
 
 
 async def refund(
-    rt: Runtime, session: AsyncSession, account_id: str, body: schemas.WriteBody[schemas.RefundRequest]
+    rt: Runtime,
+    session: AsyncSession,
+    account_id: str,
+    body: schemas.WriteBody[schemas.RefundRequest],
+    *,
+    apply: bool = True,
 ) -> dict[str, Any]:
     batch, problems = await _load_batch(session, account_id, body.items)
     currency = body.fields.get("Currency")  # None when malformed: named already
@@ -747,6 +808,8 @@ async def refund(
     sending, warnings = await _plan_write_back(
         session, account_id, [batch.orders[batch.items[i].order_id] for i in item_ids], "refund"
     )
+    if not apply:
+        return _preview(warnings)
     refund_ids: dict[str, str] = {}
     refund_amounts: dict[str, Decimal] = defaultdict(lambda: ZERO)
     lines: dict[str, list[dict[str, Any]]] = defaultdict(list)

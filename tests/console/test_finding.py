@@ -134,31 +134,35 @@ async def test_an_order_is_found_by_its_marketplace_order_id(rt: Runtime, api: h
     await ingest(rt, tenant.marketplace("P2"), pulled_order(order_id="MO-BOTH"))
     person = await signed_in(api, await make_person(rt, tenant.account_id, "Staff"))
 
-    one = await person.client.get("/app/orders", params={"find": " MO-ONE "})
+    one = await person.client.get("/app/orders", params={"q": " MO-ONE "})
     assert one.status_code == 303 and re.fullmatch(r"/app/orders/[0-9A-Z]+", one.headers["location"])
     assert "MO-ONE" in (await person.page(one.headers["location"])).text
-    both = await person.client.get("/app/orders", params={"find": "MO-BOTH"})
+    both = await person.client.get("/app/orders", params={"q": "MO-BOTH"})
     assert both.status_code == 200 and both.text.count('href="/app/orders/') == 2
     assert "P1 " in both.text and "P2 " in both.text and "MO-ONE" not in both.text
-    none = await person.client.get("/app/orders", params={"find": "mo-one"})  # the marketplace's id, exactly
-    assert none.status_code == 200 and "No order carries this marketplace order id." in none.text
-    empty = await person.client.get("/app/orders", params={"find": " "})
-    assert empty.status_code == 400 and 'id="error-MarketplaceOrderId"' in empty.text
+    none = await person.client.get("/app/orders", params={"q": "mo-one"})  # the marketplace's id, exactly
+    assert none.status_code == 200 and "No orders match." in none.text
+    empty = await person.client.get("/app/orders", params={"q": " "})  # no search: every order
+    assert empty.status_code == 200 and empty.text.count('href="/app/orders/') == 3
 
     stranger = await signed_in(api, await make_person(rt, await make_account(rt)))
-    theirs = await stranger.client.get("/app/orders", params={"find": "MO-ONE"})
-    assert theirs.status_code == 200 and "No order carries this marketplace order id." in theirs.text
+    theirs = await stranger.client.get("/app/orders", params={"q": "MO-ONE"})
+    assert theirs.status_code == 200 and "No orders match." in theirs.text
     await person.client.aclose()
     await stranger.client.aclose()
 
 
-async def test_the_lookup_by_marketplace_order_id_uses_its_index(rt: Runtime) -> None:
+async def test_the_lookup_by_marketplace_order_id_uses_its_index(rt: Runtime, api: httpx.AsyncClient) -> None:
+    # A few hundred orders, analysed: on an empty table PostgreSQL prices every index on (account_id, ...) alike
+    # (migration 0038 added two more) and may take any of them.
+    tenant = await tenant_with(rt, api, "P1")
+    await ingest(rt, tenant.marketplace("P1"), *[pulled_order(order_id=f"MO-{i}") for i in range(300)])
     sql = DriverSql(not rt.db.is_sqlite)
     query = (
-        f"SELECT id FROM orders WHERE account_id = {sql.bind('A')} "
+        f"SELECT id FROM orders WHERE account_id = {sql.bind(tenant.account_id)} "
         f"AND marketplace_order_id = {sql.bind('MO-1')} ORDER BY id LIMIT 50"
     )
-    plan = await plan_of(rt, query, sql.params)
+    plan = await plan_of(rt, query, sql.params, analyze="orders")
     assert "ix_orders_account_marketplace_order" in plan, plan
 
 

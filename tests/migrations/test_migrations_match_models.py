@@ -22,7 +22,7 @@ BACKEND_SPECIFIC = ("taxonomy_category_search", "ix_taxonomy_categories_name_trg
 SQLITE_ONLY = ("uq_products_account_sku",)
 # Indexes on an expression (`lower(sku)`, migration 0038): SQLite's reflection does not read them (SQLAlchemy warns
 # and skips them), so they are compared on PostgreSQL only; their presence on SQLite is checked by name below.
-EXPRESSION_INDEXES = ("ix_orders_account_buyer_name", "ix_order_items_account_sku")
+EXPRESSION_INDEXES = ("ix_orders_buyer_name_lower", "ix_order_items_sku_lower")
 
 
 async def test_migrated_database_has_no_difference_from_the_models(rt: Runtime) -> None:

@@ -58,12 +58,13 @@ def pulled_order(
     buyer_name: str = BUYER_NAME,
     shipping_total: str = "3.50",
     tax_total: str = "0",
+    purchase_date: datetime | None = None,
 ) -> MarketplaceOrder:
     stamp = changed_at or datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     return MarketplaceOrder(
         marketplace_order_id=order_id or f"MO-{next(_sequence)}",
         status=status,
-        purchase_date=datetime(2026, 1, 1, 11, 0, tzinfo=UTC),
+        purchase_date=purchase_date or datetime(2026, 1, 1, 11, 0, tzinfo=UTC),
         changed_at=stamp,
         currency=currency,
         items=items if items is not None else [pulled_item(status=status)],

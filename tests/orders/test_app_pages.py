@@ -1,5 +1,5 @@
-"""The app's orders over real HTTP: the list with the API's filters and its cursor, an order's page, and customer
-data shown only behind an explicit reveal (a form post with the CSRF token), never logged."""
+"""The app's orders over real HTTP: an order's page, and customer data shown only behind an explicit reveal (a form
+post with the CSRF token), never logged. The table of orders: test_app_table.py."""
 
 from __future__ import annotations
 
@@ -11,30 +11,6 @@ from structlog.testing import capture_logs
 from marketsync.runtime import Runtime
 from tests.console.support import make_person, signed_in
 from tests.orders.support import BUYER_EMAIL, BUYER_NAME, STREET, ingest, pulled_order, tenant_with
-
-
-async def test_the_list_filters_like_the_api_and_pages_with_its_cursor(rt: Runtime, api: httpx.AsyncClient) -> None:
-    tenant = await tenant_with(rt, api, "P1")
-    connection = tenant.marketplace("P1")
-    await ingest(rt, connection, *[pulled_order(order_id=f"UNSHIPPED-{i:02d}") for i in range(55)])
-    await ingest(rt, connection, pulled_order(order_id="SHIPPED-1", status="Shipped"))
-    person = await signed_in(api, await make_person(rt, tenant.account_id, "Staff"))
-
-    first = await person.page("/app/orders")
-    assert first.text.count('href="/app/orders/') == 50 and "Next page" in first.text
-    next_link = re.search(r'href="(/app/orders\?[^"]*cursor=[^"]+)"', first.text).group(1)  # type: ignore[union-attr]
-    second = await person.page(next_link.replace("&amp;", "&"))
-    assert second.text.count('href="/app/orders/') == 6 and "Next page" not in second.text
-
-    shipped = await person.client.get("/app/orders", params={"status": "Shipped"})
-    assert "SHIPPED-1" in shipped.text and "UNSHIPPED-" not in shipped.text
-    later = await person.client.get("/app/orders", params={"updated_since": "2999-01-01T00:00"})
-    assert "No orders match." in later.text
-    refused = await person.client.get("/app/orders", params={"status": "Lost", "to_date": "not a date"})
-    assert refused.status_code == 400
-    assert 'id="error-OrderStatuses[0]"' in refused.text or 'id="error-OrderStatuses"' in refused.text
-    assert 'id="error-ToDate"' in refused.text
-    await person.client.aclose()
 
 
 async def test_customer_data_is_shown_only_after_an_explicit_reveal_and_never_logged(

@@ -154,6 +154,10 @@ PROBES: dict[tuple[str, str, str], Probe] = {
     ("POST", "/app/orders/{order_id}/reveal", "path:order_id"): Probe(
         "POST", "/app/orders/{id}/reveal", lambda e: e.service_order_id, page=True
     ),
+    ("POST", "/app/orders/{order_id}/{action}", "path:order_id"): Probe(
+        "POST", "/app/orders/{id}/cancel", lambda e: e.service_order_id,
+        lambda v: {"CancelReason": "OutOfStock", "step": "apply", "key": "probe-key"}, page=True
+    ),
     ("POST", "/app/webhooks/deliveries/{delivery_id}/resend", "path:delivery_id"): Probe(
         "POST", "/app/webhooks/deliveries/{id}/resend", lambda e: e.delivery_id, page=True
     ),

@@ -29,8 +29,8 @@ depends_on = None
 INDEXES: tuple[tuple[str, str, list[str | TextClause]], ...] = (
     ("ix_orders_account_purchase", "orders", ["account_id", "purchase_date", "id"]),
     ("ix_orders_account_marketplace_updated", "orders", ["account_id", "marketplace_id", "updated_at", "id"]),
-    ("ix_orders_account_buyer_name", "orders", ["account_id", text("lower(buyer_name)")]),
-    ("ix_order_items_account_sku", "order_items", ["account_id", text("lower(sku)")]),
+    ("ix_orders_buyer_name_lower", "orders", [text("lower(buyer_name)"), "account_id"]),
+    ("ix_order_items_sku_lower", "order_items", [text("lower(sku)"), "account_id"]),
     ("ix_products_account_price", "products", ["account_id", "price", "id"]),
     ("ix_products_account_quantity", "products", ["account_id", "quantity", "id"]),
     ("ix_jobs_account_type", "jobs", ["account_id", "type", "created_at", "id"]),
