@@ -675,9 +675,8 @@ def figures_of(results: list[dict[str, Any]], probe: tuple[float, float], many: 
     by_backend = {(r["backend"], r["products"]): r for r in results}
     for r in results:
         size = f"{r['products']:,} products" + (f" ({r['extra']:,} bulk-loaded)" if r["extra"] else "")
-        context = (
-            f"{r['backend']}; {size}; load {r['load_before']} → {r['load_after']}; CPU probe {probe[0]} → {probe[1]} ms"
-        )
+        load = f"load {r['load_before']} → {r['load_after']}; CPU probe {probe[0]} → {probe[1]} ms"
+        context = f"demo tenant, {r['backend']}; {size}; {load}"
         for key, what, floor_side, ratio_goal in PATHS:
             if key not in r:
                 continue
