@@ -63,6 +63,21 @@ class SandboxSide:
     async def reject_feeds(self, connection: MarketplaceConnection) -> None:
         await support.update_seller(self.rt, connection, feed_fault="reject")
 
+    async def refuse_lines(self, connection: MarketplaceConnection, skus: list[str]) -> None:
+        """Feed lines of these SKUs get a per-item error. The sandbox's item-errors mode refuses the odd lines (the
+        first, the third...): the test names the SKUs it sends there."""
+        await support.update_seller(self.rt, connection, feed_fault="item-errors")
+
+    async def throttle_next_feed(self, connection: MarketplaceConnection) -> None:
+        """The marketplace refuses the next feed for now (no request budget left: one every two seconds)."""
+        await support.update_seller(
+            self.rt, connection, bucket_capacity=1.0, bucket_refill_per_s=0.5, bucket_tokens=0.0,
+            bucket_at=self.rt.clock.now(),
+        )  # fmt: skip
+
+    async def feeds_received(self, connection: MarketplaceConnection) -> int:
+        return len(await support.sandbox_feeds(self.rt, connection))
+
     async def orders_arrive(self, connection: MarketplaceConnection, count: int) -> list[str]:
         from marketsync.marketplaces.sandbox import state as sandbox_state
 
@@ -116,6 +131,16 @@ class AmazonSide:
 
     async def reject_feeds(self, connection: MarketplaceConnection) -> None:
         self.server.sim.set_feed_fault("reject", seller_id=self._seller(connection))
+
+    async def refuse_lines(self, connection: MarketplaceConnection, skus: list[str]) -> None:
+        self.server.sim.set_feed_fault("item-errors", seller_id=self._seller(connection), skus=skus)
+
+    async def throttle_next_feed(self, connection: MarketplaceConnection) -> None:
+        self.server.sim.fail_next("createFeedDocument", status=429)  # with the operation's x-amzn-RateLimit-Limit
+
+    async def feeds_received(self, connection: MarketplaceConnection) -> int:
+        seller = self._seller(connection)
+        return sum(1 for feed in self.server.sim.feeds.values() if feed.seller_id == seller)
 
     async def orders_arrive(self, connection: MarketplaceConnection, count: int) -> list[str]:
         arrived = self.server.sim.orders_arrive(self._seller(connection), self.country, count)
