@@ -5,13 +5,13 @@ marketplace holds. Where Amazon differs, the test says so (and a decision record
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from decimal import Decimal
-from typing import Any
 
 import pytest
 
 from marketsync.kinds import home_site
-from marketsync.marketplaces.amazon.client import services_of
+from marketsync.marketplaces.amazon.client import SERVICES_KEY, AmazonServices, services_of
 from marketsync.models import MarketplaceConnection, Product
 from marketsync.runtime import Runtime
 from tests.marketplaces import support
@@ -153,9 +153,22 @@ Side = SandboxSide | AmazonSide
 
 
 @pytest.fixture
-def side(request: pytest.FixtureRequest, rt: Runtime) -> Any:
+def side(request: pytest.FixtureRequest, rt: Runtime) -> Side:
     """The marketplace side named by the test's indirect parameter (a sandbox kind, or "Amazon")."""
     platform = str(request.param)
-    if platform == "Amazon":
-        return AmazonSide(rt, request.getfixturevalue("amazon_simulator"))
-    return SandboxSide(rt, platform)
+    if platform != "Amazon":
+        return SandboxSide(rt, platform)
+    amazon = AmazonSide(rt, request.getfixturevalue("amazon_simulator"))
+    request.getfixturevalue("amazon_client_closed_first")
+    return amazon
+
+
+@pytest.fixture
+async def amazon_client_closed_first(rt: Runtime, amazon_simulator: AmazonServer) -> AsyncIterator[None]:
+    """The simulator is set up after the runtime for a side, so it stops before the runtime closes: this fixture, set
+    up after the simulator and so torn down before it, closes the runtime's SP-API client first. A client left
+    connected to a server that went away is what the simulator's fixture fails a test for (fail_on_open_sockets)."""
+    yield
+    services = rt.extras.pop(SERVICES_KEY, None)
+    if isinstance(services, AmazonServices):
+        await services.aclose()
