@@ -5,13 +5,13 @@ marketplace holds. Where Amazon differs, the test says so (and a decision record
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from decimal import Decimal
-from typing import Any
 
 import pytest
 
 from marketsync.kinds import home_site
-from marketsync.marketplaces.amazon.client import services_of
+from marketsync.marketplaces.amazon.client import SERVICES_KEY, AmazonServices, services_of
 from marketsync.models import MarketplaceConnection, Product
 from marketsync.runtime import Runtime
 from tests.marketplaces import support
@@ -62,6 +62,21 @@ class SandboxSide:
 
     async def reject_feeds(self, connection: MarketplaceConnection) -> None:
         await support.update_seller(self.rt, connection, feed_fault="reject")
+
+    async def refuse_lines(self, connection: MarketplaceConnection, skus: list[str]) -> None:
+        """Feed lines of these SKUs get a per-item error. The sandbox's item-errors mode refuses the odd lines (the
+        first, the third...): the test names the SKUs it sends there."""
+        await support.update_seller(self.rt, connection, feed_fault="item-errors")
+
+    async def throttle_next_feed(self, connection: MarketplaceConnection) -> None:
+        """The marketplace refuses the next feed for now (no request budget left: one every two seconds)."""
+        await support.update_seller(
+            self.rt, connection, bucket_capacity=1.0, bucket_refill_per_s=0.5, bucket_tokens=0.0,
+            bucket_at=self.rt.clock.now(),
+        )  # fmt: skip
+
+    async def feeds_received(self, connection: MarketplaceConnection) -> int:
+        return len(await support.sandbox_feeds(self.rt, connection))
 
     async def orders_arrive(self, connection: MarketplaceConnection, count: int) -> list[str]:
         from marketsync.marketplaces.sandbox import state as sandbox_state
@@ -117,6 +132,16 @@ class AmazonSide:
     async def reject_feeds(self, connection: MarketplaceConnection) -> None:
         self.server.sim.set_feed_fault("reject", seller_id=self._seller(connection))
 
+    async def refuse_lines(self, connection: MarketplaceConnection, skus: list[str]) -> None:
+        self.server.sim.set_feed_fault("item-errors", seller_id=self._seller(connection), skus=skus)
+
+    async def throttle_next_feed(self, connection: MarketplaceConnection) -> None:
+        self.server.sim.fail_next("createFeedDocument", status=429)  # with the operation's x-amzn-RateLimit-Limit
+
+    async def feeds_received(self, connection: MarketplaceConnection) -> int:
+        seller = self._seller(connection)
+        return sum(1 for feed in self.server.sim.feeds.values() if feed.seller_id == seller)
+
     async def orders_arrive(self, connection: MarketplaceConnection, count: int) -> list[str]:
         arrived = self.server.sim.orders_arrive(self._seller(connection), self.country, count)
         if hasattr(self.rt.clock, "advance"):  # Amazon answers changes at least two minutes old
@@ -128,9 +153,22 @@ Side = SandboxSide | AmazonSide
 
 
 @pytest.fixture
-def side(request: pytest.FixtureRequest, rt: Runtime) -> Any:
+def side(request: pytest.FixtureRequest, rt: Runtime) -> Side:
     """The marketplace side named by the test's indirect parameter (a sandbox kind, or "Amazon")."""
     platform = str(request.param)
-    if platform == "Amazon":
-        return AmazonSide(rt, request.getfixturevalue("amazon_simulator"))
-    return SandboxSide(rt, platform)
+    if platform != "Amazon":
+        return SandboxSide(rt, platform)
+    amazon = AmazonSide(rt, request.getfixturevalue("amazon_simulator"))
+    request.getfixturevalue("amazon_client_closed_first")
+    return amazon
+
+
+@pytest.fixture
+async def amazon_client_closed_first(rt: Runtime, amazon_simulator: AmazonServer) -> AsyncIterator[None]:
+    """The simulator is set up after the runtime for a side, so it stops before the runtime closes: this fixture, set
+    up after the simulator and so torn down before it, closes the runtime's SP-API client first. A client left
+    connected to a server that went away is what the simulator's fixture fails a test for (fail_on_open_sockets)."""
+    yield
+    services = rt.extras.pop(SERVICES_KEY, None)
+    if isinstance(services, AmazonServices):
+        await services.aclose()

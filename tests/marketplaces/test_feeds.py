@@ -135,45 +135,52 @@ async def test_rejected_feed_raises_feed_outcome_and_fails_the_job(
     assert [await side.held(p2, s) for s in ("FEED-A", "FEED-B", "FEED-C")] == [(Decimal("10.00"), 5)] * 3
 
 
-async def test_item_errors_raise_feed_outcome_and_complete_the_job(rt: Runtime, api: httpx.AsyncClient) -> None:
-    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
-    p1 = tenant.marketplace("P1")
-    ids = await _three_listed(rt, p1)
-    await support.update_seller(rt, p1, feed_fault="item-errors")
-    job_id = await _push(rt, tenant, p1, ids)
+@pytest.mark.parametrize("side", ["P2", "Amazon"], indirect=True)
+async def test_item_errors_raise_feed_outcome_and_complete_the_job(
+    rt: Runtime, api: httpx.AsyncClient, side: Side
+) -> None:
+    tenant = await make_tenant(rt, api)
+    p2 = await side.connect(tenant.account_id)
+    ids = await _three_listed_at(side, p2)
+    await side.refuse_lines(p2, ["FEED-A", "FEED-C"])  # lines 1 and 3
+    job_id = await _push(rt, tenant, p2, ids)
 
     await Worker(rt).drain()
 
     job = await _job_json(api, tenant, job_id)
     assert job["Status"] == "Completed"
-    # Lines 1 and 3 fail in item-errors mode; line 2 is applied.
     assert (job["ProgressDone"], job["ProgressTotal"]) == (1, 3)
     fired = await support.events(rt, tenant.account_id)
     assert [e["payload"] for e in fired] == [
         {
-            "Marketplace": "P1 UK",
-            "UserPlatformId": p1.id,
+            "Marketplace": side.name,
+            "UserPlatformId": p2.id,
             "FeedKind": "Price & stock",
             "Outcome": "ProcessedWithErrors",
             "Status": "Done",
             "FailedCount": 2,
         }
     ]
-    remote = await support.sandbox_listings(rt, p1)
-    assert remote["FEED-B"].price == Decimal("13.50")
-    assert remote["FEED-A"].price == Decimal("10.00")
+    assert [await side.held(p2, s) for s in ("FEED-A", "FEED-B", "FEED-C")] == [
+        (Decimal("10.00"), 5),
+        (Decimal("13.50"), 8),
+        (Decimal("10.00"), 5),
+    ]
     # Our record of what the marketplace holds follows only the applied line.
-    assert (await support.our_listing(rt, p1, ids[0])).marketplace_price == Decimal("10.00")  # type: ignore[union-attr]
-    assert (await support.our_listing(rt, p1, ids[1])).marketplace_price == Decimal("13.50")  # type: ignore[union-attr]
+    assert (await support.our_listing(rt, p2, ids[0])).marketplace_price == Decimal("10.00")  # type: ignore[union-attr]
+    assert (await support.our_listing(rt, p2, ids[1])).marketplace_price == Decimal("13.50")  # type: ignore[union-attr]
 
 
-async def test_a_feed_whose_every_line_is_refused_fails_the_job(rt: Runtime, api: httpx.AsyncClient) -> None:
-    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
-    p1 = tenant.marketplace("P1")
-    product = await support.listed_product(rt, p1, "FEED-ONE", price="10.00", quantity=5)
+@pytest.mark.parametrize("side", ["P2", "Amazon"], indirect=True)
+async def test_a_feed_whose_every_line_is_refused_fails_the_job(
+    rt: Runtime, api: httpx.AsyncClient, side: Side
+) -> None:
+    tenant = await make_tenant(rt, api)
+    p2 = await side.connect(tenant.account_id)
+    product = await side.listed_product(p2, "FEED-ONE", price="10.00", quantity=5)
     await support.set_product_values(rt, product.id, Decimal("11.00"), 6)
-    await support.update_seller(rt, p1, feed_fault="item-errors")  # the first (only) line is refused
-    job_id = await _push(rt, tenant, p1, [product.id])
+    await side.refuse_lines(p2, ["FEED-ONE"])  # the first (only) line
+    job_id = await _push(rt, tenant, p2, [product.id])
 
     await Worker(rt).drain()
 
@@ -182,8 +189,40 @@ async def test_a_feed_whose_every_line_is_refused_fails_the_job(rt: Runtime, api
     assert (job["ProgressDone"], job["ProgressTotal"]) == (0, 1)
     fired = await support.events(rt, tenant.account_id)
     assert [(e["payload"]["Outcome"], e["payload"]["FailedCount"]) for e in fired] == [("ProcessedWithErrors", 1)]
-    ours = await support.our_listing(rt, p1, product.id)
+    ours = await support.our_listing(rt, p2, product.id)
     assert ours is not None and ours.marketplace_price == Decimal("10.00")
+    assert await side.held(p2, "FEED-ONE") == (Decimal("10.00"), 5)
+
+
+@pytest.mark.parametrize("side", ["P2", "Amazon"], indirect=True)
+async def test_a_throttled_feed_goes_back_to_the_queue_and_is_sent_once_later(
+    rt: Runtime, api: httpx.AsyncClient, side: Side
+) -> None:
+    clock = rt.clock
+    assert isinstance(clock, FrozenClock)
+    tenant = await make_tenant(rt, api)
+    p2 = await side.connect(tenant.account_id)
+    ids = await _three_listed_at(side, p2)
+    await side.throttle_next_feed(p2)
+    job_id = await _push(rt, tenant, p2, ids)
+
+    await Worker(rt).drain()
+
+    waiting = await support.job(rt, job_id)
+    assert waiting.status == "Published"  # back in the queue, not failed
+    assert waiting.run_after > clock.now()
+    assert waiting.failure_reason is None and waiting.recovery_count == 0
+    assert await side.feeds_received(p2) == 0
+
+    for _ in range(12):
+        clock.advance(seconds=2)
+        await Worker(rt).drain()
+        if (await support.job(rt, job_id)).status != "Published":
+            break
+    assert (await support.job(rt, job_id)).status == "Completed"
+    assert await side.feeds_received(p2) == 1
+    assert await side.held(p2, "FEED-A") == (Decimal("12.50"), 7)
+    assert await support.events(rt, tenant.account_id) == []
 
 
 async def test_throttling_is_honoured_not_counted_as_failure(rt: Runtime, api: httpx.AsyncClient) -> None:

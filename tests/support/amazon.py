@@ -16,6 +16,7 @@ published models) fails the test that caused it, at teardown. A test that provok
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -75,10 +76,52 @@ def fail_on_violations(sim: AmazonSimulator) -> None:
         pytest.fail("Amazon contract violations:\n" + "\n".join(f"  {v}" for v in sim.violations), pytrace=False)
 
 
+def sockets_of_port(port: int) -> list[str]:
+    """This process's TCP sockets on 127.0.0.1:`port` at either end, still open ("local port -> peer port, state"),
+    read from Linux's /proc (elsewhere: none found)."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return []
+    inodes = set()
+    for name in names:
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{name}")
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    states = {"01": "ESTABLISHED", "06": "TIME_WAIT", "08": "CLOSE_WAIT", "0A": "LISTEN"}
+    found = []
+    with contextlib.suppress(OSError), open("/proc/net/tcp") as table:
+        next(table, None)
+        for line in table:
+            fields = line.split()
+            local, remote, state, inode = fields[1], fields[2], fields[3], fields[9]
+            if inode in inodes and f"0100007F:{port:04X}" in (local, remote):
+                ends = f"{int(local.split(':')[1], 16)} -> {int(remote.split(':')[1], 16)}"
+                found.append(f"{ends}, {states.get(state, state)}")
+    return found
+
+
+def fail_on_open_sockets(server: AmazonServer) -> None:
+    """pytest.fail when a socket of this process is still open at the simulator's port once it stopped (a client of it,
+    or a connection it accepted): such a socket would be closed only by the garbage collector, whose ResourceWarning
+    then fails whichever test happens to run at that moment. Here the test that left it open fails, naming it."""
+    port = int(server.url.rsplit(":", 1)[1])
+    left = sockets_of_port(port)
+    if left:
+        pytest.fail(
+            f"{len(left)} socket(s) still open at the Amazon simulator's port {port} after it stopped "
+            f"({'; '.join(left)}): close the client (or the runtime holding it) before the simulator's fixture ends",
+            pytrace=False,
+        )
+
+
 @pytest.fixture
 async def amazon_simulator(clock: Clock) -> AsyncIterator[AmazonServer]:
-    """The simulator on the test's clock, served on 127.0.0.1; fails the test on any recorded contract violation."""
+    """The simulator on the test's clock, served on 127.0.0.1; fails the test on any recorded contract violation, and
+    on any socket left open at its port when it stops (every client is closed first: fail_on_open_sockets)."""
     sim = AmazonSimulator(clock)
     async with serve_amazon(sim) as server:
         yield server
     fail_on_violations(sim)
+    fail_on_open_sockets(server)

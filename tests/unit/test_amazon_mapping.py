@@ -172,3 +172,33 @@ def test_a_mirrored_item_is_the_sites_offer_and_own_stock() -> None:
     bare = listings.mirrored({"sku": "NEW 1"}, UK)
     assert (bare.price, bare.quantity) == (None, None)
     assert bare.listing_url.startswith(UK.seller_central) and "NEW%201" in bare.listing_url
+
+
+def test_a_conditional_requirement_is_said_in_the_titles_and_stays_optional() -> None:
+    watch = next(p for p in sim_types.PRODUCT_TYPES if p.name == "WATCH")
+    mapped = map_schema(sim_types.product_schema(watch, UK))
+    # The battery (a nested cell composition) cannot be carried: the attribute its condition is on names it.
+    batteries = next(a for a in mapped.attributes if a.code == "batteries_required")
+    assert batteries.is_required and "when true, Amazon also requires Battery" in batteries.title
+    assert mapped.conditional_requirements == ("battery when batteries_required is true",)
+    assert "Amazon attribute battery" not in mapped.off_api_requirements  # never holds a listing that needs none
+
+    # One the model carries stays optional (the model has no conditional requirement) and its title says when.
+    schema: dict[str, Any] = {
+        "required": ["is_fragile"],
+        "properties": {
+            "is_fragile": {"title": "Fragile", **_scalar({"type": "boolean"}, localised=False)},
+            "packaging": {"title": "Packaging", **_scalar({"type": "string"})},
+        },
+        "allOf": [
+            {
+                "if": {
+                    "required": ["is_fragile"],
+                    "properties": {"is_fragile": {"contains": {"properties": {"value": {"const": True}}}}},
+                },
+                "then": {"required": ["packaging"]},
+            }
+        ],
+    }
+    packaging = next(a for a in map_schema(schema).attributes if a.code == "packaging")
+    assert (packaging.is_required, packaging.title) == (False, "Packaging (required by Amazon when Fragile is true)")

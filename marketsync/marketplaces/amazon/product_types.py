@@ -11,6 +11,9 @@ name (Luggage). Its definition's schema maps attribute by attribute:
 - `enum` (titled by `enumNames`) is a closed set; an `anyOf`/`oneOf` offering the enum beside a free value makes
   the enum suggestions (`AllowsCustomValues`);
 - required: the schema's `required` attributes, and within them their items' required fields;
+- conditionally required (`allOf` if/then, docs/decisions/0380): the spec's model has no such requirement, so the
+  attribute stays optional and its title says when Amazon requires it; one the model cannot carry is named in the
+  title of the attribute its condition is on. Amazon's issues on the publish enforce them (0378);
 - what the connector fills from the catalogue (price, quantity) is not an attribute; the images are the app's
   `Images`; a required attribute nested deeper than the model carries is named in `OffApiRequirements` (a Warning on
   create) and an optional one is left out.
@@ -18,6 +21,7 @@ name (Luggage). Its definition's schema maps attribute by attribute:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -77,6 +81,46 @@ class MappedSchema:
     attributes: tuple[AttributeSpec, ...]
     off_api_requirements: tuple[str, ...]
     shapes: dict[str, AttributeShape]  # Amazon attribute name -> its shape (what publish needs)
+    # "battery when batteries_required is true": each conditional requirement of the schema's allOf, in words
+    conditional_requirements: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Conditional:
+    required: tuple[str, ...]  # the attributes `then` requires
+    on: str  # the attribute the `if` looks at
+    value: str | None  # the value it must hold (None: only that it is given)
+
+
+def _conditionals(schema: dict[str, Any]) -> list[_Conditional]:
+    """The schema's `allOf` if/then requirements of the meta-schema's form: `if` one attribute is given (and holds a
+    value), `then` others are required."""
+    found: list[_Conditional] = []
+    for entry in schema.get("allOf") or []:
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("if"), dict)
+            or not isinstance(entry.get("then"), dict)
+        ):
+            continue
+        then_required = [str(name) for name in entry["then"].get("required") or []]
+        condition = entry["if"]
+        watched = [str(name) for name in condition.get("required") or []]
+        if not then_required or not watched:
+            continue
+        value: str | None = None
+        shape = (condition.get("properties") or {}).get(watched[0])
+        held = (
+            ((shape or {}).get("contains") or {}).get("properties", {}).get("value", {})
+            if isinstance(shape, dict)
+            else {}
+        )
+        if isinstance(held, dict) and "const" in held:
+            value = str(held["const"]).lower() if isinstance(held["const"], bool) else str(held["const"])
+        elif isinstance(held, dict) and isinstance(held.get("enum"), list):
+            value = " or ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in held["enum"])
+        found.append(_Conditional(tuple(then_required), watched[0], value))
+    return found
 
 
 def _ref(schema: dict[str, Any], node: Any) -> dict[str, Any]:
@@ -185,7 +229,48 @@ def map_schema(schema: dict[str, Any]) -> MappedSchema:
                     allows_custom_values=custom if allowed else False,
                 )
             )
-    return MappedSchema(tuple(attributes), tuple(off_api), shapes)
+    return _with_conditions(schema, properties, required, attributes, off_api, shapes)
+
+
+def _with_conditions(
+    schema: dict[str, Any],
+    properties: dict[str, Any],
+    required: set[str],
+    attributes: list[AttributeSpec],
+    off_api: list[str],
+    shapes: dict[str, AttributeShape],
+) -> MappedSchema:
+    """The mapped attributes with each conditional requirement said in a title (see the module's docstring)."""
+
+    def title_of(name: str) -> str:
+        return str(_ref(schema, properties.get(name)).get("title") or name)
+
+    titles = {a.code: a.title for a in attributes}
+    sentences: list[str] = []
+    for conditional in _conditionals(schema):
+        when = (
+            f"{title_of(conditional.on)} is {conditional.value}"
+            if conditional.value
+            else f"{title_of(conditional.on)} is given"
+        )
+        for name in conditional.required:
+            if name in required:
+                continue
+            sentences.append(f"{name} when {conditional.on} is {conditional.value or 'given'}")
+            carried = [code for code in titles if code.split(".")[0] == name]
+            for code in carried:
+                titles[code] += f" (required by Amazon when {when})"
+            if not carried:
+                watched = [code for code in titles if code.split(".")[0] == conditional.on]
+                for code in watched:
+                    titles[code] += (
+                        f" (when {conditional.value or 'given'}, Amazon also requires {title_of(name)}, which cannot be"
+                        " sent through the API)"
+                    )
+    annotated = tuple(
+        a if titles[a.code] == a.title else dataclasses.replace(a, title=titles[a.code]) for a in attributes
+    )
+    return MappedSchema(annotated, tuple(off_api), shapes, tuple(sentences))
 
 
 def amazon_attributes(

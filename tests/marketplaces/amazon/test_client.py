@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import parse_qsl
 
 import httpx
 import pytest
@@ -170,3 +171,28 @@ async def test_without_the_url_settings_the_calls_go_to_amazons_regional_endpoin
     status = await connector.check_authorization()
     assert (status.ok, status.health_status) == (False, "Unavailable")
     assert transport.urls == [lwa, f"{spapi}/sellers/v1/marketplaceParticipations"]
+
+
+@pytest.mark.parametrize(
+    ("country", "page"),
+    [
+        ("UK", "https://sellercentral.amazon.co.uk/apps/authorize/consent"),
+        ("DE", "https://sellercentral.amazon.de/apps/authorize/consent"),
+        ("US", "https://sellercentral.amazon.com/apps/authorize/consent"),
+    ],
+)
+async def test_without_the_consent_setting_the_merchant_is_sent_to_the_sites_seller_central(
+    rt: Runtime, amazon_simulator: AmazonServer, country: str, page: str
+) -> None:
+    connector = await _connector(rt, amazon_simulator, country)
+    rt.settings.amazon_consent_url = None
+    callback = "https://service.example/app/marketplaces/amazon/callback"
+    start = await connector.begin_consent("STATE-1", callback)
+    assert start.url is not None
+    address, _, query = start.url.partition("?")
+    assert address == page  # never called: the merchant's browser goes there
+    assert dict(parse_qsl(query)) == {
+        "application_id": rt.settings.amazon_app_id,
+        "state": "STATE-1",
+        "redirect_uri": callback,
+    }
