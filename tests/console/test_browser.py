@@ -245,7 +245,7 @@ async def test_a_jobs_failure_reason_orders_with_a_reveal_and_an_import_with_its
         await expect(page.locator("table")).to_contain_text("the marketplace refused the feed: currency mismatch")
         await _shot(rt, page, "jobs")
         # The job's own page, found by its JobId as an API response gives it.
-        await page.get_by_label("Find a job by its JobId").fill(failed_job.id)
+        await page.get_by_label("Find a job by its id").fill(failed_job.id)
         await page.get_by_role("button", name="Find").click()
         await page.wait_for_url(f"**/app/jobs/{failed_job.id}")
         await expect(page.locator("#job-status")).to_have_text("Failed")

@@ -116,7 +116,7 @@ async def test_an_uploaded_file_is_imported_by_a_worker_with_progress_and_a_per_
     await Worker(rt).drain()
     done = await person.page(report_path)
     assert 'id="import-status">Completed<' in done.text and "hx-get" not in done.text
-    assert "3: Updated 1, Unchanged 0, NotFound 1, Ambiguous 0, Failed 0, Invalid 1" in done.text
+    assert "3: 1 updated, 0 unchanged, 1 not found, 0 ambiguous, 0 failed, 1 invalid" in done.text
     assert "Price: Not a decimal number" in done.text and "No product carries this SKU." in done.text
     assert (await stored(rt, tenant.account_id))["A"][:2] == (Decimal("1.50"), 1)
     [event] = payloads(await inventory_events(rt, tenant.account_id))

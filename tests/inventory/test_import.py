@@ -296,7 +296,7 @@ async def test_the_cli_text_and_the_app_report_show_superseded_rows(
     uploaded = await upload_file(person, content.encode())
     await Worker(rt).drain()
     done = await person.page(uploaded.headers["location"])
-    assert "2: Updated 0, Unchanged 1, NotFound 0, Ambiguous 0, Failed 0, Invalid 0, Superseded 1" in done.text
+    assert "2: 0 updated, 1 unchanged, 0 not found, 0 ambiguous, 0 failed, 0 invalid, 1 superseded" in done.text
     assert (
         '<td data-label="Line">2</td><td data-label="SKU">CLI-1</td><td data-label="Why">Superseded by line 3'
         in done.text
