@@ -121,6 +121,19 @@ def home_site(platform: str) -> str:
     return KINDS[platform].sites[0]
 
 
+# The currency each site sells in (a marketplace's site: its country), for money the app shows beside a site.
+SITE_CURRENCIES = {
+    "UK": "GBP", "DE": "EUR", "FR": "EUR", "IT": "EUR", "ES": "EUR", "NL": "EUR", "BE": "EUR", "US": "USD",
+    "SE": "SEK", "PL": "PLN", "CA": "CAD", "MX": "MXN", "JP": "JPY", "AU": "AUD",
+}  # fmt: skip
+assert {site for kind in KINDS.values() for site in kind.sites} <= set(SITE_CURRENCIES)
+
+
+def site_currency(country: str) -> str:
+    """The currency a site sells in: a product's price is shown in it beside each of its listings."""
+    return SITE_CURRENCIES.get(country, "")
+
+
 def marketplace_name(platform: str, country: str) -> str:
     """The human name used as `Marketplace` in event payloads, e.g. 'P1 UK'."""
     return f"{platform} {country}"

@@ -15,7 +15,16 @@ from starlette.datastructures import UploadFile
 from marketsync.auth.dependencies import runtime_of
 from marketsync.catalog.listings import app_fields as listing_fields
 from marketsync.console.guards import SignedIn, checked_form
-from marketsync.console.render import cursor_text, errors_of, is_partial, page, page_cursor, page_router, see_other
+from marketsync.console.render import (
+    cursor_text,
+    errors_of,
+    is_partial,
+    page,
+    page_cursor,
+    page_router,
+    see_other,
+    table_of,
+)
 from marketsync.http.errors import NotFound, ValidationFailed
 from marketsync.inventory import rules
 from marketsync.inventory import service as inventory
@@ -30,6 +39,8 @@ CATALOGUE_PAGE = 50
 # (docs/decisions/0314-app-query-bounds.md).
 CATALOGUE_MAX_OFFSET = 1_000_000
 IMPORTS_PAGE = 20
+# Column -> whether it is first sorted descending (prices, stock and times: largest and newest first).
+CATALOGUE_SORTS = {"sku": False, "price": True, "stock": True, "changed": True}
 SkuParameter = Annotated[str, Query(max_length=rules.MAX_SKU_LENGTH)]
 
 
@@ -53,13 +64,20 @@ async def catalogue_page(
             request, "catalogue.html", person, title="Catalogue", products=found, sku=sku, searched=True,
             paged=bool(after), next_after=found[-1].product.sku if more else None, page_size=CATALOGUE_PAGE,
         )  # fmt: skip
-    async with runtime_of(request).db.read() as session:
-        products, total = await inventory.list_products(
-            session, person.account_id, sku=None, modified_since=None, limit=CATALOGUE_PAGE, offset=offset
-        )
+    table, errors = table_of(
+        request, "/app/catalogue", CATALOGUE_SORTS, "sku", page_size=CATALOGUE_PAGE, max_offset=CATALOGUE_MAX_OFFSET
+    )
+    products: list[inventory.ProductView] = []
+    if not errors:
+        async with runtime_of(request).db.read() as session:
+            products, total = await inventory.product_table(
+                session, person.account_id, sort=table.sort, descending=table.descending, limit=CATALOGUE_PAGE,
+                offset=offset,
+            )  # fmt: skip
+        table = table.counted(total, len(products))
     return page(
-        request, "catalogue.html", person, title="Catalogue", products=products, total=total, sku=sku,
-        offset=offset, page_size=CATALOGUE_PAGE, past_the_end=offset > 0 and offset >= total,
+        request, "catalogue.html", person, 400 if errors else 200, title="Catalogue", products=products, table=table,
+        sku=sku, offset=offset, errors=errors, past_the_end=offset > 0 and not products,
     )  # fmt: skip
 
 

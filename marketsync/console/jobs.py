@@ -5,14 +5,14 @@ section 2, Job; docs/decisions/0311-job-page.md)."""
 from __future__ import annotations
 
 from typing import Annotated, Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from marketsync.auth.dependencies import runtime_of
 from marketsync.console.guards import SignedIn, checked_form
-from marketsync.console.render import cursor_text, errors_of, is_partial, page, page_cursor, page_router, see_other
+from marketsync.console.render import errors_of, is_partial, page, page_router, see_other, table_of
 from marketsync.http.errors import ApiError, NotFound
 from marketsync.jobs import service as jobs
 from marketsync.jobs.types import JobStatus, JobType
@@ -22,6 +22,8 @@ from marketsync.people.service import Person
 
 router = page_router()
 JOBS_PAGE = 50
+JOBS_MAX_OFFSET = 1_000_000  # decision 0314's bound
+SORTS = {"created": True, "type": False, "status": False}  # column -> first sorted descending
 STATUSES = [status.value for status in JobStatus]
 TYPES = [job_type.value for job_type in JobType]
 
@@ -33,7 +35,6 @@ async def jobs_page(
     find: str | None = None,
     status: str = "",
     job_type: Annotated[str, Query(alias="type")] = "",
-    before: str = "",
 ) -> Response:
     errors: dict[str, list[str]] = {}
     if find is not None:  # the find-by-JobId box (a GET form): the job's own page, or the app's 404 there
@@ -47,25 +48,22 @@ async def jobs_page(
         errors["Status"] = [f"One of {', '.join(STATUSES)}."]
     if job_type and job_type not in TYPES:
         errors["Type"] = [f"One of {', '.join(TYPES)}."]
-    cursor = page_cursor(before) if before else None
-    if before and cursor is None:
-        errors["before"] = ["Not a page of this list; start again from the first page."]
+    filters = [(name, value) for name, value in (("status", status), ("type", job_type)) if value]
+    table, table_errors = table_of(
+        request, "/app/jobs", SORTS, "created", page_size=JOBS_PAGE, max_offset=JOBS_MAX_OFFSET, filters=filters
+    )
+    errors |= table_errors
+    listed: list[Any] = []
     if not errors or set(errors) == {"JobId"}:
         async with runtime_of(request).db.read() as session:
-            listed = await jobs.recent_jobs(
-                session, person.account_id, JOBS_PAGE, status=status or None, job_type=job_type or None, before=cursor
-            )
-    else:
-        listed = []
-    filters = {name: value for name, value in (("status", status), ("type", job_type)) if value}
-    older = None
-    if len(listed) == JOBS_PAGE:
-        last = listed[-1]
-        older = urlencode({**filters, "before": cursor_text(last.created_at, last.id)})
+            listed, total = await jobs.job_table(
+                session, person.account_id, status=status or None, job_type=job_type or None, sort=table.sort,
+                descending=table.descending, limit=JOBS_PAGE, offset=table.offset,
+            )  # fmt: skip
+        table = table.counted(total, len(listed))
     return page(
         request, "jobs.html", person, 400 if errors else 200, title="Jobs", jobs=listed, errors=errors,
-        status_filter=status, type_filter=job_type, statuses=STATUSES, types=TYPES, older=older, paged=bool(before),
-        newest=urlencode(filters),
+        status_filter=status, type_filter=job_type, statuses=STATUSES, types=TYPES, table=table,
     )  # fmt: skip
 
 

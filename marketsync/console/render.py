@@ -18,6 +18,7 @@ from jinja2.runtime import Context
 from markupsafe import Markup, escape
 
 from marketsync.http.errors import ApiError, ValidationFailed
+from marketsync.kinds import site_currency
 from marketsync.kit import zones
 from marketsync.kit.timestamps import in_utc
 from marketsync.people.service import Person
@@ -41,6 +42,7 @@ def money(value: object) -> str:
 
 
 templates.env.filters["money"] = money
+templates.env.filters["site_currency"] = site_currency
 
 
 def as_moment(value: datetime | str) -> datetime:

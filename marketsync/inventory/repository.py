@@ -331,6 +331,25 @@ async def list_products(
     return list(result.scalars().all())
 
 
+# The app's catalogue table: its sortable columns, each in an index on (account_id, column, ...) (migration 0038;
+# SKU: the unique (account_id, sku_lower, sku), last change: (account_id, modified_at, id)).
+TABLE_SORTS = {
+    "sku": (Product.sku_lower, Product.sku),
+    "price": (Product.price, Product.id),
+    "stock": (Product.quantity, Product.id),
+    "changed": (Product.modified_at, Product.id),
+}
+
+
+async def table_of_products(
+    session: AsyncSession, account_id: str, *, sort: str, descending: bool, limit: int, offset: int
+) -> list[Product]:
+    """A page of the app's catalogue sorted by `sort` (TABLE_SORTS): one walk of that column's index."""
+    order = [column.desc() if descending else column.asc() for column in TABLE_SORTS[sort]]
+    query = select(Product).where(Product.account_id == account_id).order_by(*order)
+    return list((await session.execute(query.limit(limit).offset(offset))).scalars())
+
+
 async def products_with_key_prefix(
     session: AsyncSession, account_id: str, prefix: str, *, after: tuple[str, str] | None, limit: int
 ) -> list[Product]:

@@ -46,6 +46,42 @@ async def recent(
     return list((await session.execute(query.limit(limit))).scalars())
 
 
+# The app's jobs table: its sortable columns, each in an index (account_id, column, created_at, id) (migration 0038).
+TABLE_SORTS = {"created": (Job.created_at,), "type": (Job.type, Job.created_at), "status": (Job.status, Job.created_at)}
+
+
+def _table_filter(account_id: str, status: str | None, job_type: str | None) -> list[ColumnElement[bool]]:
+    conditions = [Job.account_id == account_id]
+    if status is not None:
+        conditions.append(Job.status == status)
+    if job_type is not None:
+        conditions.append(Job.type == job_type)
+    return conditions
+
+
+async def table_page(
+    session: AsyncSession,
+    account_id: str,
+    *,
+    status: str | None,
+    job_type: str | None,
+    sort: str,
+    descending: bool,
+    limit: int,
+    offset: int,
+) -> list[Job]:
+    """A page of the app's jobs table sorted by `sort` (TABLE_SORTS), then created time and id."""
+    columns = [*TABLE_SORTS[sort], Job.id]
+    order = [column.desc() if descending else column.asc() for column in columns]
+    query = select(Job).where(*_table_filter(account_id, status, job_type)).order_by(*order)
+    return list((await session.execute(query.limit(limit).offset(offset))).scalars())
+
+
+async def table_count(session: AsyncSession, account_id: str, *, status: str | None, job_type: str | None) -> int:
+    query = select(func.count()).select_from(Job).where(*_table_filter(account_id, status, job_type))
+    return int((await session.execute(query)).scalar_one())
+
+
 async def get_any(session: AsyncSession, job_id: str) -> Job | None:
     """A job of any account (the worker's own bookkeeping; never an API read)."""
     return await session.get(Job, job_id, populate_existing=True)

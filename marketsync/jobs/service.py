@@ -185,6 +185,26 @@ async def recent_jobs(
     return await repository.recent(session, account_id, limit, status=status, job_type=job_type, before=before)
 
 
+async def job_table(
+    session: AsyncSession,
+    account_id: str,
+    *,
+    status: str | None,
+    job_type: str | None,
+    sort: str,
+    descending: bool,
+    limit: int,
+    offset: int,
+) -> tuple[list[Job], int]:
+    """The app's jobs table (docs/decisions/0436-app-tables.md): a page sorted by created time, type or status, and
+    how many jobs the filters hold; one statement each."""
+    jobs = await repository.table_page(
+        session, account_id, status=status, job_type=job_type, sort=sort, descending=descending, limit=limit,
+        offset=offset,
+    )  # fmt: skip
+    return jobs, await repository.table_count(session, account_id, status=status, job_type=job_type)
+
+
 @dataclass(frozen=True)
 class JobInfo:
     """What another domain may know of a job (its page shows it beside its own rows)."""

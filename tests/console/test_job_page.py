@@ -132,10 +132,11 @@ async def test_the_jobs_list_finds_an_old_failure_under_recurring_work_and_pages
 
     first = await staff.page("/app/jobs")
     assert failed not in first.text and first.text.count('<tr id="job-') == 50
-    older = re.search(r'href="/app/jobs\?(before=[^"]+)">Older jobs</a>', first.text)
+    assert '<span class="range" id="range">1–50 of 61</span>' in first.text  # decision 0436
+    older = re.search(r'href="(/app/jobs\?offset=50)" rel="next">Next</a>', first.text)
     assert older is not None
-    second = await staff.page(f"/app/jobs?{html.unescape(older.group(1))}")
-    assert second.status_code == 200 and failed in second.text and "Older jobs" not in second.text
+    second = await staff.page(html.unescape(older.group(1)))
+    assert second.status_code == 200 and failed in second.text and 'rel="next"' not in second.text
     shown = re.findall(r'<tr id="job-([0-9A-Z]+)"', first.text + second.text)
     assert sorted(shown) == sorted([failed, *mirrors])  # every job once: no gap, no repeat across the pages
 
@@ -144,15 +145,20 @@ async def test_the_jobs_list_finds_an_old_failure_under_recurring_work_and_pages
     assert REASON in only_failed.text and '<option value="Failed" selected>' in only_failed.text
     mirrors_only = await staff.page("/app/jobs?status=Completed&type=ListingMirror")
     assert mirrors_only.text.count('<tr id="job-') == 50
-    assert 'href="/app/jobs?status=Completed&amp;type=ListingMirror&amp;before=' in mirrors_only.text
+    assert 'href="/app/jobs?status=Completed&amp;type=ListingMirror&amp;offset=50" rel="next"' in mirrors_only.text
+    by_type = await staff.page("/app/jobs?sort=type")  # ListingMirror before Test.JobPageExplodes
+    assert re.findall(r'<tr id="job-([0-9A-Z]+)"', by_type.text)[0] in mirrors
+    assert (
+        re.findall(r'<tr id="job-([0-9A-Z]+)"', (await staff.page("/app/jobs?sort=created&dir=asc")).text)[0] == failed
+    )
     none = await staff.page("/app/jobs?status=Cancelled")
     assert none.status_code == 200 and "No jobs match." in none.text
 
     wrong = await staff.page("/app/jobs?status=Broken&type=Nope")
     assert wrong.status_code == 400 and 'id="error-Status"' in wrong.text and 'id="error-Type"' in wrong.text
-    for lost_cursor in ("yesterday", "2026-11-28T10:00:00|01JOB", "2026-11-28T10:00:00%2B00:00|"):
-        lost = await staff.page(f"/app/jobs?before={lost_cursor}")  # unreadable, without an offset, without an id
-        assert lost.status_code == 400 and 'id="error-before"' in lost.text, lost_cursor
+    for lost in ("offset=-1", "offset=next", "sort=price", "dir=up"):
+        refused = await staff.page(f"/app/jobs?{lost}")
+        assert refused.status_code == 400 and f'id="error-{lost.split("=")[0]}"' in refused.text, lost
     await staff.client.aclose()
 
 
