@@ -219,6 +219,11 @@ def render(ledger: dict[str, Any]) -> str:
         "read; absolute numbers move with the machine's load, shown by the CPU probe (a fixed loop, best of three)",
         "timed before and after.",
         "",
+        "The tenant: rows marked **demo tenant** (step demo-tenant, growth) were measured on the tenant `marketsync",
+        "demo` makes (four connected marketplaces with listings, its schedules running, Data Flow Merchant for Price",
+        "and Stock), `serve` paused while each floor was timed; the others on each step's own bench tenant (an account",
+        "with the four marketplaces connected and generated products or orders, nothing else going on).",
+        "",
         f"{os.cpu_count()} CPUs. Each step below gives its time, the load average after it and the CPU probe before and"
         " after it.",
         "",

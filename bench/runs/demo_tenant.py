@@ -163,12 +163,18 @@ async def demo_tenant(
     serve = servers.enter_context(
         process([*cli(tree), "serve", "--port", str(port), *args.serve_option], env, f"http://127.0.0.1:{port}/readyz")
     )
-    token = httpx.post(
-        f"http://127.0.0.1:{port}/connect/token",
-        data={"grant_type": "client_credentials", "client_id": demo["client_id"],
-              "client_secret": demo["client_secret"]},
-    ).json()["access_token"]  # fmt: skip
-    return Tenant(raw(url), account, marketplaces, serve.pid, port, token), env
+    return Tenant(raw(url), account, marketplaces, serve.pid, port, bearer_token(port, demo)), env
+
+
+def bearer_token(port: int, demo: dict[str, Any]) -> str:
+    """The demo credential's token; a server just started on a loaded machine may answer 503 once or twice."""
+    form = {"grant_type": "client_credentials", "client_id": demo["client_id"], "client_secret": demo["client_secret"]}
+    for _ in range(10):
+        response = httpx.post(f"http://127.0.0.1:{port}/connect/token", data=form, timeout=60)
+        if response.status_code == 200:
+            return str(response.json()["access_token"])
+        time.sleep(1)
+    raise RuntimeError(f"no token from the service: {response.status_code} {response.text[:300]}")
 
 
 @dataclass

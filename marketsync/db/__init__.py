@@ -257,7 +257,7 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A write session committed once at the edge, rolled back on any exception. Work it queued (a job, an
-        event) wakes the workers once it has committed (marketsync/db/_wakeups.py)."""
+        event) wakes the workers as it commits (marketsync/db/_wakeups.py)."""
         wake: frozenset[str] = frozenset()
         async with (
             self.requests_first.turn(),
@@ -267,16 +267,10 @@ class Database:
         ):
             yield session
             wake = wakeups.wants_wake_up(session)
-        if wake:  # committed: this process's workers now, the others' through NOTIFY (never for a rollback)
+            if wake and not self.is_sqlite:  # delivered by PostgreSQL only when this transaction commits
+                await session.execute(_NOTIFY, {"kinds": self.wakeups.notification(wake)})
+        if wake:
             self.wakeups.signal(wake)
-            if not self.is_sqlite:
-                self.wakeups.announce(wake, self._notify)
-
-    async def _notify(self, payload: str) -> None:
-        """`NOTIFY marketsync_work, payload` in a transaction of its own (autocommit)."""
-        async with self.engine.connect() as connection:
-            await connection.execution_options(isolation_level="AUTOCOMMIT")
-            await connection.execute(_NOTIFY, {"kinds": payload})
 
     @asynccontextmanager
     async def _sqlite_writer_turn(self) -> AsyncIterator[None]:
@@ -327,7 +321,6 @@ class Database:
             await connection.execute(text("ANALYZE"))
 
     async def dispose(self) -> None:
-        await self.wakeups.announced()
         await self.fast.close()
         await self.engine.dispose()
         if self.write_engine is not self.engine:

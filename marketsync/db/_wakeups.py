@@ -3,10 +3,9 @@
 A job enqueued or an event recorded marks its session (`wake_workers_on_commit`) with the kind of work it made:
 JOBS (the queue: a claim) or EVENTS (the webhook pollers: fan-out and delivery). A wake-up wakes only the work of its
 kinds, so a push's event does not run a claim, and a job's end does not run the webhook pollers
-(docs/decisions/0451). On PostgreSQL, once the transaction has committed, the process sends `NOTIFY
-marketsync_work` with the kinds on a connection of its own, off the committing caller's path (`announce`: a request
-does not wait for that round trip; decision 0453), and every worker keeps one `LISTEN` connection; a notification
-a process sent itself is not heard twice (it signalled itself at its commit).
+(docs/decisions/0451). On PostgreSQL the transaction then sends `NOTIFY marketsync_work` with the kinds before it
+commits (PostgreSQL delivers a notification only if, and when, its transaction commits) and every worker keeps one
+`LISTEN` connection; a notification a process sent itself is not heard twice (it signalled itself at its commit).
 On SQLite the signal is in-process: the API with its embedded workers (`marketsync serve`) is one process. Polling
 stays as the fallback: a lost notification costs at most one poll interval (docs/decisions/0163-wake-ups.md).
 """
@@ -17,7 +16,7 @@ import asyncio
 import contextlib
 import functools
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -62,8 +61,6 @@ class WakeUps:
         self._check_every_s = check_every_s
         self._signal = asyncio.Event()
         self._woken: set[str] = set()
-        self._to_announce: set[str] = set()
-        self._announcer: asyncio.Task[None] | None = None
         # Names this process in its notifications: the listener ignores its own (already signalled at the commit).
         self.origin = f"{os.getpid()}-{os.urandom(4).hex()}"
 
@@ -81,30 +78,6 @@ class WakeUps:
             return
         # A payload without kinds (another version's, or a hand-sent NOTIFY) wakes every kind.
         self.signal({kind for kind in kinds.split(",") if kind in EVERY_KIND} or EVERY_KIND)
-
-    def announce(self, kinds: Iterable[str], send: Callable[[str], Awaitable[None]]) -> None:
-        """Tell the other processes of committed work, after the commit and off the caller's path: `send(payload)`
-        runs in a task of its own; kinds announced while it runs are sent together by its next round. A failure is
-        logged and costs the other processes one poll interval at most (the fallback)."""
-        self._to_announce.update(kinds)
-        if self._announcer is None or self._announcer.done():
-            self._announcer = asyncio.get_running_loop().create_task(self._announce(send), name="wakeup-announcer")
-
-    async def _announce(self, send: Callable[[str], Awaitable[None]]) -> None:
-        while self._to_announce:
-            kinds, self._to_announce = frozenset(self._to_announce), set()
-            try:
-                await send(self.notification(kinds))
-            except Exception as exc:
-                log.warning("wakeup_announce_failed", error_class=type(exc).__name__)
-                self._to_announce.clear()
-                return
-
-    async def announced(self, timeout_s: float = 5.0) -> None:
-        """Until the notifications announced so far are sent (a process stopping; tests)."""
-        if self._announcer is not None and not self._announcer.done():
-            with contextlib.suppress(Exception, TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self._announcer), timeout_s)
 
     def take(self) -> frozenset[str]:
         """The kinds signalled since the last look, without waiting."""

@@ -168,31 +168,3 @@ async def test_a_process_does_not_hear_its_own_notification_twice(rt: Runtime) -
         listener.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await listener
-
-
-async def test_notifications_are_sent_after_the_commit_off_its_path_and_coalesce(rt: Runtime) -> None:
-    """The committing caller never waits for the NOTIFY (docs/decisions/0453): the announcement runs in a task of its
-    own, and what is announced meanwhile goes out together in its next round; a failed send is not the caller's."""
-    wakeups = WakeUps(None)
-    sent: list[str] = []
-    first_sent, release = asyncio.Event(), asyncio.Event()
-
-    async def send(payload: str) -> None:
-        sent.append(payload)
-        first_sent.set()
-        await release.wait()
-
-    wakeups.announce({JOBS}, send)
-    await asyncio.wait_for(first_sent.wait(), 5)
-    wakeups.announce({EVENTS}, send)
-    wakeups.announce({JOBS}, send)
-    assert len(sent) == 1  # the second round waits for the first send
-    release.set()
-    await wakeups.announced()
-    assert sent == [wakeups.notification({JOBS}), wakeups.notification({JOBS, EVENTS})]
-
-    async def unreachable(_payload: str) -> None:
-        raise OSError("the database is away")
-
-    wakeups.announce({JOBS}, unreachable)
-    await wakeups.announced()  # logged, not raised: the others' poll covers a lost notification
