@@ -299,6 +299,7 @@ async def test_the_app_works_under_its_content_security_policy(rt: Runtime, api:
             " (e) => window.violations.push(e.violatedDirective + ' ' + e.blockedURI));"
         )
         await sign_in(page, person.email, person.password)
+        await page.goto("/app/marketplaces")  # sign-in lands on the home page, which has no live part
         async with page.expect_request(lambda request: request.headers.get("hx-request") == "true") as polled:
             pass  # the connections table refreshes itself every 3 s
         assert (await polled.value).headers.get("x-app-poll") == "1"
@@ -372,6 +373,7 @@ async def test_a_phone_never_scrolls_sideways_and_a_refresh_keeps_the_keyboards_
 
     async with browser_page(str(api.base_url)) as page:
         await sign_in(page, person.email, person.password)
+        await page.goto("/app/marketplaces")  # sign-in lands on the home page
         pause = page.get_by_role("button", name="Pause P2 DE")
         await pause.focus()
         async with page.expect_response(lambda response: response.request.headers.get("x-app-poll") == "1"):
