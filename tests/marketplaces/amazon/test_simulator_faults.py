@@ -5,6 +5,7 @@ fixture fails the test that caused it."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 
 from marketsync.kit.clock import FrozenClock
 from marketsync.marketplaces.amazon.simulator import AmazonSimulator, operations
-from tests.support.amazon import AmazonServer, fail_on_violations
+from tests.support.amazon import AmazonServer, fail_on_open_sockets, fail_on_violations, serve_amazon
 
 UK = "A1F83G8C2ARO7P"
 PARTICIPATIONS = "/sellers/v1/marketplaceParticipations"
@@ -69,6 +70,23 @@ def test_the_fixture_fails_the_test_that_caused_a_violation() -> None:
     sim.record(Violation("request", "getOrders", "GET", "/orders/v0/orders", ("MarketplaceIds: required",)))
     with pytest.raises(pytest.fail.Exception, match=r"request GET /orders/v0/orders \(getOrders\): MarketplaceIds"):
         fail_on_violations(sim)
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/proc/net/tcp"), reason="no /proc/net/tcp: the open sockets are read from Linux's /proc"
+)
+async def test_a_client_left_connected_when_the_simulator_stops_fails_the_test_that_left_it() -> None:
+    """Decision 0380: the socket is named at the test that leaked it, not by the collector's ResourceWarning later."""
+    sim = AmazonSimulator()
+    async with serve_amazon(sim) as server:
+        client = server.client()
+        assert (await client.get("/_simulator/state")).status_code == 200  # a kept-alive connection
+    try:
+        with pytest.raises(pytest.fail.Exception, match=r"1 socket\(s\) still open at the Amazon simulator's port"):
+            fail_on_open_sockets(server)
+    finally:
+        await client.aclose()
+    fail_on_open_sockets(server)  # closed: nothing left
 
 
 async def test_queued_faults_answer_429_and_5xx_as_amazon_does(amazon_simulator: AmazonServer) -> None:
