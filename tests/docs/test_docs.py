@@ -18,7 +18,7 @@ def test_every_decision_has_a_status_line_and_an_index_entry() -> None:
     assert records
     for record in records:
         head = record.read_text().splitlines()[:6]
-        assert any(re.match(r"Status: (Accepted|Superseded)", line) for line in head), record.name
+        assert any(re.match(r"Status: (Accepted|Superseded|Rejected)", line) for line in head), record.name
         assert f"]({record.name})" in index, f"{record.name} missing from docs/decisions/README.md"
 
 

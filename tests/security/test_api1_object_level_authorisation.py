@@ -113,6 +113,10 @@ PROBES: dict[tuple[str, str, str], Probe] = {
     ("POST", "/app/credentials/{credential_id}/delete", "path:credential_id"): Probe(
         "POST", "/app/credentials/{id}/delete", lambda e: e.tenant.credential.credential_id, page=True
     ),
+    ("POST", "/app/credentials/{credential_id}/rotate", "path:credential_id"): Probe(
+        "POST", "/app/credentials/{id}/rotate", lambda e: e.tenant.credential.credential_id,
+        lambda v: {"grace_hours": "24"}, page=True,
+    ),
     ("POST", "/app/people/{user_id}/password", "path:user_id"): Probe(
         "POST", "/app/people/{id}/password", lambda e: e.user_id, page=True
     ),
