@@ -425,58 +425,71 @@ def build(app: FastAPI, routes: list[APIRoute], servers: list[Schema]) -> Schema
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             key = (method.upper(), path)
-            spec = OPERATIONS[key]
-            api = key in api_paths and path.startswith("/api/")
-            operation["operationId"] = spec.operation_id
-            operation["tags"] = [spec.tag]
-            responses = operation.setdefault("responses", {})
-            responses.pop("422", None)  # FastAPI's own: validation failures here are 400 problem details
-            body = operation.get("requestBody")
-            if body is not None:
-                for media in body["content"].values():
-                    branches = media["schema"].get("anyOf", [])
-                    if len(branches) == 2 and {"type": "null"} in branches:
-                        # An optional body (`Model | None`): "no body" is what required=false says; a schema
-                        # allowing a literal null makes generators send their own "unset" marker as JSON.
-                        media["schema"] = next(b for b in branches if b != {"type": "null"})
-                        body["required"] = False
-                    if "properties" in media["schema"]:
-                        media["schema"].setdefault("title", f"{spec.operation_id}Request")
-                operation["requestBody"] = body = _hoist(body, schemas)
-                request_example = REQUEST_EXAMPLES.get(spec.operation_id)
-                if request_example is not None:
-                    for media in body["content"].values():
-                        media["example"] = request_example
-            if spec.idempotent:
-                operation.setdefault("parameters", []).append({"$ref": "#/components/parameters/IdempotencyKey"})
-            success = responses["200"]
-            success["description"] = success.get("description") or "OK"
-            headers = ["X-Request-Id"] + (["RateLimit", "RateLimit-Policy"] if api else [])
-            if spec.idempotent:
-                headers.append("Idempotent-Replayed")
-            success["headers"] = {name: _ref_header(name) for name in headers}
-            success["content"]["application/json"]["example"] = EXAMPLES[spec.operation_id]
-            # The body checks (size, media type) run in the middleware, before the route: every POST can meet them.
-            token = path == TOKEN_PATH
-            errors = _token_errors() if token else _problems(spec, api=api, has_body=method == "post")
-            for status, problem in errors.items():
-                responses.setdefault(status, problem)
-            # Every answer under /api is `Cache-Control: no-store` (middleware), and every answer of the token
-            # endpoint (errors.TOKEN_NO_STORE). 401 and 403 carry the challenge (Bearer under /api, Basic at the
-            # token endpoint).
-            for status, response in responses.items():
-                headers = response.setdefault("headers", {})
-                headers.setdefault("X-Request-Id", _ref_header("X-Request-Id"))
-                if api or token:
-                    headers["Cache-Control"] = _ref_header("Cache-Control")
-                if status in ("401", "403") and (api or status == "401"):
-                    headers["WWW-Authenticate"] = _ref_header("WWW-Authenticate")
-                if status == "429":
-                    headers["Retry-After"] = _ref_header("Retry-After")
+            _refine_operation(operation, OPERATIONS[key], path, method, schemas, api=key in api_paths)
     document = _name_enums(_drop_derived_titles(document))
     for name, values in NAMED_ENUMS.items():
         document["components"]["schemas"][name] = {"type": "string", "enum": values, "title": name}
     return document  # type: ignore[no-any-return]
+
+
+def _refine_operation(
+    operation: Schema, spec: Operation, path: str, method: str, schemas: Schema, *, api: bool
+) -> None:
+    """One operation as integrators read it: its id and tag, its request body hoisted into a named schema with its
+    example, the success response's headers and example, and every error response with its headers."""
+    api = api and path.startswith("/api/")
+    operation["operationId"] = spec.operation_id
+    operation["tags"] = [spec.tag]
+    responses = operation.setdefault("responses", {})
+    responses.pop("422", None)  # FastAPI's own: validation failures here are 400 problem details
+    if operation.get("requestBody") is not None:
+        operation["requestBody"] = _refine_request_body(operation["requestBody"], spec.operation_id, schemas)
+    if spec.idempotent:
+        operation.setdefault("parameters", []).append({"$ref": "#/components/parameters/IdempotencyKey"})
+    success = responses["200"]
+    success["description"] = success.get("description") or "OK"
+    headers = ["X-Request-Id"] + (["RateLimit", "RateLimit-Policy"] if api else [])
+    if spec.idempotent:
+        headers.append("Idempotent-Replayed")
+    success["headers"] = {name: _ref_header(name) for name in headers}
+    success["content"]["application/json"]["example"] = EXAMPLES[spec.operation_id]
+    # The body checks (size, media type) run in the middleware, before the route: every POST can meet them.
+    token = path == TOKEN_PATH
+    errors = _token_errors() if token else _problems(spec, api=api, has_body=method == "post")
+    for status, problem in errors.items():
+        responses.setdefault(status, problem)
+    for status, response in responses.items():
+        _response_headers(response.setdefault("headers", {}), status, api=api, token=token)
+
+
+def _refine_request_body(body: Schema, operation_id: str, schemas: Schema) -> Schema:
+    for media in body["content"].values():
+        branches = media["schema"].get("anyOf", [])
+        if len(branches) == 2 and {"type": "null"} in branches:
+            # An optional body (`Model | None`): "no body" is what required=false says; a schema
+            # allowing a literal null makes generators send their own "unset" marker as JSON.
+            media["schema"] = next(b for b in branches if b != {"type": "null"})
+            body["required"] = False
+        if "properties" in media["schema"]:
+            media["schema"].setdefault("title", f"{operation_id}Request")
+    body = _hoist(body, schemas)
+    request_example = REQUEST_EXAMPLES.get(operation_id)
+    if request_example is not None:
+        for media in body["content"].values():
+            media["example"] = request_example
+    return body
+
+
+def _response_headers(headers: Schema, status: str, *, api: bool, token: bool) -> None:
+    """Every answer under /api is `Cache-Control: no-store` (middleware), and every answer of the token endpoint
+    (errors.TOKEN_NO_STORE). 401 and 403 carry the challenge (Bearer under /api, Basic at the token endpoint)."""
+    headers.setdefault("X-Request-Id", _ref_header("X-Request-Id"))
+    if api or token:
+        headers["Cache-Control"] = _ref_header("Cache-Control")
+    if status in ("401", "403") and (api or status == "401"):
+        headers["WWW-Authenticate"] = _ref_header("WWW-Authenticate")
+    if status == "429":
+        headers["Retry-After"] = _ref_header("Retry-After")
 
 
 # ---------------------------------------------------------------- /docs, with no request leaving the service

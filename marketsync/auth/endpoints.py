@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from collections.abc import Mapping
 from urllib.parse import parse_qsl, unquote_plus
 
 from fastapi import APIRouter, Request
@@ -13,9 +14,10 @@ from pydantic import BaseModel
 
 from marketsync.auth import service
 from marketsync.auth.dependencies import runtime_of
-from marketsync.auth.service import TokenError
+from marketsync.auth.service import IssuedToken, TokenError
 from marketsync.http.errors import TOKEN_NO_STORE, token_error_response
 from marketsync.kit.ratelimit import RateDecision
+from marketsync.runtime import Runtime
 
 router = APIRouter(tags=["Token"])
 
@@ -132,56 +134,75 @@ async def token(request: Request) -> Response:
     rt = runtime_of(request)
     authorization = request.headers.get("authorization", "")
     basic = authorization[:6].lower() == "basic "
-    client_id = ""
     try:
-        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if content_type != "application/x-www-form-urlencoded":
-            raise TokenError("invalid_request", "The body must be application/x-www-form-urlencoded.")
-        form = _form(await request.body())
-        grant_type = form.get("grant_type")
-        if not grant_type:
-            raise TokenError("invalid_request", "Parameter 'grant_type' is required.")
-        if grant_type != "client_credentials":
-            raise TokenError("unsupported_grant_type", "Only grant_type=client_credentials is supported.")
-        in_body = "client_id" in form or "client_secret" in form
-        if basic and "client_secret" in form:
-            # RFC 6749 section 2.3: one client authentication method per request.
-            raise TokenError("invalid_request", "Use one client authentication method, not both.")
-        if basic:
-            client_id, client_secret = _basic_credentials(authorization[6:])
-            # A client may name itself in the body too (RFC 6749 section 3.2.1), as long as it names itself.
-            if form.get("client_id", client_id) != client_id:
-                raise TokenError("invalid_request", "The client_id parameter differs from the Basic credentials.")
-        elif in_body:
-            client_id, client_secret = form.get("client_id", ""), form.get("client_secret", "")
-            if not client_id or not client_secret:
-                raise TokenError("invalid_client", "Both client_id and client_secret are required.", 401)
-        else:
-            raise TokenError("invalid_client", "Client authentication is required.", 401)
-
+        form = await _token_form(request)
+        client_id, client_secret = _client_credentials(form, authorization, basic=basic)
         if len(client_id) > MAX_CLIENT_ID_CHARS:
             raise TokenError("invalid_client", "Client authentication failed.", 401)
-        failure_key = _failure_key(client_id, request)
-        limiter, limit = rt.limiter, rt.settings.token_failure_limit
-        if limiter is not None and not await limiter.peek(limit, *failure_key):
-            return _throttled(await limiter.hit(limit, *failure_key), basic=basic)
-        try:
-            issued = await service.issue_token(rt, client_id, client_secret, form.get("scope"))
-            # A right secret after the budget was spent (by concurrent wrong ones) is refused like a wrong one: an
-            # answer beyond the budget teaches nothing.
-            if limiter is not None and not await limiter.peek(limit, *failure_key):
-                raise _OverBudget
-        except _OverBudget:
-            assert limiter is not None
-            return _throttled(await limiter.hit(limit, *failure_key), basic=basic)
-        except TokenError as exc:
-            if exc.error == "invalid_client" and limiter is not None:
-                # The hit is atomic: of N concurrent wrong secrets, only the budget's worth are answered 401.
-                decision = await limiter.hit(limit, *failure_key)
-                if not decision.allowed:
-                    return _throttled(decision, basic=basic)
-            raise
+        issued = await _issue_within_budget(rt, request, client_id, client_secret, form.get("scope"), basic=basic)
+        if isinstance(issued, Response):
+            return issued
     except TokenError as exc:
         return _error(exc, basic=basic)
     body = TokenResponse(access_token=issued.access_token, expires_in=issued.expires_in, scope=" ".join(issued.scopes))
     return Response(body.model_dump_json().encode(), media_type="application/json", headers=TOKEN_NO_STORE)
+
+
+async def _token_form(request: Request) -> dict[str, str]:
+    """The form of a client_credentials grant (RFC 6749 section 4.4.2), or the TokenError its shape earns."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/x-www-form-urlencoded":
+        raise TokenError("invalid_request", "The body must be application/x-www-form-urlencoded.")
+    form = _form(await request.body())
+    grant_type = form.get("grant_type")
+    if not grant_type:
+        raise TokenError("invalid_request", "Parameter 'grant_type' is required.")
+    if grant_type != "client_credentials":
+        raise TokenError("unsupported_grant_type", "Only grant_type=client_credentials is supported.")
+    return form
+
+
+def _client_credentials(form: Mapping[str, str], authorization: str, *, basic: bool) -> tuple[str, str]:
+    """The client's id and secret, from HTTP Basic or the body (client_secret_basic, client_secret_post)."""
+    if basic and "client_secret" in form:
+        # RFC 6749 section 2.3: one client authentication method per request.
+        raise TokenError("invalid_request", "Use one client authentication method, not both.")
+    if basic:
+        client_id, client_secret = _basic_credentials(authorization[6:])
+        # A client may name itself in the body too (RFC 6749 section 3.2.1), as long as it names itself.
+        if form.get("client_id", client_id) != client_id:
+            raise TokenError("invalid_request", "The client_id parameter differs from the Basic credentials.")
+        return client_id, client_secret
+    if "client_id" in form or "client_secret" in form:
+        client_id, client_secret = form.get("client_id", ""), form.get("client_secret", "")
+        if not client_id or not client_secret:
+            raise TokenError("invalid_client", "Both client_id and client_secret are required.", 401)
+        return client_id, client_secret
+    raise TokenError("invalid_client", "Client authentication is required.", 401)
+
+
+async def _issue_within_budget(
+    rt: Runtime, request: Request, client_id: str, client_secret: str, scope: str | None, *, basic: bool
+) -> IssuedToken | Response:
+    """The token, unless the client's (and address's) budget of failed authentications is spent: then the 429."""
+    failure_key = _failure_key(client_id, request)
+    limiter, limit = rt.limiter, rt.settings.token_failure_limit
+    if limiter is not None and not await limiter.peek(limit, *failure_key):
+        return _throttled(await limiter.hit(limit, *failure_key), basic=basic)
+    try:
+        issued = await service.issue_token(rt, client_id, client_secret, scope)
+        # A right secret after the budget was spent (by concurrent wrong ones) is refused like a wrong one: an
+        # answer beyond the budget teaches nothing.
+        if limiter is not None and not await limiter.peek(limit, *failure_key):
+            raise _OverBudget
+    except _OverBudget:
+        assert limiter is not None
+        return _throttled(await limiter.hit(limit, *failure_key), basic=basic)
+    except TokenError as exc:
+        if exc.error == "invalid_client" and limiter is not None:
+            # The hit is atomic: of N concurrent wrong secrets, only the budget's worth are answered 401.
+            decision = await limiter.hit(limit, *failure_key)
+            if not decision.allowed:
+                return _throttled(decision, basic=basic)
+        raise
+    return issued

@@ -37,37 +37,42 @@ def _returns_response(endpoint: Callable[..., Any]) -> bool:
     return inspect.isclass(returned) and issubclass(returned, Response)
 
 
+# What only FastAPI's solver fills: an endpoint with any of these keeps its stock route.
+_SOLVED_ONLY_BY_FASTAPI = (
+    "query_params",
+    "header_params",
+    "cookie_params",
+    "body_params",
+    "websocket_param_name",
+    "http_connection_param_name",
+    "response_param_name",
+    "background_tasks_param_name",
+    "security_scopes_param_name",
+)
+# A dependency the lean path calls takes the request alone: one with any of these needs the solver.
+_DEPENDENCY_NEEDS_FASTAPI = (
+    "dependencies",
+    "path_params",
+    "query_params",
+    "header_params",
+    "cookie_params",
+    "body_params",
+)
+
+
 def _plan(route: APIRoute, request_dependencies: frozenset[Callable[..., Any]]) -> list[_Resolver] | None:
     """How to fill the endpoint's parameters without FastAPI's solver, or None if the route needs the solver."""
     dependant = route.dependant
     endpoint = dependant.call
     if endpoint is None or not inspect.iscoroutinefunction(endpoint) or not _returns_response(endpoint):
         return None
-    if (
-        dependant.query_params
-        or dependant.header_params
-        or dependant.cookie_params
-        or dependant.body_params
-        or dependant.websocket_param_name
-        or dependant.http_connection_param_name
-        or dependant.response_param_name
-        or dependant.background_tasks_param_name
-        or dependant.security_scopes_param_name
-    ):
+    if any(getattr(dependant, name) for name in _SOLVED_ONLY_BY_FASTAPI):
         return None
     plan: list[_Resolver] = []
     for sub in dependant.dependencies:
-        if (
-            sub.name is None
-            or sub.call not in request_dependencies
-            or sub.dependencies
-            or sub.path_params
-            or sub.query_params
-            or sub.header_params
-            or sub.cookie_params
-            or sub.body_params
-            or sub.request_param_name is None
-        ):
+        if sub.name is None or sub.call not in request_dependencies or sub.request_param_name is None:
+            return None
+        if any(getattr(sub, name) for name in _DEPENDENCY_NEEDS_FASTAPI):
             return None
         plan.append((sub.name, "dependency", sub.call))
     for field in dependant.path_params:

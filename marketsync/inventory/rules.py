@@ -11,7 +11,7 @@ tests/unit/test_inventory_rules.py.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_DOWN, Decimal
@@ -203,6 +203,29 @@ def resolve_push(items: Sequence[PushItem], candidates: Mapping[str, Sequence[St
         else:
             resolved[slot] = entry
     return resolved
+
+
+def push_outcome(match: Resolution, failed: Collection[str], applied: Collection[str]) -> PushOutcome:
+    """A push line's Result: for a product, Failed (its row's write failed), Updated or Unchanged; else what named
+    no product (NotFound, Ambiguous)."""
+    if not isinstance(match, StoredProduct):
+        return match
+    if match.id in failed:
+        return "Failed"
+    return "Updated" if match.id in applied else "Unchanged"
+
+
+def zero_priced(resolved: Sequence[ResolvedItem], failed: Collection[str]) -> dict[str, str]:
+    """{product id: SKU} of the products a push priced 0 (and wrote): saved, never sent where a zero price is refused
+    (docs/decisions/0027)."""
+    return {
+        entry.match.id: entry.match.sku
+        for entry in resolved
+        if isinstance(entry.match, StoredProduct)
+        and entry.item.price is not None
+        and entry.item.price == 0
+        and entry.match.id not in failed
+    }
 
 
 def moved_values(stored: StoredProduct, change: SkuChange) -> tuple[Decimal | None, int | None]:

@@ -275,20 +275,10 @@ async def push_price_quantity(
     outcome = await _apply_locked(rt, session, account_id, stored, changes, source, isolate=None if isolate else False)
     applied_ids = {change.product_id for change in outcome.applied}
 
-    results = []
-    for entry in resolved:
-        result: PushOutcome
-        match = entry.match
-        if isinstance(match, StoredProduct):
-            if match.id in outcome.failed:
-                result = "Failed"
-            elif match.id in applied_ids:
-                result = "Updated"
-            else:
-                result = "Unchanged"
-        else:
-            result = match
-        results.append(PushResultLine(entry.item.sku, result, entry.position))
+    results = [
+        PushResultLine(entry.item.sku, rules.push_outcome(entry.match, outcome.failed, applied_ids), entry.position)
+        for entry in resolved
+    ]
 
     warnings = await data_flow_warnings(
         session,
@@ -296,17 +286,12 @@ async def push_price_quantity(
         sends_price=any(entry.item.price is not None for entry in resolved),
         sends_quantity=any(entry.item.quantity is not None for entry in resolved),
     )
-    # Price 0 on a product listed where a zero price is refused: saved, never sent (docs/decisions/0027).
-    zero_priced = {
-        entry.match.id: entry.match.sku
-        for entry in resolved
-        if isinstance(entry.match, StoredProduct)
-        and entry.item.price is not None
-        and entry.item.price == 0
-        and entry.match.id not in outcome.failed
-    }
     propagation = await propagate_to_listings(
-        rt, session, account_id, applied_ids if propagate else set(), zero_priced=zero_priced
+        rt,
+        session,
+        account_id,
+        applied_ids if propagate else set(),
+        zero_priced=rules.zero_priced(resolved, outcome.failed),
     )
     return PushResult(
         results=results,

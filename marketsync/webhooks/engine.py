@@ -298,6 +298,18 @@ async def record(rt: Runtime, session: AsyncSession, worker_id: str, sent: list[
             for (claimed, _, decision), next_at in zip(decided, next_times, strict=True)
         ],
     )
+    effects = await _log_attempts(session, decided, next_times, held)
+    await _count_on_subscriptions(session, effects, now)
+
+
+async def _log_attempts(
+    session: AsyncSession,
+    decided: list[tuple[ClaimedDelivery, AttemptResult, rules.AttemptDecision]],
+    next_times: list[datetime | None],
+    held: set[str],
+) -> list[tuple[ClaimedDelivery, rules.AttemptDecision, AttemptResult]]:
+    """One attempt row per attempt (Discarded where the delivery was no longer this worker's); the attempts whose
+    outcome moves their subscription."""
     attempt_rows: list[repository.AttemptRow] = []
     effects: list[tuple[ClaimedDelivery, rules.AttemptDecision, AttemptResult]] = []
     outcomes: Counter[str] = Counter()
@@ -330,8 +342,17 @@ async def record(rt: Runtime, session: AsyncSession, worker_id: str, sent: list[
     await repository.insert_attempts(session, attempt_rows)
     for outcome, n in outcomes.items():
         ATTEMPTS.labels(outcome).inc(n)
-    # Successes in one batch share `now`, so a run of them per subscription is one update; a failure
-    # first applies the success that preceded it, keeping "consecutive" in completion order.
+    return effects
+
+
+async def _count_on_subscriptions(
+    session: AsyncSession,
+    effects: list[tuple[ClaimedDelivery, rules.AttemptDecision, AttemptResult]],
+    now: datetime,
+) -> None:
+    """Successes reset a subscription's consecutive failures; a failed delivery counts one, and disables the
+    subscription at the limit. Successes in one batch share `now`, so a run of them per subscription is one update;
+    a failure first applies the success that preceded it, keeping "consecutive" in completion order."""
     succeeded: set[str] = set()
     for claimed, decision, result in effects:
         if decision.outcome == "Succeeded":

@@ -200,27 +200,38 @@ def url_problems(url: str, *, dev_mode: bool = False) -> list[str]:
         port = parts.port
     except ValueError:
         return ["Must be an absolute https URL."]
-    scheme = parts.scheme.lower()
-    if scheme != "https" and not (dev_mode and scheme == "http" and is_loopback_name(parts.hostname or "")):
-        if dev_mode:
-            return ["Must be an absolute https URL (scheme https); http only to a loopback host in dev mode."]
-        return ["Must be an absolute https URL (scheme https)."]
-    if not parts.hostname:
-        return ["Must be an absolute https URL with a host."]
-    if parse_ip_literal(parts.hostname) is None:
-        if looks_numeric(parts.hostname):
-            return ["The host is not a valid IP address."]
-        try:
-            dns_form = ascii_host(parts.hostname)
-        except ValueError:
-            return ["The host is not a valid (internationalised) domain name."]
-        if parse_ip_literal(dns_form) is None and (looks_numeric(dns_form) or not _DNS_NAME.fullmatch(dns_form)):
-            return ["The host is not a valid (internationalised) domain name."]
-    if parts.username is not None or parts.password is not None:
-        return ["Must not carry credentials; authenticate deliveries with the signature instead."]
-    if port == 0:
-        return ["Port 0 is not valid."]
-    return []
+    problem = _scheme_problem(parts.scheme.lower(), parts.hostname, dev_mode=dev_mode)
+    if problem is None:
+        problem = _host_problem(parts.hostname)
+    if problem is None and (parts.username is not None or parts.password is not None):
+        problem = "Must not carry credentials; authenticate deliveries with the signature instead."
+    if problem is None and port == 0:
+        problem = "Port 0 is not valid."
+    return [] if problem is None else [problem]
+
+
+def _scheme_problem(scheme: str, hostname: str | None, *, dev_mode: bool) -> str | None:
+    if scheme == "https" or (dev_mode and scheme == "http" and is_loopback_name(hostname or "")):
+        return None
+    if dev_mode:
+        return "Must be an absolute https URL (scheme https); http only to a loopback host in dev mode."
+    return "Must be an absolute https URL (scheme https)."
+
+
+def _host_problem(hostname: str | None) -> str | None:
+    if not hostname:
+        return "Must be an absolute https URL with a host."
+    if parse_ip_literal(hostname) is not None:
+        return None
+    if looks_numeric(hostname):
+        return "The host is not a valid IP address."
+    try:
+        dns_form = ascii_host(hostname)
+    except ValueError:
+        return "The host is not a valid (internationalised) domain name."
+    if parse_ip_literal(dns_form) is None and (looks_numeric(dns_form) or not _DNS_NAME.fullmatch(dns_form)):
+        return "The host is not a valid (internationalised) domain name."
+    return None
 
 
 def is_loopback_name(host: str) -> bool:

@@ -121,17 +121,7 @@ def feed_result(feed_id: str, status: str, report: dict[str, Any] | None, refere
             "Amazon cancelled the feed." if status == "CANCELLED" else "Amazon could not process the feed."
         )
         return FeedResult(feed_id, "Rejected", 0, [], f"{reason} (feed {status})")
-    errors: dict[str, list[str]] = {}
-    for issue in issues:
-        if issue.severity != "ERROR":
-            continue
-        reference: str | None = None
-        if issue.message_id is not None and 1 <= issue.message_id <= len(references):
-            reference = references[issue.message_id - 1]
-        elif issue.sku is not None and issue.sku in references:
-            reference = issue.sku
-        if reference is not None:
-            errors.setdefault(reference, []).append(issue.text)
+    errors = _message_errors(issues, references)
     summary = (report or {}).get("summary") or {}
     accepted = summary.get("messagesAccepted")
     processed = int(accepted) if isinstance(accepted, int) else len(references) - len(errors)
@@ -145,3 +135,19 @@ def feed_result(feed_id: str, status: str, report: dict[str, Any] | None, refere
         [ItemError(reference, "; ".join(texts)) for reference, texts in errors.items()],
         "; ".join(feed_level),
     )
+
+
+def _message_errors(issues: list[ReportIssue], references: list[str]) -> dict[str, list[str]]:
+    """The ERROR issues of the report by what their message stands for (by message id, else by SKU)."""
+    errors: dict[str, list[str]] = {}
+    for issue in issues:
+        if issue.severity != "ERROR":
+            continue
+        reference: str | None = None
+        if issue.message_id is not None and 1 <= issue.message_id <= len(references):
+            reference = references[issue.message_id - 1]
+        elif issue.sku is not None and issue.sku in references:
+            reference = issue.sku
+        if reference is not None:
+            errors.setdefault(reference, []).append(issue.text)
+    return errors

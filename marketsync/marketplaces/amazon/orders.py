@@ -5,7 +5,7 @@ table) and docs/decisions/0376-amazon-customer-data.md (personal data only throu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -88,15 +88,45 @@ def marketplace_order(
     Token (its BuyerInfo and ShippingAddress carry personal data), or None: then no personal data is held."""
     status = order_status(str(order["OrderStatus"]))
     currency = str((order.get("OrderTotal") or {}).get("CurrencyCode") or "")
-    pulled_items: list[MarketplaceOrderItem] = []
-    shipping = tax = Decimal("0")
+    lines = _order_lines(status, items)
+    source = customer or {}
+    buyer = source.get("BuyerInfo") or {}
+    address = source.get("ShippingAddress") or {}
+    return MarketplaceOrder(
+        marketplace_order_id=str(order["AmazonOrderId"]),
+        status=status,
+        purchase_date=_timestamp(str(order["PurchaseDate"])),
+        changed_at=_timestamp(str(order["LastUpdateDate"])),
+        currency=currency or lines.currency or default_currency,
+        items=lines.items,
+        buyer_name=str(buyer.get("BuyerName") or address.get("Name") or ""),
+        buyer_email=_text(buyer.get("BuyerEmail")),
+        buyer_phone=_text(address.get("Phone")),
+        # Without a Restricted Data Token Amazon still tells where an order goes (city, region, postcode, country):
+        # kept, as the other marketplaces' orders keep it; the name, street, phone and email only come with the token.
+        shipping_address=_shipping_address(address, order.get("ShippingAddress") or {}),
+        shipping_total=lines.shipping,
+        tax_total=lines.tax,
+    )
+
+
+@dataclass
+class _OrderLines:
+    items: list[MarketplaceOrderItem] = field(default_factory=list)
+    shipping: Decimal = Decimal("0")
+    tax: Decimal = Decimal("0")
+    currency: str = ""  # the first item price's, for an order that names none
+
+
+def _order_lines(status: str, items: list[dict[str, Any]]) -> _OrderLines:
+    lines = _OrderLines()
     for item in items:
         quantity = int(item.get("QuantityOrdered") or 0)
         line = _money(item.get("ItemPrice"))  # Amazon's ItemPrice is the line's price: unit price x quantity
-        currency = currency or str((item.get("ItemPrice") or {}).get("CurrencyCode") or "")
-        shipping += _money(item.get("ShippingPrice")) - _money(item.get("ShippingDiscount"))
-        tax += _money(item.get("ItemTax")) + _money(item.get("ShippingTax"))
-        pulled_items.append(
+        lines.currency = lines.currency or str((item.get("ItemPrice") or {}).get("CurrencyCode") or "")
+        lines.shipping += _money(item.get("ShippingPrice")) - _money(item.get("ShippingDiscount"))
+        lines.tax += _money(item.get("ItemTax")) + _money(item.get("ShippingTax"))
+        lines.items.append(
             MarketplaceOrderItem(
                 marketplace_item_id=str(item["OrderItemId"]),
                 sku=str(item.get("SellerSKU") or item.get("ASIN") or ""),
@@ -106,36 +136,22 @@ def marketplace_order(
                 status=item_status(status, quantity, int(item.get("QuantityShipped") or 0)),
             )
         )
-    source = customer or {}
-    buyer = source.get("BuyerInfo") or {}
-    address = source.get("ShippingAddress") or {}
-    # Without a Restricted Data Token Amazon still tells where an order goes (city, region, postcode, country): kept,
-    # as the other marketplaces' orders keep it; the name, street, phone and email only come with the token.
-    shape = order.get("ShippingAddress") or {}
+    return lines
+
+
+def _shipping_address(address: dict[str, Any], shape: dict[str, Any]) -> PostalAddress:
+    """`address`: the Restricted Data Token's full address (or empty); `shape`: where the order goes without one."""
     lines = [_text(address.get(name)) for name in ("AddressLine1", "AddressLine2", "AddressLine3")]
     street = [line for line in lines if line]
-    return MarketplaceOrder(
-        marketplace_order_id=str(order["AmazonOrderId"]),
-        status=status,
-        purchase_date=_timestamp(str(order["PurchaseDate"])),
-        changed_at=_timestamp(str(order["LastUpdateDate"])),
-        currency=currency or default_currency,
-        items=pulled_items,
-        buyer_name=str(buyer.get("BuyerName") or address.get("Name") or ""),
-        buyer_email=_text(buyer.get("BuyerEmail")),
-        buyer_phone=_text(address.get("Phone")),
-        shipping_address=PostalAddress(
-            name=str(address.get("Name") or ""),
-            line1=street[0] if street else "",
-            line2=", ".join(street[1:]) or None,
-            city=str(address.get("City") or shape.get("City") or ""),
-            region=_text(address.get("StateOrRegion")) or _text(shape.get("StateOrRegion")),
-            postal_code=str(address.get("PostalCode") or shape.get("PostalCode") or ""),
-            country_code=str(address.get("CountryCode") or shape.get("CountryCode") or ""),
-            phone=_text(address.get("Phone")),
-        ),
-        shipping_total=shipping,
-        tax_total=tax,
+    return PostalAddress(
+        name=str(address.get("Name") or ""),
+        line1=street[0] if street else "",
+        line2=", ".join(street[1:]) or None,
+        city=str(address.get("City") or shape.get("City") or ""),
+        region=_text(address.get("StateOrRegion")) or _text(shape.get("StateOrRegion")),
+        postal_code=str(address.get("PostalCode") or shape.get("PostalCode") or ""),
+        country_code=str(address.get("CountryCode") or shape.get("CountryCode") or ""),
+        phone=_text(address.get("Phone")),
     )
 
 

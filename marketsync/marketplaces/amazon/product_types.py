@@ -108,19 +108,21 @@ def _conditionals(schema: dict[str, Any]) -> list[_Conditional]:
         watched = [str(name) for name in condition.get("required") or []]
         if not then_required or not watched:
             continue
-        value: str | None = None
-        shape = (condition.get("properties") or {}).get(watched[0])
-        held = (
-            ((shape or {}).get("contains") or {}).get("properties", {}).get("value", {})
-            if isinstance(shape, dict)
-            else {}
-        )
-        if isinstance(held, dict) and "const" in held:
-            value = str(held["const"]).lower() if isinstance(held["const"], bool) else str(held["const"])
-        elif isinstance(held, dict) and isinstance(held.get("enum"), list):
-            value = " or ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in held["enum"])
-        found.append(_Conditional(tuple(then_required), watched[0], value))
+        found.append(_Conditional(tuple(then_required), watched[0], _condition_value(condition, watched[0])))
     return found
+
+
+def _condition_value(condition: dict[str, Any], watched: str) -> str | None:
+    """The value an `if` wants the watched attribute to hold, in words (None: only that it is given)."""
+    shape = (condition.get("properties") or {}).get(watched)
+    held = (
+        ((shape or {}).get("contains") or {}).get("properties", {}).get("value", {}) if isinstance(shape, dict) else {}
+    )
+    if isinstance(held, dict) and "const" in held:
+        return str(held["const"]).lower() if isinstance(held["const"], bool) else str(held["const"])
+    if isinstance(held, dict) and isinstance(held.get("enum"), list):
+        return " or ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in held["enum"])
+    return None
 
 
 def _ref(schema: dict[str, Any], node: Any) -> dict[str, Any]:
@@ -186,21 +188,8 @@ def map_schema(schema: dict[str, Any]) -> MappedSchema:
         items = _ref(schema, definition.get("items"))
         fields = _ref(schema, items.get("properties")) if items else {}
         item_required = set(items.get("required") or [])
-        scalars: list[tuple[str, dict[str, Any]]] = []
-        nested = False
-        for field_name, field_raw in fields.items():
-            if field_name in SELECTORS:
-                continue
-            field = _ref(schema, field_raw)
-            _, _, kind = _choices(field)
-            if kind in _TYPES:
-                scalars.append((field_name, field))
-            else:
-                nested = True
-                if field_name in item_required:
-                    scalars = []
-                    break
-        if not scalars or (nested and not scalars):
+        scalars = _scalar_fields(schema, fields, item_required)
+        if not scalars:
             if is_required:
                 off_api.append(f"Amazon attribute {name}")
             continue
@@ -210,25 +199,7 @@ def map_schema(schema: dict[str, Any]) -> MappedSchema:
             "language_tag" in fields,
             "marketplace_id" in fields,
         )
-        single = len(scalars) == 1 and scalars[0][0] == "value"
-        title = str(definition.get("title") or name)
-        for field_name, field in scalars:
-            allowed, custom, kind = _choices(field)
-            attribute_type = _attribute_type(kind, field)
-            if attribute_type is None:
-                continue
-            code = name if single else f"{name}.{field_name}"
-            field_title = title if single else f"{title}: {field.get('title') or field_name}"
-            attributes.append(
-                AttributeSpec(
-                    code=code,
-                    title=field_title,
-                    type=attribute_type,
-                    is_required=is_required and (single or field_name in item_required),
-                    allowed_values=tuple(allowed),
-                    allows_custom_values=custom if allowed else False,
-                )
-            )
+        attributes.extend(_attribute_specs(name, definition, scalars, item_required, is_required=is_required))
     return _with_conditions(schema, properties, required, attributes, off_api, shapes)
 
 
@@ -271,6 +242,54 @@ def _with_conditions(
         a if titles[a.code] == a.title else dataclasses.replace(a, title=titles[a.code]) for a in attributes
     )
     return MappedSchema(annotated, tuple(off_api), shapes, tuple(sentences))
+
+
+def _scalar_fields(
+    schema: dict[str, Any], fields: dict[str, Any], item_required: set[str]
+) -> list[tuple[str, dict[str, Any]]]:
+    """The fields of an attribute's item the service can carry (of a scalar type; selectors left out). None of them
+    when a required field is not a scalar: the attribute is then beyond the API."""
+    scalars: list[tuple[str, dict[str, Any]]] = []
+    for field_name, field_raw in fields.items():
+        if field_name in SELECTORS:
+            continue
+        field = _ref(schema, field_raw)
+        _, _, kind = _choices(field)
+        if kind in _TYPES:
+            scalars.append((field_name, field))
+        elif field_name in item_required:
+            return []
+    return scalars
+
+
+def _attribute_specs(
+    name: str,
+    definition: dict[str, Any],
+    scalars: list[tuple[str, dict[str, Any]]],
+    item_required: set[str],
+    *,
+    is_required: bool,
+) -> list[AttributeSpec]:
+    """The service's attributes of one Amazon attribute: itself when its one field is `value`, else one per field."""
+    single = len(scalars) == 1 and scalars[0][0] == "value"
+    title = str(definition.get("title") or name)
+    specs: list[AttributeSpec] = []
+    for field_name, field in scalars:
+        allowed, custom, kind = _choices(field)
+        attribute_type = _attribute_type(kind, field)
+        if attribute_type is None:
+            continue
+        specs.append(
+            AttributeSpec(
+                code=name if single else f"{name}.{field_name}",
+                title=title if single else f"{title}: {field.get('title') or field_name}",
+                type=attribute_type,
+                is_required=is_required and (single or field_name in item_required),
+                allowed_values=tuple(allowed),
+                allows_custom_values=custom if allowed else False,
+            )
+        )
+    return specs
 
 
 def amazon_attributes(

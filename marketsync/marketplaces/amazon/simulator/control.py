@@ -20,6 +20,7 @@ benchmarks). Not SP-API, not contract-validated. JSON in, JSON out; a bad reques
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from marketsync.kit.clock import FrozenClock
@@ -28,60 +29,110 @@ from marketsync.marketplaces.amazon.simulator.state import AmazonSimulator
 
 def handle(sim: AmazonSimulator, method: str, path: str, data: dict[str, Any]) -> tuple[int, Any]:
     parts = [p for p in path.split("/") if p]
-    route = (method, *parts[:1])
-    if route == ("GET", "state"):
-        return 200, sim.summary()
-    if route == ("POST", "applications"):
-        app = sim.register_application(
-            data["client_id"], data["client_secret"], data["application_id"], data.get("redirect_uris", []),
-            draft=bool(data.get("draft", False)),
-        )  # fmt: skip
-        return 200, {"client_id": app.client_id, "application_id": app.application_id}
-    if route == ("POST", "sellers") and len(parts) == 1:
-        seller = sim.add_seller(
-            data.get("countries"), selling_partner_id=data.get("selling_partner_id"), store_name=data.get("store_name")
-        )
-        return 200, {"selling_partner_id": seller.selling_partner_id}
     if parts[:1] == ["sellers"] and len(parts) >= 3:
         return _seller(sim, method, parts[1], parts[2:], data)
-    if route == ("POST", "orders") and len(parts) == 2:
-        order = sim.update_order(parts[1], status=data["status"])
-        return 200, {"AmazonOrderId": order.amazon_order_id, "OrderStatus": order.status}
-    if route == ("POST", "faults"):
-        if "delay_s" in data:
-            sim.set_delay(float(data["delay_s"]), data.get("operation"))
-        elif "drip_s" in data:
-            sim.set_drip(float(data["drip_s"]), data.get("operation"))
-        else:
-            sim.fail_next(data.get("operation"), status=int(data["status"]), times=int(data.get("times", 1)))
-        return 200, {"ok": True}
-    if route == ("DELETE", "faults"):
-        sim.clear_faults()
-        return 200, {"ok": True}
-    if route == ("POST", "feed-fault"):
-        if data["mode"] not in ("none", "reject", "item-errors"):
-            raise ValueError("mode is none, reject or item-errors")
-        sim.set_feed_fault(data["mode"], seller_id=data.get("seller_id"), skus=data.get("skus"),
-                           message=data.get("message", ""))  # fmt: skip
-        return 200, {"ok": True}
-    if route == ("POST", "feed-timing"):
-        sim.set_feed_timing(polls_per_step=int(data.get("polls_per_step", 1)),
-                            seconds_per_step=data.get("seconds_per_step"))  # fmt: skip
-        return 200, {"ok": True}
-    if route == ("POST", "rate-limits"):
-        if "operation" in data:
-            sim.set_rate(data["operation"], float(data["rate"]), int(data["burst"]))
-        if "enabled" in data:
-            sim.enforce_rate_limits(bool(data["enabled"]))
-        return 200, {"ok": True}
-    if route == ("GET", "violations"):
-        return 200, {"Violations": [str(v) for v in sim.violations]}
-    if route == ("DELETE", "violations"):
-        return 200, {"Violations": [str(v) for v in sim.take_violations()]}
-    if route == ("POST", "clock"):
-        advance_clock(sim, float(data["advance_s"]))
-        return 200, {"now": sim.clock.now().isoformat()}
-    return 404, {"error": f"no control endpoint {method} /_simulator/{path}"}
+    endpoint = _ENDPOINTS.get((method, *parts[:1]))
+    answer = endpoint(sim, parts, data) if endpoint is not None else None
+    return answer if answer is not None else (404, {"error": f"no control endpoint {method} /_simulator/{path}"})
+
+
+Answer = tuple[int, Any]
+_OK: Answer = (200, {"ok": True})
+
+
+def _state(sim: AmazonSimulator, parts: list[str], data: dict[str, Any]) -> Answer:
+    return 200, sim.summary()
+
+
+def _application(sim: AmazonSimulator, parts: list[str], data: dict[str, Any]) -> Answer:
+    app = sim.register_application(
+        data["client_id"], data["client_secret"], data["application_id"], data.get("redirect_uris", []),
+        draft=bool(data.get("draft", False)),
+    )  # fmt: skip
+    return 200, {"client_id": app.client_id, "application_id": app.application_id}
+
+
+def _new_seller(sim: AmazonSimulator, parts: list[str], data: dict[str, Any]) -> Answer | None:
+    if len(parts) != 1:
+        return None
+    seller = sim.add_seller(
+        data.get("countries"), selling_partner_id=data.get("selling_partner_id"), store_name=data.get("store_name")
+    )
+    return 200, {"selling_partner_id": seller.selling_partner_id}
+
+
+def _order_status(sim: AmazonSimulator, parts: list[str], data: dict[str, Any]) -> Answer | None:
+    if len(parts) != 2:
+        return None
+    order = sim.update_order(parts[1], status=data["status"])
+    return 200, {"AmazonOrderId": order.amazon_order_id, "OrderStatus": order.status}
+
+
+def _fault(sim: AmazonSimulator, parts: list[str], data: dict[str, Any]) -> Answer:
+    if "delay_s" in data:
+        sim.set_delay(float(data["delay_s"]), data.get("operation"))
+    elif "drip_s" in data:
+        sim.set_drip(float(data["drip_s"]), data.get("operation"))
+    else:
+        sim.fail_next(data.get("operation"), status=int(data["status"]), times=int(data.get("times", 1)))
+    return _OK
+
+
+def _clear_faults(sim: AmazonSimulator, parts: list[str], data: dict[str, Any]) -> Answer:
+    sim.clear_faults()
+    return _OK
+
+
+def _feed_fault(sim: AmazonSimulator, parts: list[str], data: dict[str, Any]) -> Answer:
+    if data["mode"] not in ("none", "reject", "item-errors"):
+        raise ValueError("mode is none, reject or item-errors")
+    sim.set_feed_fault(data["mode"], seller_id=data.get("seller_id"), skus=data.get("skus"),
+                       message=data.get("message", ""))  # fmt: skip
+    return _OK
+
+
+def _feed_timing(sim: AmazonSimulator, parts: list[str], data: dict[str, Any]) -> Answer:
+    sim.set_feed_timing(polls_per_step=int(data.get("polls_per_step", 1)),
+                        seconds_per_step=data.get("seconds_per_step"))  # fmt: skip
+    return _OK
+
+
+def _rate_limits(sim: AmazonSimulator, parts: list[str], data: dict[str, Any]) -> Answer:
+    if "operation" in data:
+        sim.set_rate(data["operation"], float(data["rate"]), int(data["burst"]))
+    if "enabled" in data:
+        sim.enforce_rate_limits(bool(data["enabled"]))
+    return _OK
+
+
+def _violations(sim: AmazonSimulator, parts: list[str], data: dict[str, Any]) -> Answer:
+    return 200, {"Violations": [str(v) for v in sim.violations]}
+
+
+def _take_violations(sim: AmazonSimulator, parts: list[str], data: dict[str, Any]) -> Answer:
+    return 200, {"Violations": [str(v) for v in sim.take_violations()]}
+
+
+def _clock(sim: AmazonSimulator, parts: list[str], data: dict[str, Any]) -> Answer:
+    advance_clock(sim, float(data["advance_s"]))
+    return 200, {"now": sim.clock.now().isoformat()}
+
+
+# (method, first path segment) -> endpoint; an endpoint answering None did not match (a 404).
+_ENDPOINTS: dict[tuple[str, ...], Callable[[AmazonSimulator, list[str], dict[str, Any]], Answer | None]] = {
+    ("GET", "state"): _state,
+    ("POST", "applications"): _application,
+    ("POST", "sellers"): _new_seller,
+    ("POST", "orders"): _order_status,
+    ("POST", "faults"): _fault,
+    ("DELETE", "faults"): _clear_faults,
+    ("POST", "feed-fault"): _feed_fault,
+    ("POST", "feed-timing"): _feed_timing,
+    ("POST", "rate-limits"): _rate_limits,
+    ("GET", "violations"): _violations,
+    ("DELETE", "violations"): _take_violations,
+    ("POST", "clock"): _clock,
+}
 
 
 def _seller(

@@ -20,6 +20,7 @@ from marketsync.marketplaces.amazon.simulator.state import (
     Feed,
     FeedDocument,
     Listing,
+    Market,
     Seller,
     Violation,
 )
@@ -201,54 +202,15 @@ def apply_patches(attributes: dict[str, Any], patches: Sequence[dict[str, Any]])
 def _apply(
     sim: AmazonSimulator, seller: Seller, marketplace_ids: list[str], message: dict[str, Any], fault: Any
 ) -> list[dict[str, Any]]:
-    sku, operation = message["sku"], message["operationType"]
+    sku = message["sku"]
     if fault.mode == "item-errors" and (fault.skus is None or sku in fault.skus):
         return [_issue(message, SIMULATED_CODE, fault.message)]
     issues: list[dict[str, Any]] = []
     changes: list[tuple[str, Listing | None]] = []
     for marketplace_id in marketplace_ids:
-        market = seller.markets[marketplace_id]
-        listing = market.listings.get(sku)
-        if operation == "DELETE":
-            changes.append((marketplace_id, None))
-            continue
-        named = message["productType"]
-        if named == OFFER_PRODUCT_TYPE and operation == "PATCH":  # Amazon takes PRODUCT for offer-only patches
-            if listing is None:
-                issues.append(
-                    _issue(message, UNKNOWN_SKU_CODE, f"The SKU '{sku}' does not exist in {market.site.name}.")
-                )
-                continue
-            named = listing.product_type
-        product_type = sim.product_types.get(named)
-        if product_type is None:
-            issues.append(_issue(message, INVALID_CODE, f"'{message['productType']}' is not an Amazon product type."))
-            continue
-        if operation in ("PATCH", "PARTIAL_UPDATE") and listing is None:
-            issues.append(_issue(message, UNKNOWN_SKU_CODE, f"The SKU '{sku}' does not exist in {market.site.name}."))
-            continue
-        if operation == "PATCH":
-            assert listing is not None
-            attributes, problems = apply_patches(listing.attributes, message["patches"])
-            issues += [_issue(message, INVALID_CODE, text, name) for name, text in problems]
-            checked = {p["path"].split("/")[-1] for p in message["patches"]}
-            schema = sim.schema_validator(product_type.name, market.site, enforced=False)
-        elif operation == "PARTIAL_UPDATE":
-            assert listing is not None
-            attributes = {**listing.attributes, **message["attributes"]}
-            checked = set(message["attributes"])
-            schema = sim.schema_validator(product_type.name, market.site, enforced=False)
-        else:  # UPDATE: the whole listing
-            attributes = dict(message["attributes"])
-            checked = set(attributes)
-            schema = sim.schema_validator(product_type.name, market.site, message.get("requirements", "LISTING"))
-        subject = {k: v for k, v in attributes.items() if k in checked} if operation != "UPDATE" else attributes
-        for kind, name, text in pt.attribute_errors(schema, subject):
-            issues.append(_issue(message, MISSING_CODE if kind == "missing" else INVALID_CODE, text, name))
-        now = sim._now()
-        updated = Listing(sku, product_type.name, attributes, listing.created if listing else now, now,
-                          listing.asin if listing else sim._asin())  # fmt: skip
-        changes.append((marketplace_id, updated))
+        applies, change = _in_market(sim, seller.markets[marketplace_id], message, issues)
+        if applies:
+            changes.append((marketplace_id, change))
     if any(i["severity"] == "ERROR" for i in issues):
         return issues  # an invalid message changes nothing
     for marketplace_id, change in changes:
@@ -258,3 +220,61 @@ def _apply(
         else:
             listings[sku] = change
     return issues
+
+
+def _in_market(
+    sim: AmazonSimulator, market: Market, message: dict[str, Any], issues: list[dict[str, Any]]
+) -> tuple[bool, Listing | None]:
+    """What one message does to the seller's listing in one marketplace: (whether it changes it, the listing after;
+    None: deleted). Its problems are added to `issues`."""
+    sku, operation = message["sku"], message["operationType"]
+    listing = market.listings.get(sku)
+    if operation == "DELETE":
+        return True, None
+    named = message["productType"]
+    if named == OFFER_PRODUCT_TYPE and operation == "PATCH":  # Amazon takes PRODUCT for offer-only patches
+        if listing is None:
+            issues.append(_issue(message, UNKNOWN_SKU_CODE, f"The SKU '{sku}' does not exist in {market.site.name}."))
+            return False, None
+        named = listing.product_type
+    product_type = sim.product_types.get(named)
+    if product_type is None:
+        issues.append(_issue(message, INVALID_CODE, f"'{message['productType']}' is not an Amazon product type."))
+        return False, None
+    if operation in ("PATCH", "PARTIAL_UPDATE") and listing is None:
+        issues.append(_issue(message, UNKNOWN_SKU_CODE, f"The SKU '{sku}' does not exist in {market.site.name}."))
+        return False, None
+    attributes, checked, schema = _attributes_after(sim, product_type.name, market, message, listing, issues)
+    subject = {k: v for k, v in attributes.items() if k in checked} if operation != "UPDATE" else attributes
+    for kind, name, text in pt.attribute_errors(schema, subject):
+        issues.append(_issue(message, MISSING_CODE if kind == "missing" else INVALID_CODE, text, name))
+    now = sim._now()
+    return True, Listing(sku, product_type.name, attributes, listing.created if listing else now, now,
+                         listing.asin if listing else sim._asin())  # fmt: skip
+
+
+def _attributes_after(
+    sim: AmazonSimulator,
+    product_type: str,
+    market: Market,
+    message: dict[str, Any],
+    listing: Listing | None,
+    issues: list[dict[str, Any]],
+) -> tuple[dict[str, Any], set[str], Any]:
+    """The listing's attributes after the message, the attributes it names (what is checked, but for an UPDATE:
+    the whole listing) and the schema they are checked against."""
+    operation = message["operationType"]
+    if operation == "PATCH":
+        assert listing is not None
+        attributes, problems = apply_patches(listing.attributes, message["patches"])
+        issues += [_issue(message, INVALID_CODE, text, name) for name, text in problems]
+        checked = {p["path"].split("/")[-1] for p in message["patches"]}
+        return attributes, checked, sim.schema_validator(product_type, market.site, enforced=False)
+    if operation == "PARTIAL_UPDATE":
+        assert listing is not None
+        attributes = {**listing.attributes, **message["attributes"]}
+        return attributes, set(message["attributes"]), sim.schema_validator(product_type, market.site, enforced=False)
+    # UPDATE: the whole listing
+    attributes = dict(message["attributes"])
+    schema = sim.schema_validator(product_type, market.site, message.get("requirements", "LISTING"))
+    return attributes, set(attributes), schema

@@ -159,44 +159,14 @@ def _address(order: Order, with_pii: bool) -> dict[str, str]:
 def get_orders(call: Call) -> tuple[int, Any]:
     markets = call.markets("MarketplaceIds")
     next_token = call.one("NextToken")
-    if next_token:
-        state = _page_state(call.sim, next_token, "NextToken")
-    else:
-        created_after, updated_after = call.one("CreatedAfter"), call.one("LastUpdatedAfter")
-        if (created_after is None) == (updated_after is None):
-            raise invalid_input("Exactly one of CreatedAfter and LastUpdatedAfter is required.")
-        size_text = call.one("MaxResultsPerPage") or str(ORDERS_PAGE_MAX)
-        if not size_text.isdigit() or not 1 <= int(size_text) <= ORDERS_PAGE_MAX:
-            raise invalid_input("Invalid MaxResultsPerPage", "Value must be 1 - 100.")
-        by_update = updated_after is not None
-        after = _date(
-            updated_after if by_update else created_after, "LastUpdatedAfter" if by_update else "CreatedAfter"
-        )
-        before_name = "LastUpdatedBefore" if by_update else "CreatedBefore"
-        before = _date(call.one(before_name), before_name)
-        if before is not None and before > call.now - BEFORE_LAG:
-            raise invalid_input(f"Invalid {before_name}", "It must be no later than two minutes before the request.")
-        if after is not None and after > call.now:
-            raise invalid_input(f"Invalid {'LastUpdatedAfter' if by_update else 'CreatedAfter'}", "In the future.")
-        state = {
-            "by_update": by_update, "after": iso(after) if after else None, "before": iso(before) if before else None,
-            "statuses": call.many("OrderStatuses"), "ids": call.many("AmazonOrderIds"), "offset": 0,
-            "size": int(size_text), "markets": [m.site.marketplace_id for m in markets],
-        }  # fmt: skip
+    state = _page_state(call.sim, next_token, "NextToken") if next_token else _orders_query(call, markets)
     after, before = _date(state["after"], "after"), _date(state["before"], "before")
     wanted = []
     for marketplace_id in state["markets"]:
         for order in call.seller.markets[marketplace_id].orders.values():
             moment = order.last_update if state["by_update"] else order.purchase_date
-            if after is not None and moment < after:
-                continue
-            if before is not None and moment > before:
-                continue
-            if state["statuses"] and order.status not in state["statuses"]:
-                continue
-            if state["ids"] and order.amazon_order_id not in state["ids"]:
-                continue
-            wanted.append((moment, order.amazon_order_id, order))
+            if _order_wanted(state, order, moment, after, before):
+                wanted.append((moment, order.amazon_order_id, order))
     wanted.sort(key=lambda entry: (entry[0], entry[1]))
     offset, size = state["offset"], state["size"]
     page = wanted[offset : offset + size]
@@ -206,6 +176,42 @@ def get_orders(call: Call) -> tuple[int, Any]:
     if state["before"]:
         payload["LastUpdatedBefore" if state["by_update"] else "CreatedBefore"] = _z(before or call.now)
     return 200, {"payload": payload}
+
+
+def _orders_query(call: Call, markets: list[Market]) -> dict[str, Any]:
+    """A first getOrders page's query, checked as Amazon checks it, as the state its NextToken carries on."""
+    created_after, updated_after = call.one("CreatedAfter"), call.one("LastUpdatedAfter")
+    if (created_after is None) == (updated_after is None):
+        raise invalid_input("Exactly one of CreatedAfter and LastUpdatedAfter is required.")
+    size_text = call.one("MaxResultsPerPage") or str(ORDERS_PAGE_MAX)
+    if not size_text.isdigit() or not 1 <= int(size_text) <= ORDERS_PAGE_MAX:
+        raise invalid_input("Invalid MaxResultsPerPage", "Value must be 1 - 100.")
+    by_update = updated_after is not None
+    after_name = "LastUpdatedAfter" if by_update else "CreatedAfter"
+    after = _date(updated_after if by_update else created_after, after_name)
+    before_name = "LastUpdatedBefore" if by_update else "CreatedBefore"
+    before = _date(call.one(before_name), before_name)
+    if before is not None and before > call.now - BEFORE_LAG:
+        raise invalid_input(f"Invalid {before_name}", "It must be no later than two minutes before the request.")
+    if after is not None and after > call.now:
+        raise invalid_input(f"Invalid {after_name}", "In the future.")
+    return {
+        "by_update": by_update, "after": iso(after) if after else None, "before": iso(before) if before else None,
+        "statuses": call.many("OrderStatuses"), "ids": call.many("AmazonOrderIds"), "offset": 0,
+        "size": int(size_text), "markets": [m.site.marketplace_id for m in markets],
+    }  # fmt: skip
+
+
+def _order_wanted(
+    state: dict[str, Any], order: Order, moment: datetime, after: datetime | None, before: datetime | None
+) -> bool:
+    """Whether an order is in a getOrders query's answer: its moment (last update or purchase) within the window,
+    its status and id among those asked for, if any."""
+    if (after is not None and moment < after) or (before is not None and moment > before):
+        return False
+    if state["statuses"] and order.status not in state["statuses"]:
+        return False
+    return not (state["ids"] and order.amazon_order_id not in state["ids"])
 
 
 def _order(call: Call) -> Order:
@@ -473,20 +479,8 @@ def get_listings_item(call: Call) -> tuple[int, Any]:
     return 200, item
 
 
-def search_listings_items(call: Call) -> tuple[int, Any]:
-    _own_seller(call)
-    markets = call.markets()
-    if len(markets) != 1:
-        raise invalid_input("searchListingsItems takes exactly one marketplaceId")
-    market = markets[0]
-    included = call.many("includedData") or ["summaries"]
-    size_text = call.one("pageSize") or str(LISTINGS_PAGE_DEFAULT)
-    size = int(size_text)
-    if not 1 <= size <= 20:
-        raise invalid_input("Invalid pageSize", "Value must be 1 - 20.")
-    token = call.one("pageToken")
-    offset = _page_state(call.sim, token, "pageToken")["offset"] if token else 0
-    listings = list(market.listings.values())
+def _listings_found(call: Call, listings: list[Listing]) -> list[Listing]:
+    """The listings a searchListingsItems query names: by identifiers, dates and statuses."""
     identifiers = call.many("identifiers")
     if identifiers:
         if call.one("identifiersType") not in (None, "SKU", "ASIN"):
@@ -501,7 +495,23 @@ def search_listings_items(call: Call) -> tuple[int, Any]:
         if bound is not None:
             listings = [x for x in listings if (getattr(x, attr) >= bound) == later or getattr(x, attr) == bound]
     with_status, without_status = set(call.many("withStatus")), set(call.many("withoutStatus"))
-    listings = [x for x in listings if with_status <= set(x.statuses) and not (without_status & set(x.statuses))]
+    return [x for x in listings if with_status <= set(x.statuses) and not (without_status & set(x.statuses))]
+
+
+def search_listings_items(call: Call) -> tuple[int, Any]:
+    _own_seller(call)
+    markets = call.markets()
+    if len(markets) != 1:
+        raise invalid_input("searchListingsItems takes exactly one marketplaceId")
+    market = markets[0]
+    included = call.many("includedData") or ["summaries"]
+    size_text = call.one("pageSize") or str(LISTINGS_PAGE_DEFAULT)
+    size = int(size_text)
+    if not 1 <= size <= 20:
+        raise invalid_input("Invalid pageSize", "Value must be 1 - 20.")
+    token = call.one("pageToken")
+    offset = _page_state(call.sim, token, "pageToken")["offset"] if token else 0
+    listings = _listings_found(call, list(market.listings.values()))
     sort_by = call.one("sortBy") or "lastUpdatedDate"
     key: Callable[[Listing], Any] = {
         "sku": lambda x: x.sku,
