@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
@@ -38,6 +39,7 @@ async def _webhooks_page(request: Request, person: Person, status: int = 200, **
     rt = runtime_of(request)
     subscription_id = request.query_params.get("subscription") or None
     delivery_id = request.query_params.get("delivery") or None
+    event_type = request.query_params.get("event_type") or None
     asked_before = request.query_params.get("before", "")
     before = page_cursor(asked_before) if asked_before else None
     async with rt.db.read() as session:
@@ -46,13 +48,19 @@ async def _webhooks_page(request: Request, person: Person, status: int = 200, **
     if unreadable:  # as the jobs and imports lists answer it, never the first page instead
         status = max(status, 400)
         context["errors"] = {**context.get("errors", {}), "before": [NOT_A_PAGE]}
+    if event_type is not None and event_type not in EVENT_TYPES:
+        unreadable, status = True, max(status, 400)
+        context["errors"] = {**context.get("errors", {}), "event_type": [f"One of {', '.join(EVENT_TYPES)}."]}
     attempts = (
         []
         if unreadable
         else await webhooks.attempt_log(
-            rt, person.account_id, subscription_id, LOG_PAGE, before=before, delivery_id=delivery_id
+            rt, person.account_id, subscription_id, LOG_PAGE, before=before, delivery_id=delivery_id,
+            event_type=event_type,
         )
-    )
+    )  # fmt: skip
+    # One delivery's page of the log shows what it sent, byte for byte as signed (docs/decisions/0438).
+    body = await webhooks.delivered_body(rt, person.account_id, delivery_id) if delivery_id else None
     older = None
     if len(attempts) == LOG_PAGE:
         last = attempts[-1]
@@ -60,6 +68,9 @@ async def _webhooks_page(request: Request, person: Person, status: int = 200, **
     return page(
         request, "webhooks.html", person, status, title="Webhooks", subscriptions=subscriptions, attempts=attempts,
         older=older, event_types=EVENT_TYPES, subscription_filter=subscription_id, delivery_filter=delivery_id,
+        event_type_filter=event_type, delivered_body=body.decode("utf-8", "replace") if body is not None else None,
+        log_filters=urlencode([(name, value) for name, value in (("subscription", subscription_id),
+                               ("delivery", delivery_id), ("event_type", event_type)) if value]),
         **context,
     )  # fmt: skip
 

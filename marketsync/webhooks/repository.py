@@ -470,11 +470,14 @@ async def list_attempts(
     *,
     before: tuple[datetime, str] | None = None,
     delivery_id: str | None = None,
+    event_type: str | None = None,
 ) -> Sequence[WebhookAttempt]:
     """Newest first; `before` is the (started_at, id) of the last attempt of the previous page."""
     query = select(WebhookAttempt).where(WebhookAttempt.account_id == account_id)
     if subscription_id is not None:
         query = query.where(WebhookAttempt.subscription_id == subscription_id)
+    if event_type is not None:
+        query = query.where(WebhookAttempt.event_type == event_type)
     if delivery_id is not None:
         query = query.where(WebhookAttempt.delivery_id == delivery_id)
     if before is not None:
@@ -483,6 +486,20 @@ async def list_attempts(
         query.order_by(WebhookAttempt.started_at.desc(), WebhookAttempt.id.desc()).limit(limit)
     )
     return result.scalars().all()
+
+
+async def delivered_body(session: AsyncSession, account_id: str, delivery_id: str) -> bytes | None:
+    """The bytes a delivery of the account sent (its event's frozen body, which every attempt signs and sends), found
+    through one of its logged attempts; None when the delivery or its event is no longer kept."""
+    event_id = (
+        select(WebhookAttempt.event_id)
+        .where(WebhookAttempt.account_id == account_id, WebhookAttempt.delivery_id == delivery_id)
+        .limit(1)
+        .scalar_subquery()
+    )
+    query = select(Event.body).where(Event.account_id == account_id, Event.id == event_id)
+    body = (await session.execute(query)).scalar_one_or_none()
+    return bytes(body) if body is not None else None
 
 
 async def sweep(session: AsyncSession, cutoff: datetime, at_most: int) -> dict[str, int]:

@@ -170,11 +170,19 @@ async def attempt_log(
     *,
     before: tuple[datetime, str] | None = None,
     delivery_id: str | None = None,
+    event_type: str | None = None,
 ) -> Sequence[WebhookAttempt]:
     async with rt.db.read() as session:
         return await repository.list_attempts(
-            session, account_id, subscription_id, limit, before=before, delivery_id=delivery_id
+            session, account_id, subscription_id, limit, before=before, delivery_id=delivery_id, event_type=event_type
         )
+
+
+async def delivered_body(rt: Runtime, account_id: str, delivery_id: str) -> bytes | None:
+    """What a delivery sent, byte for byte as signed (the app's attempt log shows it; docs/decisions/0438); None
+    when it is not the account's or no longer kept."""
+    async with rt.db.read() as session:
+        return await repository.delivered_body(session, account_id, delivery_id)
 
 
 # --- a person's repairs (the app's webhook page; docs/decisions/0122-webhook-repairs.md) -----------------------
