@@ -535,10 +535,17 @@ async def listings_of_product(
     return [(listing, connection) for listing, connection in result.all()]
 
 
-async def listings_needing_attention(session: AsyncSession, account_id: str) -> tuple[int, int]:
-    """(Rejected, waiting for their fill-ins) of the account's listings: one read of each index (migration 0036)."""
-    rejected = select(func.count()).where(_needing(account_id, held=False))
-    held = select(func.count()).where(_needing(account_id, held=True))
+def capped_count(query: Any, at_most: int) -> Any:
+    """How many rows `query` finds, counting at most `at_most + 1`: a home page count reads no more index entries than
+    it shows ("1,000+")."""
+    return select(func.count()).select_from(query.limit(at_most + 1).subquery())
+
+
+async def listings_needing_attention(session: AsyncSession, account_id: str, at_most: int) -> tuple[int, int]:
+    """(Rejected, waiting for their fill-ins) of the account's listings, each at most `at_most + 1`: one range of each
+    index (migration 0036)."""
+    rejected = capped_count(select(Listing.id).where(_needing(account_id, held=False)), at_most)
+    held = capped_count(select(Listing.id).where(_needing(account_id, held=True)), at_most)
     row = (await session.execute(select(rejected.scalar_subquery(), held.scalar_subquery()))).one()
     return int(row[0]), int(row[1])
 

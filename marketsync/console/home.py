@@ -28,6 +28,8 @@ router = page_router()
 RECENT = timedelta(days=7)
 # An order paid for and not shipped after this long is late enough to show.
 UNSHIPPED_AFTER = timedelta(days=1)
+# A count goes no further than this: "1,000+" says enough, and no count reads more than 1,001 index entries.
+AT_MOST = 1_000
 LISTINGS_PAGE = 50
 MAX_OFFSET = 1_000_000  # within the databases' integers (docs/decisions/0314-app-query-bounds.md)
 
@@ -38,9 +40,13 @@ class Attention:
 
     key: str
     count: int
-    words: str  # singular, plural
+    words: str
     fix: str
     href: str
+
+    @property
+    def shown(self) -> str:
+        return f"{AT_MOST:,}+" if self.count > AT_MOST else f"{self.count:,}"
 
 
 def _words(count: int, one: str, many: str) -> str:
@@ -54,12 +60,12 @@ async def home(request: Request, person: SignedIn) -> Response:
     now = rt.clock.now()
     late = now - UNSHIPPED_AFTER
     async with rt.db.read() as session:
-        rejected, held = await listing_fields.listings_needing_attention(session, person.account_id)
+        rejected, held = await listing_fields.listings_needing_attention(session, person.account_id, AT_MOST)
         reauthorise, unhealthy = await marketplaces.connections_needing_attention(session, person.account_id)
-        failed_jobs = await jobs.failed_since(session, person.account_id, now - RECENT)
+        failed_jobs = await jobs.failed_since(session, person.account_id, now - RECENT, AT_MOST)
         disabled = await webhooks.disabled_subscriptions(session, person.account_id)
-        failed_imports = await inventory.imports_with_failed_rows(session, person.account_id, now - RECENT)
-        unshipped = await orders.unshipped_before(session, person.account_id, late)
+        failed_imports = await inventory.imports_with_failed_rows(session, person.account_id, now - RECENT, AT_MOST)
+        unshipped = await orders.unshipped_before(session, person.account_id, late, AT_MOST)
     late_orders = urlencode([("status", status) for status in orders.AWAITING_SHIPMENT] + [("to_date", iso(late))])
     items = [
         Attention(
