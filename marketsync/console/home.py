@@ -41,7 +41,7 @@ class Attention:
     key: str
     count: int
     words: str
-    fix: str
+    fix: str  # the link's words: what to do there (never a page's name, which the navigation has)
     href: str
 
     @property
@@ -72,42 +72,42 @@ async def home(request: Request, person: SignedIn) -> Response:
             "rejected",
             rejected,
             _words(rejected, "listing rejected by its marketplace", "listings rejected by their marketplace"),
-            "Complete each on its listing page and save: saving republishes it.",
+            "Complete them on their listing pages",
             "/app/listings?needs=rejected",
         ),
         Attention(
             "held",
             held,
             _words(held, "listing waiting for its fill-ins", "listings waiting for their fill-ins"),
-            "Fill in what its category still needs (images, a business policy) on its listing page.",
+            "Fill in what their categories still need",
             "/app/listings?needs=fill-ins",
         ),
         Attention(
             "reauthorise",
             reauthorise,
             _words(reauthorise, "marketplace needing reauthorisation", "marketplaces needing reauthorisation"),
-            "Reauthorise it on the marketplaces page.",
+            "Reauthorise them",
             "/app/marketplaces",
         ),
         Attention(
             "unhealthy",
             unhealthy,
             _words(unhealthy, "marketplace connection unhealthy", "marketplace connections unhealthy"),
-            "See its health on the marketplaces page.",
+            "See their health",
             "/app/marketplaces",
         ),
         Attention(
             "failed-jobs",
             failed_jobs,
             _words(failed_jobs, "job failed in the last 7 days", "jobs failed in the last 7 days"),
-            "Each job's page says why; a failed price and stock push can be pushed again.",
+            "See why each failed",
             "/app/jobs?status=Failed",
         ),
         Attention(
             "disabled-webhooks",
             disabled,
             _words(disabled, "webhook subscription disabled", "webhook subscriptions disabled"),
-            "Replace it, or delete it, on the webhooks page.",
+            "Replace or delete them",
             "/app/webhooks",
         ),
         Attention(
@@ -118,14 +118,14 @@ async def home(request: Request, person: SignedIn) -> Response:
                 "import with rows not applied in the last 7 days",
                 "imports with rows not applied in the last 7 days",
             ),
-            "Each import's report names the lines and why.",
+            "Read their reports",
             "/app/imports",
         ),
         Attention(
             "unshipped",
             unshipped,
             _words(unshipped, "order not shipped for more than a day", "orders not shipped for more than a day"),
-            "Confirm the shipment with its carrier and tracking.",
+            "Confirm their shipments",
             f"/app/orders?{late_orders}",
         ),
     ]

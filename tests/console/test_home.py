@@ -32,10 +32,11 @@ def clock() -> FrozenClock:
 
 
 def _count(page: str, key: str) -> tuple[int, str]:
-    """The count and the link of the home page's item `key`."""
-    found = re.search(rf'id="attention-{key}"[^>]*>\s*<a href="([^"]+)"><strong class="count">(\d+)</strong>', page)
+    """The count of the home page's item `key` and its link to where it is fixed (none when there is nothing)."""
+    found = re.search(rf'id="attention-{key}-what"><strong class="count">(\d+)</strong>', page)
     assert found is not None, page
-    return int(found.group(2)), found.group(1).replace("&amp;", "&")
+    link = re.search(rf'<a href="([^"]+)" id="attention-{key}-fix"', page)
+    return int(found.group(1)), link.group(1).replace("&amp;", "&") if link else ""
 
 
 async def _listing(rt: Runtime, account_id: str, product_id: str, marketplace_id: str, **values: object) -> None:
