@@ -168,6 +168,13 @@ async def edit_product(request: Request, person: SignedIn, sku: SkuParameter) ->
     rt = runtime_of(request)
     async with rt.db.read() as session:
         product = (await inventory.get_product(session, person.account_id, sku)).product
+    # The form holds the current values: one left as it is beside one changed is not sent (a stock sent again as it
+    # was would push it to the marketplaces too). Both as they were: sent, and Unchanged, as the API answers.
+    same_price, same_quantity = price == product.price, quantity == product.quantity
+    if same_price and quantity is not None and not same_quantity:
+        price = None
+    elif same_quantity and price is not None and not same_price:
+        quantity = None
     async with rt.db.transaction() as session:
         result = await inventory.push_price_quantity(
             rt, session, person.account_id, [inventory.PushItem(product.sku, price, quantity)], propagate=True

@@ -54,7 +54,7 @@ async def test_the_home_page_leads_from_a_rejected_listing_to_its_page(rt: Runti
         await expect(page.locator("#attention-rejected")).to_contain_text("1 listing rejected by its marketplace")
         await expect(page.locator("#attention-unshipped")).to_contain_text("0 orders not shipped")
         await _shot(rt, page, "home")
-        await page.get_by_role("link", name="1 listing rejected by its marketplace").click()
+        await page.get_by_role("link", name="Complete them on their listing pages").click()
         await expect(page.locator("#listings")).to_contain_text("Images are required")
         await page.get_by_role("link", name="Complete MUG-RED on P1 UK").click()
         await expect(page.locator("#listing-status")).to_have_text("Rejected")
@@ -141,3 +141,28 @@ async def test_an_owner_reads_the_activity_log_of_each_kind_and_filters_it(rt: R
         await page.get_by_label("Kind").select_option(label="Every kind")
         await page.get_by_role("button", name="Show").click()
         await expect(table.locator("tbody tr")).to_have_count(17)
+
+
+async def test_a_marketplace_offers_only_its_own_sites_and_destructive_buttons_look_it(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    person = await make_person(rt, await make_account(rt))
+    async with browser_page(str(api.base_url)) as page:
+        await sign_in(page, person.email, person.password)
+        await page.get_by_role("link", name="Marketplaces").click()
+        country = page.get_by_label("Country")
+        await page.get_by_label("Marketplace").select_option("P3")
+        offered = await country.locator("option").all_inner_texts()
+        assert offered == ["US", "UK"]
+        await page.get_by_label("Marketplace").select_option("P4")
+        assert await country.locator("option").all_inner_texts() == ["FR", "IT", "ES"]
+        await country.select_option("IT")
+        await page.get_by_role("button", name="Connect and authorise").click()
+        await page.wait_for_url("**/consent")
+        await page.get_by_role("button", name="Allow").click()
+        await expect(page.locator("#connections")).to_contain_text("P4 IT")
+        disconnect = page.get_by_role("button", name="Disconnect P4 IT")
+        red = "rgb(164, 0, 29)"
+        assert await disconnect.evaluate("b => getComputedStyle(b).backgroundColor") == red
+        pause = page.get_by_role("button", name="Pause P4 IT")
+        assert await pause.evaluate("b => getComputedStyle(b).backgroundColor") != red
