@@ -163,6 +163,11 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
         ],
     ),
     # Memory (issue 15 item 8): two API processes and two workers under ten minutes of mixed load.
+    # The app's home page and activity log, 1,000,000 orders and 100,000 products (issue 41: < 300 ms).
+    "home-page": (
+        ["-m", "bench.runs.home_page", "--runs", "100"],
+        ["-m", "bench.runs.home_page", "--orders", "20000", "--products", "5000", "--entries", "3000", "--runs", "5"],
+    ),
     "memory": (["-m", "bench.drills.soak", "--seconds", "600"], ["-m", "bench.drills.soak", "--seconds", "60"]),
 }
 # Slow steps `make bench` runs only when `--only` names them.

@@ -1,0 +1,1 @@
+"""Benchmarks that measure one feature end to end (bench/all.py runs them)."""

@@ -213,9 +213,11 @@ def previous_secret_until(credential: Credential, now: datetime) -> datetime | N
     return until if credential.previous_secret_hash and until is not None and until > now else None
 
 
-async def delete_credential(session: AsyncSession, account_id: str, credential_id: str) -> None:
-    """Delete the credential; its tokens stop working at once (every request reads its credential)."""
+async def delete_credential(session: AsyncSession, account_id: str, credential_id: str) -> str:
+    """Delete the credential; its tokens stop working at once (every request reads its credential). Its name."""
     credential = await repository.get_credential(session, account_id, credential_id)
     if credential is None:
         raise NotFound("No credential with this id.")
+    name = credential.name
     await repository.delete_credential(session, credential)
+    return name

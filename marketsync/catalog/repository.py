@@ -17,6 +17,7 @@ from marketsync.db import DriverReader, DriverSql, dialect_of, session_driver
 from marketsync.kinds import ConnectionState, ListingStatus
 from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.catalog import ProductTypeView, TaxonomyCategory, TaxonomyImport
+from marketsync.models.inventory import HELD_POSTGRES, HELD_SQLITE
 
 BATCH = 1000
 
@@ -535,10 +536,17 @@ async def listings_of_product(
     return [(listing, connection) for listing, connection in result.all()]
 
 
-async def listings_needing_attention(session: AsyncSession, account_id: str) -> tuple[int, int]:
-    """(Rejected, waiting for their fill-ins) of the account's listings: one read of each index (migration 0036)."""
-    rejected = select(func.count()).where(_needing(account_id, held=False))
-    held = select(func.count()).where(_needing(account_id, held=True))
+def capped_count(query: Any, at_most: int) -> Any:
+    """How many rows `query` finds, counting at most `at_most + 1`: a home page count reads no more index entries than
+    it shows ("1,000+")."""
+    return select(func.count()).select_from(query.limit(at_most + 1).subquery())
+
+
+async def listings_needing_attention(session: AsyncSession, account_id: str, at_most: int) -> tuple[int, int]:
+    """(Rejected, waiting for their fill-ins) of the account's listings, each at most `at_most + 1`: one range of each
+    index (migration 0036)."""
+    rejected = capped_count(select(Listing.id).where(_needing(session, account_id, held=False)), at_most)
+    held = capped_count(select(Listing.id).where(_needing(session, account_id, held=True)), at_most)
     row = (await session.execute(select(rejected.scalar_subquery(), held.scalar_subquery()))).one()
     return int(row[0]), int(row[1])
 
@@ -553,15 +561,12 @@ class ListingToFix:
     last_error: str | None
 
 
-def _needing(account_id: str, held: bool) -> Any:
-    """Rejected listings, or (`held`) those with a change held for its fill-ins (service.HELD): app_fields, which most
-    listings never have, is tested first, so the partial index ix_listings_account_app_fields finds them."""
+def _needing(session: AsyncSession, account_id: str, held: bool) -> Any:
+    """Rejected listings, or (`held`) those with a change held for its fill-ins (service.HELD), in the words of the
+    partial index ix_listings_account_held, so that the planner reads that index alone."""
     if held:
-        return and_(
-            Listing.account_id == account_id,
-            Listing.app_fields.is_not(None),
-            Listing.app_fields["Held"].as_string().is_not(None),
-        )
+        predicate = HELD_SQLITE if dialect_of(session) == "sqlite" else HELD_POSTGRES
+        return and_(Listing.account_id == account_id, sql_text(predicate))
     return and_(Listing.account_id == account_id, Listing.status == ListingStatus.REJECTED)
 
 
@@ -570,7 +575,7 @@ async def listings_to_fix(
 ) -> tuple[list[ListingToFix], int]:
     """A page of the account's Rejected listings (or, `held`, those waiting for their fill-ins), by SKU, and how
     many there are."""
-    where = _needing(account_id, held)
+    where = _needing(session, account_id, held)
     query = (
         select(
             Listing.id,

@@ -19,6 +19,7 @@ from marketsync.console.render import (
     cursor_text,
     errors_of,
     is_partial,
+    money,
     page,
     page_cursor,
     page_router,
@@ -31,6 +32,7 @@ from marketsync.inventory import service as inventory
 from marketsync.jobs import service as jobs
 from marketsync.kinds import marketplace_name
 from marketsync.marketplaces import service as marketplaces
+from marketsync.people import service as people
 from marketsync.people.service import Person
 
 router = page_router()
@@ -166,10 +168,22 @@ async def edit_product(request: Request, person: SignedIn, sku: SkuParameter) ->
     rt = runtime_of(request)
     async with rt.db.read() as session:
         product = (await inventory.get_product(session, person.account_id, sku)).product
+    # The form holds the current values: one left as it is beside one changed is not sent (a stock sent again as it
+    # was would push it to the marketplaces too). Both as they were: sent, and Unchanged, as the API answers.
+    same_price, same_quantity = price == product.price, quantity == product.quantity
+    if same_price and quantity is not None and not same_quantity:
+        price = None
+    elif same_quantity and price is not None and not same_price:
+        quantity = None
     async with rt.db.transaction() as session:
         result = await inventory.push_price_quantity(
             rt, session, person.account_id, [inventory.PushItem(product.sku, price, quantity)], propagate=True
         )
+        # The activity log (decision 0431): the SKU, each value as it was and as the person set it.
+        changes = {"Price": (money(product.price), money(price)), "Stock": (str(product.quantity), str(quantity))}
+        sent_values = {"Price": price, "Stock": quantity}
+        details = {name: f"{old} → {new}" for name, (old, new) in changes.items() if sent_values[name] is not None}
+        await people.record_activity(rt, session, person, people.ActivityKind.HAND_EDIT, "Edited", product.sku, details)
     # Post/redirect/get: reloading the page after the edit does not push again. The address names the push jobs, so
     # the page shows each one's outcome as it arrives (decision 0402).
     sent = ",".join(name for name, value in (("price", price), ("quantity", quantity)) if value is not None)

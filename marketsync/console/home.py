@@ -28,6 +28,8 @@ router = page_router()
 RECENT = timedelta(days=7)
 # An order paid for and not shipped after this long is late enough to show.
 UNSHIPPED_AFTER = timedelta(days=1)
+# A count goes no further than this: "1,000+" says enough, and no count reads more than 1,001 index entries.
+AT_MOST = 1_000
 LISTINGS_PAGE = 50
 MAX_OFFSET = 1_000_000  # within the databases' integers (docs/decisions/0314-app-query-bounds.md)
 
@@ -38,9 +40,13 @@ class Attention:
 
     key: str
     count: int
-    words: str  # singular, plural
-    fix: str
+    words: str
+    fix: str  # the link's words: what to do there (never a page's name, which the navigation has)
     href: str
+
+    @property
+    def shown(self) -> str:
+        return f"{AT_MOST:,}+" if self.count > AT_MOST else f"{self.count:,}"
 
 
 def _words(count: int, one: str, many: str) -> str:
@@ -54,54 +60,54 @@ async def home(request: Request, person: SignedIn) -> Response:
     now = rt.clock.now()
     late = now - UNSHIPPED_AFTER
     async with rt.db.read() as session:
-        rejected, held = await listing_fields.listings_needing_attention(session, person.account_id)
+        rejected, held = await listing_fields.listings_needing_attention(session, person.account_id, AT_MOST)
         reauthorise, unhealthy = await marketplaces.connections_needing_attention(session, person.account_id)
-        failed_jobs = await jobs.failed_since(session, person.account_id, now - RECENT)
+        failed_jobs = await jobs.failed_since(session, person.account_id, now - RECENT, AT_MOST)
         disabled = await webhooks.disabled_subscriptions(session, person.account_id)
-        failed_imports = await inventory.imports_with_failed_rows(session, person.account_id, now - RECENT)
-        unshipped = await orders.unshipped_before(session, person.account_id, late)
+        failed_imports = await inventory.imports_with_failed_rows(session, person.account_id, now - RECENT, AT_MOST)
+        unshipped = await orders.unshipped_before(session, person.account_id, late, AT_MOST)
     late_orders = urlencode([("status", status) for status in orders.AWAITING_SHIPMENT] + [("to_date", iso(late))])
     items = [
         Attention(
             "rejected",
             rejected,
             _words(rejected, "listing rejected by its marketplace", "listings rejected by their marketplace"),
-            "Complete each on its listing page and save: saving republishes it.",
+            "Complete them on their listing pages",
             "/app/listings?needs=rejected",
         ),
         Attention(
             "held",
             held,
             _words(held, "listing waiting for its fill-ins", "listings waiting for their fill-ins"),
-            "Fill in what its category still needs (images, a business policy) on its listing page.",
+            "Fill in what their categories still need",
             "/app/listings?needs=fill-ins",
         ),
         Attention(
             "reauthorise",
             reauthorise,
             _words(reauthorise, "marketplace needing reauthorisation", "marketplaces needing reauthorisation"),
-            "Reauthorise it on the marketplaces page.",
+            "Reauthorise them",
             "/app/marketplaces",
         ),
         Attention(
             "unhealthy",
             unhealthy,
             _words(unhealthy, "marketplace connection unhealthy", "marketplace connections unhealthy"),
-            "See its health on the marketplaces page.",
+            "See their health",
             "/app/marketplaces",
         ),
         Attention(
             "failed-jobs",
             failed_jobs,
             _words(failed_jobs, "job failed in the last 7 days", "jobs failed in the last 7 days"),
-            "Each job's page says why; a failed price and stock push can be pushed again.",
+            "See why each failed",
             "/app/jobs?status=Failed",
         ),
         Attention(
             "disabled-webhooks",
             disabled,
             _words(disabled, "webhook subscription disabled", "webhook subscriptions disabled"),
-            "Replace it, or delete it, on the webhooks page.",
+            "Replace or delete them",
             "/app/webhooks",
         ),
         Attention(
@@ -112,14 +118,14 @@ async def home(request: Request, person: SignedIn) -> Response:
                 "import with rows not applied in the last 7 days",
                 "imports with rows not applied in the last 7 days",
             ),
-            "Each import's report names the lines and why.",
+            "Read their reports",
             "/app/imports",
         ),
         Attention(
             "unshipped",
             unshipped,
             _words(unshipped, "order not shipped for more than a day", "orders not shipped for more than a day"),
-            "Confirm the shipment with its carrier and tracking.",
+            "Confirm their shipments",
             f"/app/orders?{late_orders}",
         ),
     ]

@@ -31,6 +31,7 @@ from marketsync.kit import jsonio, zones
 from marketsync.marketplaces import service as marketplaces
 from marketsync.orders import rules, schemas
 from marketsync.orders import service as orders
+from marketsync.people import service as people
 from marketsync.people.service import Person
 
 router = page_router()
@@ -299,6 +300,9 @@ async def reveal_customer(request: Request, order_id: str, person: SignedIn) -> 
     await checked_form(request, person)
     response = await _order_page(request, person, order_id, reveal=True)
     log.info("order_customer_revealed", order_id=order_id, account_id=person.account_id, user_id=person.user_id)
+    rt = runtime_of(request)
+    async with rt.db.transaction() as session:  # shown in the Owners' activity log too (decision 0431)
+        await people.record_activity(rt, session, person, people.ActivityKind.CUSTOMER_DATA, "Showed", order_id)
     return response
 
 

@@ -21,7 +21,7 @@ from marketsync.auth.scopes import ALL_SCOPES
 from marketsync.catalog.listings import app_fields as listings
 from marketsync.catalog.listings import rules as listing_rules
 from marketsync.catalog.taxonomy import service as taxonomy
-from marketsync.console import catalogue, home, jobs, orders, settings, webhooks
+from marketsync.console import activity, catalogue, home, jobs, orders, settings, webhooks
 from marketsync.console.guards import (
     SESSION_COOKIE,
     Forbidden,
@@ -62,7 +62,7 @@ from marketsync.kinds import KINDS, kind_of
 from marketsync.marketplaces import service as marketplaces
 from marketsync.models import MarketplaceConnection
 from marketsync.people import service as people
-from marketsync.people.service import Person
+from marketsync.people.service import ActivityKind, Person
 
 router = page_router()
 
@@ -190,6 +190,9 @@ async def create_credential(request: Request, person: OwnerOnly) -> Response:
     rt = runtime_of(request)
     async with rt.db.transaction() as session:
         created = await auth.create_credential(rt, session, person.account_id, name, chosen)
+        await people.record_activity(
+            rt, session, person, ActivityKind.CREDENTIAL, "Created", name, {"Scopes": " ".join(chosen)}
+        )
         shown = {
             "name": name, "client_id": created.client_id, "client_secret": created.client_secret,
             "scopes": " ".join(created.scopes),
@@ -216,14 +219,20 @@ async def rotate_credential(request: Request, credential_id: str, person: OwnerO
             "scopes": " ".join(rotated.scopes), "rotated": GRACE_CHOICES[int(hours)],
         }  # fmt: skip
         await keep_reveal(request, session, f"credential:{rotated.credential_id}", shown)
+        await people.record_activity(
+            rt, session, person, ActivityKind.CREDENTIAL, "Rotated", rotated.name,
+            {"Previous one works for": GRACE_CHOICES[int(hours)]},
+        )  # fmt: skip
     return see_other(f"/app/credentials?created={rotated.credential_id}")
 
 
 @router.post("/credentials/{credential_id}/delete")
 async def delete_credential(request: Request, credential_id: str, person: OwnerOnly) -> Response:
     await checked_form(request, person)
-    async with runtime_of(request).db.transaction() as session:
-        await auth.delete_credential(session, person.account_id, credential_id)
+    rt = runtime_of(request)
+    async with rt.db.transaction() as session:
+        name = await auth.delete_credential(session, person.account_id, credential_id)
+        await people.record_activity(rt, session, person, ActivityKind.CREDENTIAL, "Deleted", name)
     return see_other("/app/credentials")
 
 
@@ -257,6 +266,7 @@ async def add_person(request: Request, person: OwnerOnly) -> Response:
         async with rt.db.transaction() as session:
             await people.acting_owner(session, person.account_id, person.user_id)
             added = await people.create_user(rt, session, person.account_id, email, role)
+            await people.record_activity(rt, session, person, ActivityKind.PERSON, "Added", added.email, {"Role": role})
             await keep_reveal(request, session, f"person:{added.user_id}", _person_shown(added, "added"))
     except ValidationFailed as exc:
         return await _people_page(request, person, 400, errors=errors_of(exc), email=email, role=role)
@@ -270,6 +280,7 @@ async def replace_password(request: Request, user_id: str, person: OwnerOnly) ->
     rt = runtime_of(request)
     async with rt.db.transaction() as session:
         replaced = await people.new_password(rt, session, person.account_id, user_id, by=person.user_id)
+        await people.record_activity(rt, session, person, ActivityKind.PERSON, "Gave a new password", replaced.email)
         await keep_reveal(request, session, f"person:{replaced.user_id}", _person_shown(replaced, "password"))
     return see_other(f"/app/people?shown={replaced.user_id}")
 
@@ -277,9 +288,11 @@ async def replace_password(request: Request, user_id: str, person: OwnerOnly) ->
 @router.post("/people/{user_id}/remove", response_class=HTMLResponse)
 async def remove_person(request: Request, user_id: str, person: OwnerOnly) -> Response:
     await checked_form(request, person)
+    rt = runtime_of(request)
     try:
-        async with runtime_of(request).db.transaction() as session:
-            await people.remove_user(session, person.account_id, user_id, by=person.user_id)
+        async with rt.db.transaction() as session:
+            email = await people.remove_user(session, person.account_id, user_id, by=person.user_id)
+            await people.record_activity(rt, session, person, ActivityKind.PERSON, "Removed", email)
     except Conflict as exc:
         return await _people_page(request, person, 409, errors={"": [exc.title]})
     return see_other("/app/people?removed=1")
@@ -321,6 +334,9 @@ async def connect_marketplace(request: Request, person: SignedIn) -> Response:
     try:
         async with rt.db.transaction() as session:
             connection = await marketplaces.begin_connect(rt, session, person.account_id, platform, country)
+            await people.record_activity(
+                rt, session, person, ActivityKind.MARKETPLACE, "Started connecting", f"{platform} {country}"
+            )
     except ApiError as exc:
         return await _marketplaces_page(
             request, person, exc.status, errors=errors_of(exc), platform=platform, country=country
@@ -358,12 +374,25 @@ async def consent_callback(request: Request, kind: str, person: SignedIn) -> Res
         raise Forbidden("This answer from the marketplace does not belong to this session; connect again.")
     rt = runtime_of(request)
     if "error" not in answer:
-        await marketplaces.grant_consent(
-            rt, person.account_id, marketplace_id, answer, when_authorised=taxonomy.load_categories_if_missing
-        )
-        return see_other("/app/marketplaces")
+        return await _granted(request, person, marketplace_id, answer)
     removed = await marketplaces.refuse_consent(rt, person.account_id, marketplace_id)
     return see_other(f"/app/marketplaces?done={'denied' if removed else 'kept'}")
+
+
+async def _granted(request: Request, person: Person, marketplace_id: str, answer: dict[str, str]) -> Response:
+    """Access given at the marketplace: the connection is authorised, and the activity log says whether it was
+    connected or reauthorised (after the grant, which commits on its own: a grant that failed logs nothing)."""
+    rt = runtime_of(request)
+    async with rt.db.read() as session:
+        before = await marketplaces.get(session, person.account_id, marketplace_id)
+    await marketplaces.grant_consent(
+        rt, person.account_id, marketplace_id, answer, when_authorised=taxonomy.load_categories_if_missing
+    )
+    action = "Connected" if before.state == marketplaces.AWAITING_CONSENT else "Reauthorised"
+    async with rt.db.transaction() as session:
+        subject = f"{before.platform} {before.country}"
+        await people.record_activity(rt, session, person, ActivityKind.MARKETPLACE, action, subject)
+    return see_other("/app/marketplaces")
 
 
 @router.get("/marketplaces/{marketplace_id}/consent", response_class=HTMLResponse)
@@ -378,12 +407,13 @@ async def give_consent(request: Request, marketplace_id: str, person: SignedIn) 
     form = await checked_form(request, person)
     rt = runtime_of(request)
     if form.get("decision") == "allow":
-        await marketplaces.grant_consent(
-            rt, person.account_id, marketplace_id, {}, when_authorised=taxonomy.load_categories_if_missing
-        )
-        return see_other("/app/marketplaces")
+        return await _granted(request, person, marketplace_id, {})
     removed = await marketplaces.refuse_consent(rt, person.account_id, marketplace_id)
     return see_other(f"/app/marketplaces?done={'denied' if removed else 'kept'}")
+
+
+# A connection's buttons, and what the activity log calls each.
+MARKETPLACE_ACTIONS = {"pause": "Paused", "resume": "Resumed", "disconnect": "Disconnected"}
 
 
 # Declared after the consent routes: a path parameter would otherwise take `consent` as an action.
@@ -397,14 +427,19 @@ async def change_marketplace(request: Request, marketplace_id: str, action: str,
         return await _to_consent(request, person, connection)
     try:
         async with rt.db.transaction() as session:
+            if action not in MARKETPLACE_ACTIONS:
+                return page(request, "error.html", person, 404, title="Not found", message="No such page.")
+            connection = await marketplaces.get(session, person.account_id, marketplace_id)  # 404: another account's
             if action == "pause":
                 await marketplaces.pause(rt, session, person.account_id, marketplace_id)
             elif action == "resume":
                 await marketplaces.resume(rt, session, person.account_id, marketplace_id)
-            elif action == "disconnect":
-                await marketplaces.disconnect(rt, session, person.account_id, marketplace_id)
             else:
-                return page(request, "error.html", person, 404, title="Not found", message="No such page.")
+                await marketplaces.disconnect(rt, session, person.account_id, marketplace_id)
+            subject = f"{connection.platform} {connection.country}"
+            await people.record_activity(
+                rt, session, person, ActivityKind.MARKETPLACE, MARKETPLACE_ACTIONS[action], subject
+            )
     except ApiError as exc:
         if exc.status == 404:
             raise
@@ -438,6 +473,7 @@ async def set_dataflow(request: Request, person: SignedIn) -> Response:
     errors: dict[str, list[str]] = {}
     try:
         async with rt.db.transaction() as session:
+            stored = {str(k): str(v) for k, v in (await inventory.data_owners(session, person.account_id)).items()}
             for kind, owner in chosen.items():
                 try:
                     await inventory.set_data_owner(rt, session, person.account_id, kind, owner)
@@ -445,6 +481,13 @@ async def set_dataflow(request: Request, person: SignedIn) -> Response:
                     errors[kind] = [message for messages in exc.errors.values() for message in messages]
             if errors:
                 raise ValidationFailed(errors=errors)  # neither kind is saved
+            changed = {
+                kind: f"{stored.get(kind)} → {owner}" for kind, owner in chosen.items() if stored.get(kind) != owner
+            }
+            if changed:
+                await people.record_activity(
+                    rt, session, person, ActivityKind.DATA_FLOW, "Changed", "Data Flow", changed
+                )
     except ValidationFailed as exc:
         # The form again with its errors and what the person chose (a value the form cannot show stays as stored).
         typed = {kind: owner for kind, owner in chosen.items() if owner in ("Merchant", "Marketplace")}
@@ -605,7 +648,16 @@ async def republish_listing(request: Request, listing_id: str, person: SignedIn)
 
 def install(app: FastAPI) -> None:
     """Mount the app's pages, assets and error pages on the service."""
-    for pages in (router, home.router, catalogue.router, orders.router, webhooks.router, jobs.router, settings.router):
+    for pages in (
+        router,
+        home.router,
+        activity.router,
+        catalogue.router,
+        orders.router,
+        webhooks.router,
+        jobs.router,
+        settings.router,
+    ):
         # The routes themselves (they carry the /app prefix), as for the API's routers (docs/decisions/0013).
         app.router.routes.extend(pages.routes)
     app.mount("/app/static", StaticFiles(directory=HERE / "static"), name="app-static")

@@ -25,9 +25,11 @@ from marketsync.console.render import (
 )
 from marketsync.http.errors import ApiError, ValidationFailed
 from marketsync.kit import zones
+from marketsync.kit.clock import iso
 from marketsync.kit.timestamps import in_utc
 from marketsync.people import service as people
 from marketsync.people.service import Person
+from marketsync.runtime import Runtime
 from marketsync.webhooks import service as webhooks
 from marketsync.webhooks.rules import EVENT_TYPES
 
@@ -115,6 +117,7 @@ async def create_subscription(request: Request, person: SignedIn) -> Response:
         async with rt.db.transaction() as session:
             created = await webhooks.create_subscription(rt, session, person.account_id, url, chosen)
             await _keep_secret(request, session, created, "created")
+            await _log(rt, session, person, "Subscribed", url, {"Events": ", ".join(chosen)})
     except ApiError as exc:
         return await _webhooks_page(request, person, exc.status, errors=errors_of(exc), url=url, chosen=chosen)
     # Post/redirect/get: a reload of the page shows the secret no more and creates nothing.
@@ -138,6 +141,7 @@ async def resend(request: Request, delivery_id: str, person: SignedIn) -> Respon
     try:
         async with rt.db.transaction() as session:
             await webhooks.resend(rt, session, person.account_id, delivery_id)
+            await _log(rt, session, person, "Resent a delivery", delivery_id)
     except ApiError as exc:
         if exc.status == 404:
             raise
@@ -153,6 +157,7 @@ async def replace_subscription(request: Request, subscription_id: str, person: S
 
     async def keep(session: AsyncSession, created: webhooks.NewSubscription) -> None:
         await _keep_secret(request, session, created, "replaced")
+        await _log(runtime_of(request), session, person, "Replaced a disabled subscription", created.subscription.url)
 
     try:
         created = await webhooks.replace(runtime_of(request), person.account_id, subscription_id, then=keep)
@@ -172,16 +177,22 @@ async def change_subscription(request: Request, subscription_id: str, action: st
     typed = {"since": str(form.get("since") or ""), "event_type": str(form.get("event_type") or "")}
     try:
         async with rt.db.transaction() as session:
+            if action not in ("delete", "recover", "sample"):
+                return page(request, "error.html", person, 404, title="Not found", message="No such page.")
+            url = (await webhooks.get_subscription(session, person.account_id, subscription_id)).url  # 404: another's
             if action == "delete":
                 await webhooks.delete_subscription(session, person.account_id, subscription_id)
+                await _log(rt, session, person, "Deleted", url)
             elif action == "recover":
                 since = _since(str(form.get("since") or ""), person.time_zone)
                 count = await webhooks.recover(rt, session, person.account_id, subscription_id, since)
-            elif action == "sample":
+                await _log(
+                    rt, session, person, "Recovered failed deliveries", url, {"Since": iso(since), "Sent": str(count)}
+                )
+            else:
                 event_type = str(form.get("event_type") or "")
                 await webhooks.send_sample(rt, session, person.account_id, subscription_id, event_type)
-            else:
-                return page(request, "error.html", person, 404, title="Not found", message="No such page.")
+                await _log(rt, session, person, "Sent a sample", url, {"Event": event_type})
     except ApiError as exc:
         if exc.status == 404:
             raise
@@ -191,6 +202,13 @@ async def change_subscription(request: Request, subscription_id: str, action: st
         )
     done = {"delete": "deleted", "recover": "recovered", "sample": "sampled"}[action]
     return see_other(f"/app/webhooks?done={done}&count={count}")
+
+
+async def _log(
+    rt: Runtime, session: AsyncSession, person: Person, action: str, subject: str, details: dict[str, str] | None = None
+) -> None:
+    """The activity log's entry (decision 0431): a subscription by its URL, never its secret."""
+    await people.record_activity(rt, session, person, people.ActivityKind.WEBHOOK, action, subject, details)
 
 
 def _since(value: str, time_zone: str) -> datetime:

@@ -754,14 +754,15 @@ async def listing_documents(
 _NOT_APPLIED = ("Failed", "NotFound", "Ambiguous", "Invalid")
 
 
-async def imports_with_failed_rows(session: AsyncSession, account_id: str, since: datetime) -> int:
-    """The account's imports since `since` whose report has rows not applied: a range of
-    ix_inventory_imports_account_created, each report's counters read in the database."""
+async def imports_with_failed_rows(session: AsyncSession, account_id: str, since: datetime, at_most: int) -> int:
+    """The account's imports since `since` whose report has rows not applied, counted up to `at_most + 1`: a range
+    of ix_inventory_imports_account_created, each report's counters read in the database."""
     not_applied = sum(
         (func.coalesce(InventoryImport.report[name].as_integer(), 0) for name in _NOT_APPLIED[1:]),
         func.coalesce(InventoryImport.report[_NOT_APPLIED[0]].as_integer(), 0),
     )
-    query = select(func.count()).where(
+    found = select(InventoryImport.id).where(
         InventoryImport.account_id == account_id, InventoryImport.created_at >= since, not_applied > 0
     )
+    query = select(func.count()).select_from(found.limit(at_most + 1).subquery())
     return int((await session.execute(query)).scalar_one())

@@ -999,6 +999,6 @@ _IMPORT_MESSAGES: dict[str, str] = {
 }
 
 
-async def imports_with_failed_rows(session: AsyncSession, account_id: str, since: datetime) -> int:
-    """How many of the account's imports since `since` have rows that were not applied."""
-    return await repository.imports_with_failed_rows(session, account_id, since)
+async def imports_with_failed_rows(session: AsyncSession, account_id: str, since: datetime, at_most: int) -> int:
+    """How many of the account's imports since `since` have rows that were not applied, counted up to `at_most + 1`."""
+    return await repository.imports_with_failed_rows(session, account_id, since, at_most)

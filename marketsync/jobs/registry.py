@@ -39,6 +39,7 @@ DOMAIN_TASK_MODULES = (
     "marketsync.orders.tasks",
     "marketsync.catalog.tasks",
     "marketsync.webhooks.tasks",
+    "marketsync.people.tasks",
 )
 
 

@@ -466,9 +466,9 @@ async def queue_stats(session: AsyncSession, now: datetime) -> list[tuple[str, s
     return [(job_type, status, int(count), oldest) for job_type, status, count, oldest in rows.all()]
 
 
-async def failed_since(session: AsyncSession, account_id: str, since: datetime) -> int:
-    """The account's jobs created since `since` that failed: one range of ix_jobs_account_status."""
-    query = select(func.count()).where(
-        Job.account_id == account_id, Job.status == JobStatus.FAILED, Job.created_at >= since
-    )
+async def failed_since(session: AsyncSession, account_id: str, since: datetime, at_most: int) -> int:
+    """The account's jobs created since `since` that failed, counted up to `at_most + 1`: one range of
+    ix_jobs_account_status."""
+    found = select(Job.id).where(Job.account_id == account_id, Job.status == JobStatus.FAILED, Job.created_at >= since)
+    query = select(func.count()).select_from(found.limit(at_most + 1).subquery())
     return int((await session.execute(query)).scalar_one())

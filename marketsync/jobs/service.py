@@ -258,6 +258,6 @@ async def queue_stats(session: AsyncSession, now: datetime) -> list[tuple[str, s
     return await repository.queue_stats(session, now)
 
 
-async def failed_since(session: AsyncSession, account_id: str, since: datetime) -> int:
-    """How many of the account's jobs created since `since` failed."""
-    return await repository.failed_since(session, account_id, since)
+async def failed_since(session: AsyncSession, account_id: str, since: datetime, at_most: int) -> int:
+    """How many of the account's jobs created since `since` failed, counted up to `at_most + 1`."""
+    return await repository.failed_since(session, account_id, since, at_most)

@@ -384,9 +384,13 @@ async def connection(
     return (await session.execute(query)).scalar_one_or_none()
 
 
-async def unshipped_before(session: AsyncSession, account_id: str, statuses: Collection[str], cutoff: datetime) -> int:
-    """The account's orders of `statuses` bought before `cutoff`: ranges of ix_orders_account_status_purchased."""
-    query = select(func.count()).where(
+async def unshipped_before(
+    session: AsyncSession, account_id: str, statuses: Collection[str], cutoff: datetime, at_most: int
+) -> int:
+    """The account's orders of `statuses` bought before `cutoff`, counted up to `at_most + 1`: ranges of
+    ix_orders_account_status_purchased, read no further than that."""
+    found = select(Order.id).where(
         Order.account_id == account_id, Order.status.in_(statuses), Order.purchase_date < cutoff
     )
+    query = select(func.count()).select_from(found.limit(at_most + 1).subquery())
     return int((await session.execute(query)).scalar_one())

@@ -900,6 +900,6 @@ async def update(
 AWAITING_SHIPMENT = (rules.UNSHIPPED, rules.PARTIALLY_SHIPPED)
 
 
-async def unshipped_before(session: AsyncSession, account_id: str, cutoff: datetime) -> int:
-    """How many of the account's orders bought before `cutoff` still await shipment."""
-    return await repository.unshipped_before(session, account_id, AWAITING_SHIPMENT, cutoff)
+async def unshipped_before(session: AsyncSession, account_id: str, cutoff: datetime, at_most: int) -> int:
+    """How many of the account's orders bought before `cutoff` still await shipment, counted up to `at_most + 1`."""
+    return await repository.unshipped_before(session, account_id, AWAITING_SHIPMENT, cutoff, at_most)

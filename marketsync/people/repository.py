@@ -7,7 +7,9 @@ from datetime import datetime
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from marketsync.db import older_than
 from marketsync.models.accounts import Account
+from marketsync.models.activity import ActivityEntry
 from marketsync.models.people import AppSession, AppUser
 
 
@@ -64,3 +66,46 @@ async def owners_of_locked(session: AsyncSession, account_id: str) -> list[AppUs
 async def delete_user(session: AsyncSession, user_id: str) -> None:
     """The person and, by cascade, every session of theirs."""
     await session.execute(delete(AppUser).where(AppUser.id == user_id))
+
+
+# -- the activity log (docs/decisions/0431-activity-log.md) ----------------------------------------------------------
+
+
+async def add_activity(session: AsyncSession, entry: ActivityEntry) -> None:
+    session.add(entry)
+
+
+async def activity_of(
+    session: AsyncSession,
+    account_id: str,
+    limit: int,
+    *,
+    user_id: str | None = None,
+    kind: str | None = None,
+    before: tuple[datetime, str] | None = None,
+) -> list[ActivityEntry]:
+    """Newest first, a page at a time: one range of the index of the filter (account; person; kind)."""
+    query = select(ActivityEntry).where(ActivityEntry.account_id == account_id)
+    if user_id is not None:
+        query = query.where(ActivityEntry.user_id == user_id)
+    if kind is not None:
+        query = query.where(ActivityEntry.kind == kind)
+    if before is not None:
+        query = query.where(older_than(ActivityEntry.created_at, ActivityEntry.id, before))
+    query = query.order_by(ActivityEntry.created_at.desc(), ActivityEntry.id.desc()).limit(limit)
+    return list((await session.execute(query)).scalars())
+
+
+async def activity_people(session: AsyncSession, account_id: str) -> list[tuple[str, str]]:
+    """(user_id, email) of the account's people, for the log's filter: those removed since keep their entries."""
+    query = select(AppUser.id, AppUser.email).where(AppUser.account_id == account_id).order_by(AppUser.email)
+    return [(row[0], row[1]) for row in await session.execute(query)]
+
+
+async def purge_activity(session: AsyncSession, cutoff: datetime, at_most: int) -> int:
+    """Delete up to `at_most` entries older than `cutoff` (the oldest first, through ix_activity_entries_created)."""
+    oldest = select(ActivityEntry.id).where(ActivityEntry.created_at < cutoff).order_by(ActivityEntry.created_at)
+    ids = list((await session.execute(oldest.limit(at_most))).scalars())
+    if ids:
+        await session.execute(delete(ActivityEntry).where(ActivityEntry.id.in_(ids)))
+    return len(ids)

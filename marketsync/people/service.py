@@ -27,24 +27,31 @@ from marketsync.http.errors import Conflict, NotFound, ValidationFailed
 from marketsync.kit import crypto
 from marketsync.kit.ids import new_id
 from marketsync.kit.ratelimit import RateLimiter
+from marketsync.models.activity import ActivityEntry
 from marketsync.models.people import AppSession, AppUser
 from marketsync.people import repository
 from marketsync.runtime import Runtime
 
 __all__ = [
     "ABSOLUTE_EXPIRY",
+    "ACTIVITY_RETENTION",
     "IDLE_EXPIRY",
+    "ActivityKind",
     "NewUser",
     "Person",
     "Role",
     "SignInRefused",
     "acting_owner",
+    "activity",
+    "activity_people",
     "create_user",
     "ensure_user",
     "keep_reveal",
     "list_people",
     "new_password",
     "person_for",
+    "purge_activity",
+    "record_activity",
     "remove_user",
     "sign_in",
     "sign_out",
@@ -349,3 +356,69 @@ async def take_reveal(rt: Runtime, token: str, key: str) -> dict[str, str] | Non
     if shown is None:
         return None
     return {name: value for name, value in shown.items() if name != "_at"}
+
+
+# -- the activity log (docs/decisions/0431-activity-log.md) ----------------------------------------------------------
+
+
+class ActivityKind(StrEnum):
+    HAND_EDIT = "HandEdit"
+    CREDENTIAL = "Credential"
+    PERSON = "Person"
+    DATA_FLOW = "DataFlow"
+    MARKETPLACE = "Marketplace"
+    WEBHOOK = "Webhook"
+    CUSTOMER_DATA = "CustomerData"
+
+
+# Kept this long, then purged by the `people.activity-retention` schedule.
+ACTIVITY_RETENTION = timedelta(days=180)
+# A detail's name that could hold a secret is refused: the log never holds one, whatever a caller passes.
+_SECRET_WORDS = ("secret", "password", "token", "key")
+
+
+async def record_activity(
+    rt: Runtime,
+    session: AsyncSession,
+    person: Person,
+    kind: ActivityKind,
+    action: str,
+    subject: str,
+    details: dict[str, str] | None = None,
+) -> None:
+    """What `person` did in the app, in the transaction that did it (a rollback drops the entry with the change)."""
+    if details and any(word in name.lower() for name in details for word in _SECRET_WORDS):
+        raise ValueError("an activity entry never holds a secret")
+    entry = ActivityEntry(
+        id=new_id(), account_id=person.account_id, user_id=person.user_id, actor=person.email, kind=kind,
+        action=action, subject=subject[:300], details=details or None, created_at=rt.clock.now(),
+    )  # fmt: skip
+    await repository.add_activity(session, entry)
+
+
+async def activity(
+    session: AsyncSession,
+    account_id: str,
+    limit: int,
+    *,
+    user_id: str | None = None,
+    kind: str | None = None,
+    before: tuple[datetime, str] | None = None,
+) -> list[ActivityEntry]:
+    """The account's activity newest first, of one person and one kind when given, older than `before`."""
+    return await repository.activity_of(session, account_id, limit, user_id=user_id, kind=kind, before=before)
+
+
+async def activity_people(session: AsyncSession, account_id: str) -> list[tuple[str, str]]:
+    return await repository.activity_people(session, account_id)
+
+
+async def purge_activity(rt: Runtime, batch: int = 2_000) -> int:
+    """Entries older than ACTIVITY_RETENTION, deleted in batches (a transaction each: SQLite's one writer)."""
+    cutoff, purged = rt.clock.now() - ACTIVITY_RETENTION, 0
+    while True:
+        async with rt.db.transaction() as session:
+            deleted = await repository.purge_activity(session, cutoff, batch)
+        purged += deleted
+        if deleted < batch:
+            return purged

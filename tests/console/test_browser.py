@@ -72,7 +72,7 @@ async def test_a_merchant_creates_a_credential_connects_p1_and_reauthorises_it(
         # Marketplaces: connect P1 UK through the consent page.
         await page.get_by_role("link", name="Marketplaces").click()
         await page.get_by_label("Marketplace").select_option("P1")
-        await page.get_by_label("Country").fill("UK")
+        await page.get_by_label("Country").select_option("UK")
         await page.get_by_role("button", name="Connect and authorise").click()
         await page.wait_for_url("**/consent")
         await _shot(rt, page, "consent")
@@ -103,7 +103,7 @@ async def test_a_merchant_creates_a_credential_connects_p1_and_reauthorises_it(
         await expect(page.locator("#connections")).not_to_contain_text("Needs reauthorisation")
         # Deny at the marketplace: a connection never authorised is not kept.
         await page.get_by_label("Marketplace").select_option("P2")
-        await page.get_by_label("Country").fill("DE")
+        await page.get_by_label("Country").select_option("DE")
         await page.get_by_role("button", name="Connect and authorise").click()
         await page.wait_for_url("**/consent")
         await page.get_by_role("button", name="Deny").click()

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
+from marketsync.console import home
 from marketsync.kit.clock import FrozenClock
 from marketsync.kit.ids import new_id
 from marketsync.models import Job, Listing
@@ -31,10 +32,11 @@ def clock() -> FrozenClock:
 
 
 def _count(page: str, key: str) -> tuple[int, str]:
-    """The count and the link of the home page's item `key`."""
-    found = re.search(rf'id="attention-{key}"[^>]*>\s*<a href="([^"]+)"><strong class="count">(\d+)</strong>', page)
+    """The count of the home page's item `key` and its link to where it is fixed (none when there is nothing)."""
+    found = re.search(rf'id="attention-{key}-what"><strong class="count">(\d+)</strong>', page)
     assert found is not None, page
-    return int(found.group(2)), found.group(1).replace("&amp;", "&")
+    link = re.search(rf'<a href="([^"]+)" id="attention-{key}-fix"', page)
+    return int(found.group(1)), link.group(1).replace("&amp;", "&") if link else ""
 
 
 async def _listing(rt: Runtime, account_id: str, product_id: str, marketplace_id: str, **values: object) -> None:
@@ -184,6 +186,28 @@ async def test_an_account_with_nothing_to_fix_is_told_so(rt: Runtime, api: httpx
     assert home.status_code == 200 and "Nothing needs attention" in home.text
     assert all(_count(home.text, key)[0] == 0 for key in ("rejected", "held", "unshipped", "failed-jobs"))
     assert "None: nothing to fix here." in (await owner.page("/app/listings?needs=fill-ins")).text
+    await owner.client.aclose()
+
+
+async def test_a_count_stops_at_its_cap_and_says_so(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each count reads at most AT_MOST + 1 index entries (1,000 in production: "1,000+")."""
+    monkeypatch.setattr(home, "AT_MOST", 2)
+    account_id = await make_account(rt)
+    await _something_of_each_kind(rt, account_id)  # 2 rejected, 2 unshipped for more than a day
+    async with rt.db.transaction() as session:
+        session.add_all(
+            Job(
+                id=new_id(), account_id=account_id, type="OrderPull", status="Failed", payload={}, run_after=NOW,
+                created_at=NOW, updated_at=NOW,
+            )
+            for _ in range(3)
+        )  # fmt: skip
+    owner = await signed_in(api, await make_person(rt, account_id))
+    text = (await owner.page("/app/")).text
+    assert '<strong class="count">2+</strong> jobs failed in the last 7 days' in text
+    assert '<strong class="count">2</strong> listings rejected' in text
     await owner.client.aclose()
 
 

@@ -135,9 +135,10 @@ def _republish(rt: Runtime, session: AsyncSession, account_id: str, listing: Lis
     return job_id
 
 
-async def listings_needing_attention(session: AsyncSession, account_id: str) -> tuple[int, int]:
-    """(Rejected, waiting for their fill-ins: a change held, decision 0400) of the account's listings."""
-    return await repository.listings_needing_attention(session, account_id)
+async def listings_needing_attention(session: AsyncSession, account_id: str, at_most: int) -> tuple[int, int]:
+    """(Rejected, waiting for their fill-ins: a change held, decision 0400) of the account's listings, each counted
+    up to `at_most + 1`."""
+    return await repository.listings_needing_attention(session, account_id, at_most)
 
 
 async def listings_to_fix(

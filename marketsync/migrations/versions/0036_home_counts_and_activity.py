@@ -1,8 +1,8 @@
 """The app's home page counts and its activity log (issue 41, docs/decisions/0430 and 0431).
 
 Indexes, so that each of the home page's counts reads only the rows it counts (built online, docs/decisions/0306):
-- listings (account_id, status): the Rejected listings; (account_id) where app_fields is set: the listings waiting
-  for their fill-ins (a held change lives in app_fields, which most listings never have);
+- listings (account_id, status): the Rejected listings; (account_id) where app_fields["Held"] is set: the listings
+  waiting for their fill-ins (a partial index on the JSON key, each backend's way);
 - orders (account_id, status, purchase_date): the orders unshipped for more than a day. An order's status was
   indexed already (ix_orders_account_status_updated), so a status change costs one more entry, not a HOT update.
 
@@ -21,6 +21,7 @@ from alembic import op
 
 from marketsync.migrate import create_index_online, drop_index_online
 from marketsync.models.base import UTCDateTime
+from marketsync.models.inventory import HELD_POSTGRES, HELD_SQLITE
 
 revision = "0036"
 down_revision = "0034"
@@ -50,12 +51,13 @@ def upgrade() -> None:
     )
     op.create_index("ix_activity_entries_created", "activity_entries", ["created_at"])
     create_index_online("ix_listings_account_status", "listings", ["account_id", "status"])
-    create_index_online("ix_listings_account_app_fields", "listings", ["account_id"], where="app_fields IS NOT NULL")
+    held = HELD_SQLITE if op.get_bind().dialect.name == "sqlite" else HELD_POSTGRES
+    create_index_online("ix_listings_account_held", "listings", ["account_id"], where=held)
     create_index_online("ix_orders_account_status_purchased", "orders", ["account_id", "status", "purchase_date"])
 
 
 def downgrade() -> None:
     drop_index_online("ix_orders_account_status_purchased", "orders")
-    drop_index_online("ix_listings_account_app_fields", "listings")
+    drop_index_online("ix_listings_account_held", "listings")
     drop_index_online("ix_listings_account_status", "listings")
     op.drop_table("activity_entries")
