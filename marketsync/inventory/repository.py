@@ -446,7 +446,7 @@ async def account_exists(session: AsyncSession, account_id: str) -> bool:
     return result.scalar_one_or_none() is not None
 
 
-# -- the listing mirror (inventory/tasks.py) --------------------------------------------------------------
+# -- the listing mirror (inventory/mirror.py) -------------------------------------------------------------
 
 
 async def listings_for_mirror(
