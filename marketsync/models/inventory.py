@@ -60,8 +60,8 @@ class ProductCount(Base):
     products: Mapped[int] = mapped_column(BigInteger)
 
 
-# A listing with a change held for its fill-ins (catalog.service.HELD), as each backend says it: the partial index's
-# predicate, which a query repeats word for word so that the planner takes the index.
+# A listing with a change held for its fill-ins (catalog.listings.rules.HELD), as each backend says it: the partial
+# index's predicate, which a query repeats word for word so that the planner takes the index.
 HELD_SQLITE = "json_extract(app_fields, '$.Held') IS NOT NULL"
 HELD_POSTGRES = "(app_fields ->> 'Held') IS NOT NULL"
 
