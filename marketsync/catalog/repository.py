@@ -17,7 +17,6 @@ from marketsync.db import DriverReader, DriverSql, dialect_of, session_driver
 from marketsync.kinds import ConnectionState, ListingStatus
 from marketsync.models import Listing, MarketplaceConnection, Product
 from marketsync.models.catalog import ProductTypeView, TaxonomyCategory, TaxonomyImport
-from marketsync.models.inventory import HELD_POSTGRES, HELD_SQLITE
 
 BATCH = 1000
 
@@ -565,7 +564,8 @@ def _needing(session: AsyncSession, account_id: str, held: bool) -> Any:
     """Rejected listings, or (`held`) those with a change held for its fill-ins (service.HELD), in the words of the
     partial index ix_listings_account_held, so that the planner reads that index alone."""
     if held:
-        predicate = HELD_SQLITE if dialect_of(session) == "sqlite" else HELD_POSTGRES
+        sqlite = dialect_of(session) == "sqlite"
+        predicate = statements.LISTING_HELD_SQLITE if sqlite else statements.LISTING_HELD_POSTGRES
         return and_(Listing.account_id == account_id, sql_text(predicate))
     return and_(Listing.account_id == account_id, Listing.status == ListingStatus.REJECTED)
 

@@ -118,3 +118,9 @@ FILL_TRIGRAM_LEAVES = Statement(
     ),
     postgresql=None,
 )
+
+
+# A listing with a change held for its fill-ins (app_fields["Held"]), word for word the predicate of the partial
+# index ix_listings_account_held (models/inventory.py), so that the planner takes it: the home page's count and list.
+LISTING_HELD_SQLITE = "json_extract(app_fields, '$.Held') IS NOT NULL"
+LISTING_HELD_POSTGRES = "(app_fields ->> 'Held') IS NOT NULL"

@@ -21,7 +21,6 @@ from alembic import op
 
 from marketsync.migrate import create_index_online, drop_index_online
 from marketsync.models.base import UTCDateTime
-from marketsync.models.inventory import HELD_POSTGRES, HELD_SQLITE
 
 revision = "0036"
 down_revision = "0034"
@@ -51,7 +50,9 @@ def upgrade() -> None:
     )
     op.create_index("ix_activity_entries_created", "activity_entries", ["created_at"])
     create_index_online("ix_listings_account_status", "listings", ["account_id", "status"])
-    held = HELD_SQLITE if op.get_bind().dialect.name == "sqlite" else HELD_POSTGRES
+    # The partial index's predicate as models/inventory.py declares it (catalog/statements.py LISTING_HELD_*).
+    sqlite = op.get_bind().dialect.name == "sqlite"
+    held = "json_extract(app_fields, '$.Held') IS NOT NULL" if sqlite else "(app_fields ->> 'Held') IS NOT NULL"
     create_index_online("ix_listings_account_held", "listings", ["account_id"], where=held)
     create_index_online("ix_orders_account_status_purchased", "orders", ["account_id", "status", "purchase_date"])
 
