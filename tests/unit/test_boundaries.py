@@ -282,9 +282,8 @@ def test_the_taxonomy_knows_no_listing() -> None:
 # -- hand-written SQL of two dialects: named statements, in a domain's statements.py (docs/decisions/0445) --------
 
 # The statement modules, and db/ (DriverSql writes each driver's placeholders). Migrations are history: each writes
-# its DDL per dialect where it was made. Models are the schema too: a partial index's predicate per dialect (the home
-# page's held listings, `models/inventory.py`) is DDL, which the migration and the query that must match it import.
-DIALECT_TEXT_ALLOWED = re.compile(r"^(.*/)?statements\.py$|^db/|^migrations/|^models/")
+# its DDL per dialect where it was made.
+DIALECT_TEXT_ALLOWED = re.compile(r"^(.*/)?statements\.py$|^db/|^migrations/")
 _DIALECT_NAME = re.compile(r"(^|_)(SQLITE|POSTGRES|POSTGRESQL|PG)(_|$)")
 _DIALECT_TEST = re.compile(r"postgres|sqlite|dialect", re.IGNORECASE)
 
