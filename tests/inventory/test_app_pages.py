@@ -37,7 +37,7 @@ async def test_search_finds_a_product_by_sku_whatever_its_case_and_its_page_list
     person = await signed_in(api, await make_person(rt, tenant.account_id, "Staff"))
 
     everything = await person.page("/app/catalogue")
-    assert "2 products" in everything.text and "RED-2" in everything.text
+    assert "1–2 of 2" in everything.text and "RED-2" in everything.text
     found = await person.client.get("/app/catalogue", params={"sku": "blue/mug-1"})
     assert "Blue/Mug-1</a>" in found.text and "RED-2" not in found.text  # SKUs starting with it: test_finding.py
     product = await person.client.get("/app/product", params={"sku": "Blue/Mug-1"})
