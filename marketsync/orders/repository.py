@@ -207,11 +207,14 @@ async def table_page(
     return await _fetch(reader, sql, text)
 
 
-async def table_count(reader: DriverReader, account_id: str, filters: TableFilters) -> int:
-    """How many orders the table's filters hold: one count over the filters' index."""
+async def table_count(reader: DriverReader, account_id: str, filters: TableFilters, *, at_most: int) -> int:
+    """How many orders the table's filters hold, counted up to `at_most` + 1 (more than `at_most` is said as such):
+    one count over the filters' index, bounded whatever the account's size (a million index entries take SQLite a
+    quarter of a second and more; docs/decisions/0436-app-tables.md)."""
     sql = DriverSql(reader.postgres)
-    text = f"SELECT count(*) FROM orders WHERE {_table_conditions(sql, account_id, filters)}"  # noqa: S608
-    rows = await reader.fetch(text, sql.params)
+    conditions = _table_conditions(sql, account_id, filters)
+    bounded = f"SELECT 1 FROM orders WHERE {conditions} LIMIT {sql.bind(at_most + 1)}"  # noqa: S608
+    rows = await reader.fetch(f"SELECT count(*) FROM ({bounded}) AS counted", sql.params)  # noqa: S608
     return int(rows[0][0])
 
 
