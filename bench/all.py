@@ -46,6 +46,11 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
         ["-m", "bench.runs.orders_http", "--orders", "10000,1000000", "--pages", "150"],
         ["-m", "bench.runs.orders_http", "--orders", "20000", "--pages", "20"],
     ),
+    # The app's tables (issue 41, decision 0436): orders, catalogue and jobs pages with a million orders.
+    "orders-page": (
+        ["-m", "bench.runs.orders_page", "--orders", "1000000", "--products", "100000", "--runs", "30"],
+        ["-m", "bench.runs.orders_page", "--orders", "5000", "--products", "1000", "--jobs", "1000", "--runs", "3"],
+    ),
     # The push, the products walk, Offset pages and GET (items 1, 2).
     "inventory": (
         [

@@ -210,9 +210,9 @@ async def seed(
         if sqlite:
             con.execute("ANALYZE")
         else:
-            await con.execute(
-                "VACUUM ANALYZE orders; VACUUM ANALYZE order_items; ANALYZE products; ANALYZE listings; ANALYZE jobs"
-            )
+            # One at a time: several statements in one call run in a transaction block, which VACUUM refuses.
+            for table in ("orders", "order_items", "products", "listings", "jobs"):
+                await con.execute(f"VACUUM ANALYZE {table}")
     finally:
         await con.close() if not sqlite else con.close()
     return account_id, sites, time.perf_counter() - started

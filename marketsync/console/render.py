@@ -218,6 +218,12 @@ class Table:
     page_size: int
     total: int = 0
     shown: int = 0
+    count_max: int | None = None  # the count stops here: a total above it is "more than" this
+
+    @property
+    def more_than(self) -> int | None:
+        """The count's bound when the total passed it (the table says "of more than N"), else None."""
+        return self.count_max if self.count_max is not None and self.total > self.count_max else None
 
     def _link(self, sort: str, descending: bool, offset: int) -> str:
         params = list(self.filters)
@@ -250,8 +256,8 @@ class Table:
     def first(self) -> str:
         return self._link(self.sort, self.descending, 0)
 
-    def counted(self, total: int, shown: int) -> Table:
-        return replace(self, total=total, shown=shown)
+    def counted(self, total: int, shown: int, count_max: int | None = None) -> Table:
+        return replace(self, total=total, shown=shown, count_max=count_max)
 
 
 def table_of(

@@ -149,10 +149,11 @@ class TableFilters:
 # The sortable columns of the app's orders table; each is (account_id, column, id) in one index, so a sorted page is
 # one bounded walk of it (migration 0038).
 TABLE_SORTS = {
-    "changed": "orders.updated_at",
-    "purchased": "orders.purchase_date",
-    "order": "orders.marketplace_order_id",
-    "status": "orders.status",
+    "changed": ("orders.updated_at",),
+    "purchased": ("orders.purchase_date",),
+    "order": ("orders.marketplace_order_id",),
+    # Then by last change: the order of ix_orders_account_status_updated, which the sort walks instead of sorting.
+    "status": ("orders.status", "orders.updated_at"),
 }
 
 
@@ -194,9 +195,8 @@ async def table_page(
     select walks the sort's index (ids only, so a deep OFFSET skips index entries, not rows); the outer one reads
     the page's documents."""
     sql = DriverSql(reader.postgres)
-    column = TABLE_SORTS[sort]
     direction = "DESC" if descending else "ASC"
-    order_by = f"{column} {direction}, orders.id {direction}"
+    order_by = ", ".join(f"{column} {direction}" for column in (*TABLE_SORTS[sort], "orders.id"))
     columns = _document_columns(sql, version, include_customer=False)  # first: SQLite's ? bind in text order
     conditions = _table_conditions(sql, account_id, filters)
     text = (
@@ -207,11 +207,14 @@ async def table_page(
     return await _fetch(reader, sql, text)
 
 
-async def table_count(reader: DriverReader, account_id: str, filters: TableFilters) -> int:
-    """How many orders the table's filters hold: one count over the filters' index."""
+async def table_count(reader: DriverReader, account_id: str, filters: TableFilters, *, at_most: int) -> int:
+    """How many orders the table's filters hold, counted up to `at_most` + 1 (more than `at_most` is said as such):
+    one count over the filters' index, bounded whatever the account's size (a million index entries take SQLite a
+    quarter of a second and more; docs/decisions/0436-app-tables.md)."""
     sql = DriverSql(reader.postgres)
-    text = f"SELECT count(*) FROM orders WHERE {_table_conditions(sql, account_id, filters)}"  # noqa: S608
-    rows = await reader.fetch(text, sql.params)
+    conditions = _table_conditions(sql, account_id, filters)
+    bounded = f"SELECT 1 FROM orders WHERE {conditions} LIMIT {sql.bind(at_most + 1)}"  # noqa: S608
+    rows = await reader.fetch(f"SELECT count(*) FROM ({bounded}) AS counted", sql.params)  # noqa: S608
     return int(rows[0][0])
 
 

@@ -380,9 +380,14 @@ async def find_by_marketplace_order_id(
 TableFilters = repository.TableFilters  # the app's orders table: its filters, as the console builds them
 
 
+# The app's orders table counts up to this many; beyond, it says "more than" (docs/decisions/0436-app-tables.md).
+TABLE_COUNT_MAX = 100_000
+
+
 @dataclass(frozen=True)
 class OrderTable:
-    """A page of the app's orders table and how many orders its filters hold."""
+    """A page of the app's orders table and how many orders its filters hold (TABLE_COUNT_MAX + 1: more than
+    TABLE_COUNT_MAX)."""
 
     documents: list[bytes]
     total: int
@@ -406,7 +411,7 @@ async def order_table(
         reader, account_id, filters, sort=sort, descending=descending, limit=limit, offset=offset,
         version=schemas.DOCUMENT_VERSION,
     )  # fmt: skip
-    total = await repository.table_count(reader, account_id, filters)
+    total = await repository.table_count(reader, account_id, filters, at_most=TABLE_COUNT_MAX)
     return OrderTable(await _documents(rt, rows, include_customer=False), total)
 
 

@@ -22,7 +22,7 @@ from tests.catalog.support import create, create_payload, load_taxonomies, run_j
 from tests.console.support import make_person
 from tests.inventory.support import add_listing, add_products
 from tests.marketplaces import support as marketplace_support
-from tests.orders.support import BUYER_NAME, ingest, pulled_order
+from tests.orders.support import BUYER_NAME, ingest, jobs_of, order_by_marketplace_id, pulled_order
 from tests.support import browser
 from tests.support.browser import PHONE, browser_page, sign_in
 from tests.support.factories import make_account, make_tenant
@@ -518,3 +518,60 @@ async def test_a_hand_edit_shows_each_marketplace_push_as_it_arrives(rt: Runtime
         await expect(page.locator("#job-type")).to_have_text("Price and stock push")
         await expect(page.locator("#job-products")).to_contain_text("1 product: none reached the marketplace")
         await expect(page.locator("#job-products")).not_to_contain_text("pushed")
+
+
+async def test_orders_are_worked_in_the_app_p1_sent_p2_stored_with_its_warning_in_the_accounts_zone(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """Issue 41 points 2 and 3 in a browser: the Owner sets the time zone; the orders table counts and sorts; a P1
+    confirmation and a P2 cancellation each ask first (a page, no dialog), then apply once; P2's warning names it."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"), ("P2", "DE")))
+    await ingest(rt, tenant.marketplace("P1"), pulled_order(order_id="UK-1001"))
+    await ingest(rt, tenant.marketplace("P2"), pulled_order(order_id="DE-2002", currency="EUR"))
+    person = await make_person(rt, tenant.account_id)
+    async with browser_page(str(api.base_url)) as page:
+        await sign_in(page, person.email, person.password)
+        await page.get_by_role("link", name="Settings").click()
+        await page.get_by_label("Time zone").select_option("Europe/Berlin")
+        await page.get_by_role("button", name="Save time zone").click()
+        await expect(page.locator("#notice")).to_contain_text("Europe/Berlin")
+        await _shot(rt, page, "settings")
+
+        await page.get_by_role("link", name="Orders").click()
+        await expect(page.locator("#range")).to_have_text("1–2 of 2")
+        rows = page.locator("#orders tbody tr td:first-child")
+        await expect(rows).to_have_text(["DE-2002", "UK-1001"])  # the newest change first
+        await page.locator("#sort-order").click()
+        await expect(rows).to_have_text(["DE-2002", "UK-1001"])
+        await page.locator("#sort-order").click()  # again: the other way
+        await expect(rows).to_have_text(["UK-1001", "DE-2002"])
+        await expect(page.locator("#orders")).to_contain_text("2026-01-01 12:00:00 CET")  # purchased 11:00 UTC
+        await _shot(rt, page, "orders")
+
+        await page.get_by_role("link", name="UK-1001").click()
+        await page.get_by_label("Carrier code").fill("DHL")
+        await page.get_by_label("Tracking number").fill("JD0146000001")
+        await page.get_by_role("button", name="Confirm shipment…").click()
+        await expect(page.locator("#question")).to_contain_text("This cannot be undone.")
+        await expect(page.locator("#question")).to_contain_text("It is sent to P1 UK.")
+        await _shot(rt, page, "order-question")
+        await page.get_by_role("button", name="Yes, confirm the shipment").dblclick()  # a double submit: applied once
+        await expect(page.locator("#action-outcome")).to_contain_text("Shipment confirmed. It is on its way to P1 UK")
+        await expect(page.locator("#order-status")).to_contain_text("Shipped")
+
+        await page.get_by_role("link", name="All orders").click()
+        await page.get_by_role("link", name="DE-2002").click()
+        await expect(page.locator("#not-sent")).to_contain_text("P2 receives no order changes")
+        await page.locator("#cancel-form").get_by_label("Reason").select_option(label="Out of stock")
+        await page.locator("#cancel-form input[name=item]").first.check()
+        await page.get_by_role("button", name="Cancel items…").click()
+        await expect(page.locator("#question")).to_contain_text("P2: order changes are not sent to P2 DE")
+        await page.get_by_role("button", name="Yes, cancel these items").click()
+        await expect(page.locator("#action-outcome")).to_contain_text("Items cancelled.")
+        await expect(page.locator("#action-outcome")).to_contain_text("Apply it in P2's own tools.")
+        await expect(page.locator("#order-status")).to_contain_text("Cancelled")
+        await _shot(rt, page, "order")
+    p1 = await order_by_marketplace_id(api, tenant.headers, "UK-1001")
+    assert len(p1["Shipments"]) == 1 and p1["Shipments"][0]["TrackingNumber"] == "JD0146000001"  # applied once
+    write_backs = [job for job in await jobs_of(rt, tenant.account_id) if job.type == "OrderWriteBack"]
+    assert len(write_backs) == 1  # P1's confirmation, sent; P2's cancellation stored only

@@ -9,8 +9,10 @@ import re
 from datetime import UTC, datetime
 
 import httpx
+import pytest
 from structlog.testing import capture_logs
 
+from marketsync.orders import service as orders_service
 from marketsync.runtime import Runtime
 from tests.console.support import Browser, make_person, signed_in
 from tests.orders.support import BUYER_NAME, ingest, pulled_item, pulled_order, tenant_with
@@ -88,7 +90,10 @@ async def test_filters_by_marketplace_status_and_purchase_days_in_the_accounts_z
 
     # Purchased 2026-01-10 12:00 UTC .. 2026-01-12 12:00 UTC: three days, inclusive.
     days = await person.client.get("/app/orders", params={"from": "2026-01-10", "to": "2026-01-12"})
-    assert sorted(shown_orders(days)) == ["UK-10", "UK-11", "UK-12"]
+    assert shown_orders(days) == ["UK-12", "UK-11", "UK-10"]  # a range reads in purchase order, newest first
+    assert (
+        'aria-sort="descending"><a href="/app/orders?from=2026-01-10&amp;to=2026-01-12&amp;sort=purchased' in days.text
+    )
     # In Pacific/Kiritimati (UTC+14) 2026-01-12 12:00 UTC is already the 13th: the range's days are the account's.
     owner = await signed_in(api, await make_person(rt, account_id))
     await owner.post("/app/settings", {"time_zone": "Pacific/Kiritimati"}, csrf_from="/app/settings")
@@ -152,3 +157,15 @@ async def test_another_accounts_orders_are_neither_counted_nor_found(rt: Runtime
     ):
         assert range_shown(response) == "0 of 0" and shown_orders(response) == []
     await stranger.client.aclose()
+
+
+async def test_the_count_stops_at_its_bound_and_says_more_than(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, person, _ = await _estate(rt, api)
+    monkeypatch.setattr(orders_service, "TABLE_COUNT_MAX", 40)
+    many = await person.page("/app/orders")
+    assert range_shown(many) == "1–50 of more than 40"
+    monkeypatch.setattr(orders_service, "TABLE_COUNT_MAX", 57)
+    assert range_shown(await person.page("/app/orders")) == "1–50 of 57"
+    await person.client.aclose()
