@@ -28,9 +28,9 @@ the sandbox marketplaces), the floor holding the same SKUs; several sizes are se
 issue 42 item 3: `--only growth` in bench/all.py). The seeded products count as mirrored (the listing mirror's
 schedule last ran now): the demo's other schedules run.
 
-Resumable: each finished (backend, size) is kept in `--state` (default var/bench/demo_tenant-STATE.json, keyed by the
-arguments), and a rerun with the same arguments measures only what is missing. Diagnosis: BENCH_RAW=1 prints every
-timing; BENCH_LOGS=DIR keeps the servers' logs.
+Resumable: each finished backend is kept in `--state` (default var/bench/demo_tenant-KEY.json, keyed by the arguments
+and the commit), and a rerun with the same arguments on the same commit measures only what is missing.
+Diagnosis: BENCH_RAW=1 prints every timing; BENCH_LOGS=DIR keeps the servers' logs.
 """
 
 from __future__ import annotations
@@ -738,7 +738,9 @@ def report(results: list[dict[str, Any]]) -> None:
 def state_path(args: argparse.Namespace) -> Path:
     if args.state:
         return Path(args.state)
-    key = json.dumps([args.pushes, args.reads, args.only, args.extra_products, args.baseline], sort_keys=True)
+    # The same arguments on the same commit: a rerun after a change to the code measures afresh.
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    key = json.dumps([args.pushes, args.reads, args.only, args.extra_products, args.baseline, head], sort_keys=True)
     return STATE_DIR / f"demo_tenant-{hashlib.sha256(key.encode()).hexdigest()[:10]}.json"
 
 
