@@ -169,11 +169,14 @@ def _table_conditions(sql: DriverSql, account_id: str, filters: TableFilters) ->
         where.append(f"orders.purchase_date < {sql.bind_time(filters.purchased_before)}")
     if filters.order_id_or_sku is not None:
         text = filters.order_id_or_sku
-        # Two index seeks (ix_orders_account_marketplace_order, ix_order_items_sku_lower), never a scan.
+        # Two index seeks (ix_orders_account_marketplace_order, ix_order_items_sku_lower) merged by a UNION, never a
+        # scan: PostgreSQL cannot plan `marketplace_order_id = ? OR id IN (...)` as two seeks and walked the account's
+        # orders instead (2.2 s with a million, docs/decisions/0439-orders-table-speed.md).
         where.append(
-            f"(orders.marketplace_order_id = {sql.bind(text)} OR orders.id IN (SELECT order_items.order_id "  # noqa: S608
+            f"orders.id IN (SELECT orders.id FROM orders WHERE orders.account_id = {sql.bind(account_id)} "  # noqa: S608
+            f"AND orders.marketplace_order_id = {sql.bind(text)} UNION SELECT order_items.order_id "
             f"FROM order_items WHERE order_items.account_id = {sql.bind(account_id)} "
-            f"AND lower(order_items.sku) = {sql.bind(text.lower())}))"
+            f"AND lower(order_items.sku) = {sql.bind(text.lower())})"
         )
     if filters.customer_name is not None:
         where.append(f"lower(orders.buyer_name) = {sql.bind(filters.customer_name.lower())}")

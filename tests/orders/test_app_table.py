@@ -125,6 +125,25 @@ async def test_search_by_order_id_or_sku_and_skus_link_to_their_product(rt: Runt
     await person.client.aclose()
 
 
+async def test_a_search_matching_an_order_id_and_skus_lists_each_order_once_within_the_filters(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    tenant, other = await tenant_with(rt, api, "P1", "P2"), await tenant_with(rt, api, "P2")
+    p1, p2 = tenant.marketplace("P1"), tenant.marketplace("P2")
+    # "CUP": the marketplace's id of one order whose items (two letter cases) are SKU CUP, and a SKU of another.
+    cups = [pulled_item(sku="CUP"), pulled_item(sku="cup")]
+    await ingest(rt, p1, pulled_order(order_id="CUP", items=cups))
+    await ingest(rt, p2, pulled_order(order_id="DE-2", items=[pulled_item(sku="Cup")]))
+    await ingest(rt, other.marketplace("P2"), pulled_order(order_id="CUP", items=[pulled_item(sku="CUP")]))
+    person = await signed_in(api, await make_person(rt, tenant.account_id, "Staff"))
+    # The search's two seeks are merged: each order once, and only the account's own.
+    found = await person.client.get("/app/orders", params={"q": "CUP", "sort": "order"})
+    assert shown_orders(found) == ["CUP", "DE-2"] and range_shown(found) == "1–2 of 2"
+    on_p2 = await person.client.get("/app/orders", params={"q": "CUP", "marketplace": p2.id})
+    assert shown_orders(on_p2) == ["DE-2"] and range_shown(on_p2) == "1–1 of 1"
+    await person.client.aclose()
+
+
 async def test_a_customers_orders_are_found_by_name_only_by_a_logged_post(rt: Runtime, api: httpx.AsyncClient) -> None:
     _, person, marketplace = await _estate(rt, api)
     assert (await person.client.get("/app/orders", params={"customer": "Grace Hopper"})).status_code == 200
@@ -169,3 +188,4 @@ async def test_the_count_stops_at_its_bound_and_says_more_than(
     monkeypatch.setattr(orders_service, "TABLE_COUNT_MAX", 57)
     assert range_shown(await person.page("/app/orders")) == "1–50 of 57"
     await person.client.aclose()
+
