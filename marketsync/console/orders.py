@@ -37,13 +37,24 @@ from marketsync.people.service import Person
 router = page_router()
 log = structlog.get_logger("marketsync.console")
 ORDERS_PAGE = 50
-# Deeper than 20,000 pages a person filters; the bound keeps OFFSET within the databases' integers (decision 0314).
+# An offset is a number up to this (decision 0314's bound, within the databases' integers)...
 ORDERS_MAX_OFFSET = 1_000_000
+# ...but pages stop at this row of a sort and filters: skipping a million index entries takes SQLite more than a
+# second (docs/decisions/0439-orders-table-speed.md); the count stops at orders.TABLE_COUNT_MAX the same way.
+ORDERS_REACH = 10_000
+
 SEARCH_MAX = 200  # an order item's SKU column; a marketplace order id is at most 100
 NAME_MAX = 200  # orders.buyer_name
 # Column -> whether it is first sorted descending (times: newest first).
 SORTS = {"changed": True, "purchased": True, "order": False, "status": False}
 FILTER_NAMES = ("marketplace", "status", "from", "to", "q")
+
+
+def _beyond_reach() -> str:
+    return (
+        f"Pages stop at order {ORDERS_REACH:,}: narrow the filters (marketplace, status, purchase days, a search) or "
+        "sort the other way to reach the other orders."
+    )
 
 
 def _day(value: str, field: str, errors: dict[str, list[str]]) -> date | None:
@@ -108,6 +119,10 @@ async def _orders_table(
         request, "/app/orders", SORTS, "changed", page_size=ORDERS_PAGE, max_offset=ORDERS_MAX_OFFSET, filters=kept
     )
     errors |= table_errors
+    table = replace(table, reach=ORDERS_REACH)
+    if table.offset + ORDERS_PAGE > ORDERS_REACH:
+        errors["offset"] = [_beyond_reach()]
+        table = replace(table, offset=0)
     if (filters.purchased_from or filters.purchased_before) and table.sort != "purchased":
         # A range of purchase days is read in the order of its own index: sorted by another column, the range's orders
         # would be sorted whole (seconds for a busy month, docs/decisions/0436-app-tables.md).
@@ -129,6 +144,7 @@ async def _orders_table(
         errors=errors, filters=query, statuses=statuses, all_statuses=rules.ORDER_STATUSES,
         connections=[(c.id, marketplace_name(c.platform, c.country)) for c in connections],
         customer_name=customer_name, searched=bool(filters.order_id_or_sku or customer_name),
+        beyond_reach=_beyond_reach(),
     )  # fmt: skip
 
 

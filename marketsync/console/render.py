@@ -219,6 +219,7 @@ class Table:
     total: int = 0
     shown: int = 0
     count_max: int | None = None  # the count stops here: a total above it is "more than" this
+    reach: int | None = None  # pages stop at this row: deeper rows are reached by filters or another sort
 
     @property
     def more_than(self) -> int | None:
@@ -247,8 +248,13 @@ class Table:
         return self._link(self.sort, self.descending, max(self.offset - self.page_size, 0)) if self.offset else None
 
     @property
+    def reach_ended(self) -> bool:
+        """This page is the last one the table reaches, and rows lie beyond it."""
+        return self.reach is not None and self.offset + self.page_size >= self.reach and self.total > self.reach
+
+    @property
     def next(self) -> str | None:
-        if self.offset + self.page_size >= self.total:
+        if self.offset + self.page_size >= min(self.total, self.reach or self.total):
             return None
         return self._link(self.sort, self.descending, self.offset + self.page_size)
 

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from structlog.testing import capture_logs
 
+from marketsync.console import orders as orders_console
 from marketsync.orders import service as orders_service
 from marketsync.runtime import Runtime
 from tests.console.support import Browser, make_person, signed_in
@@ -189,3 +190,23 @@ async def test_the_count_stops_at_its_bound_and_says_more_than(
     assert range_shown(await person.page("/app/orders")) == "1–50 of 57"
     await person.client.aclose()
 
+
+async def test_pages_stop_at_their_reach_and_say_how_to_reach_the_other_orders(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, person, _ = await _estate(rt, api)
+    # 57 orders in pages of 20, reaching 40: the second page is the last.
+    monkeypatch.setattr(orders_console, "ORDERS_PAGE", 20)
+    monkeypatch.setattr(orders_console, "ORDERS_REACH", 40)
+    second = await person.page("/app/orders?offset=20")  # rows 21-40: the last the table reaches
+    assert second.status_code == 200 and range_shown(second) == "21–40 of 57"
+    assert 'rel="next"' not in second.text and 'rel="prev"' in second.text
+    assert 'id="reach"' in second.text and "Pages stop at order 40: narrow the filters" in second.text
+    assert 'id="reach"' not in (await person.page("/app/orders")).text  # not the last page it reaches
+    deeper = await person.page("/app/orders?offset=40")  # an address past the reach (typed, or kept from before)
+    assert deeper.status_code == 400 and 'id="error-offset"' in deeper.text
+    assert "sort the other way to reach the other orders" in deeper.text
+    # Sorted the other way, the oldest are the first page.
+    oldest = await person.page("/app/orders?sort=changed&dir=asc")
+    assert shown_orders(oldest)[0] == "UK-01" and 'id="reach"' not in oldest.text
+    await person.client.aclose()
