@@ -332,9 +332,9 @@ async def order_action(request: Request, order_id: str, action: str, person: Sig
     and asks (what will happen, the Warnings naming a platform that will not receive it, "cannot be undone"),
     applying nothing; the second applies it once under the form's token (a double submit, a reload: the first
     outcome). Without script: the question is a page."""
+    form = await checked_form(request, person)  # first, as on every form: an unknown action is a 404 after it
     if action not in ACTIONS:
         return page(request, "error.html", person, 404, title="Not found", message="No such page.")
-    form = await checked_form(request, person)
     operation, model, item_model, use_case, _done = ACTIONS[action]
     order = await _order_document(request, person, order_id)  # 404 for another account's order
     body, item_ids = _action_body(action, form, order)
