@@ -365,11 +365,12 @@ async def test_a_phone_never_scrolls_sideways_and_a_refresh_keeps_the_keyboards_
             if path == "/app/orders":
                 await _shot(rt, phone, "orders-phone")
             if path == "/app/marketplaces":  # each connection's buttons on screen, not off in the table's scroll
-                buttons = phone.locator("#connections button")
-                assert await buttons.count() == 6  # Reauthorise, Pause, Disconnect of P1 UK and of P2 DE
-                for button in await buttons.all():
-                    box = await button.bounding_box()
-                    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], box
+                # Read in one go: the table refreshes every 3 s, and a button found before a refresh has no box after.
+                boxes = await phone.locator("#connections button").evaluate_all(
+                    "buttons => buttons.map(b => { const r = b.getBoundingClientRect(); return [r.x, r.width]; })"
+                )
+                assert len(boxes) == 6  # Reauthorise, Pause, Disconnect of P1 UK and of P2 DE
+                assert all(x >= 0 and x + width <= PHONE["width"] for x, width in boxes), boxes
 
     async with browser_page(str(api.base_url)) as page:
         await sign_in(page, person.email, person.password)

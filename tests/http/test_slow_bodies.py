@@ -56,6 +56,10 @@ class SlowClient:
         """Everything the server sent until it closed the connection."""
         try:
             return await asyncio.wait_for(self.reader.read(), within_s)
+        except ConnectionResetError:
+            # A dripping client's bytes, unread when the server closed, make the kernel reset the connection, and
+            # a reset may discard the 408 before the client reads it (RFC 9112 §9.6): ended by the server all the same.
+            return b""
         finally:
             self.writer.close()
 
@@ -71,7 +75,8 @@ async def test_bodies_that_never_arrive_are_answered_408_and_real_requests_go_on
         path, media, authorised = SLOW_PATHS[index % len(SLOW_PATHS)]
         headers: dict[str, Any] = {"Content-Type": media, **(tenant.headers if authorised else {})}
         slow.append(await SlowClient.start(str(api.base_url), path, headers))
-    drips = [asyncio.create_task(client.drip()) for client in slow[:10]]
+    dripping = slow[-10:]
+    drips = [asyncio.create_task(client.drip()) for client in dripping]
 
     # Real requests, on the API and the app, are answered while every slow client still holds its connection.
     for _ in range(5):
@@ -88,8 +93,10 @@ async def test_bodies_that_never_arrive_are_answered_408_and_real_requests_go_on
     for task in drips:
         task.cancel()
 
-    assert all(answer.startswith(b"HTTP/1.1 408 ") for answer in answers), {a[:40] for a in answers}
-    assert all(b"connection: close" in answer.lower() for answer in answers)
+    quiet, dripped = answers[: -len(dripping)], answers[-len(dripping) :]
+    assert all(answer.startswith(b"HTTP/1.1 408 ") for answer in quiet), {a[:40] for a in quiet}
+    assert all(b"connection: close" in answer.lower() for answer in quiet)
+    assert all(answer == b"" or answer.startswith(b"HTTP/1.1 408 ") for answer in dripped), {a[:40] for a in dripped}
     assert loop.time() - began >= DEADLINE_S
     problem = answers[0].split(b"\r\n\r\n", 1)[1]
     assert b'"code":"request-timeout"' in problem and b"did not arrive within 4 s" in problem
