@@ -13,7 +13,6 @@ import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -304,15 +303,16 @@ async def _eventually(work: Callable[[], Awaitable[T]], seconds: float = 15.0) -
             await asyncio.sleep(0.1)
 
 
-async def _listening_since(cluster: PrivatePostgres, since: datetime) -> int:
-    """Connections of the cluster that LISTEN for wake-ups and were opened after `since` (its last statement)."""
+async def _listening_since_restart(cluster: PrivatePostgres) -> int:
+    """Connections of the cluster that LISTEN for wake-ups (their last statement) and were opened after the server
+    last started: both times are the server's own, so the count holds whatever the test process's clock says."""
     connection = await asyncpg.connect(cluster.url, timeout=5)
     try:
         return int(
             await connection.fetchval(
-                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE $1 AND backend_start > $2",
+                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE $1 "
+                "AND backend_start > pg_postmaster_start_time()",
                 f'LISTEN "{CHANNEL}"%',
-                since,
             )
         )
     finally:
@@ -425,7 +425,6 @@ async def test_a_postgresql_restart_under_traffic_answers_503_then_the_service_a
             await asyncio.to_thread(private_cluster.stop)  # fast shutdown: every connection of the service closed
             stopped = loop.time()
             await asyncio.sleep(OUTAGE_S)
-            restarted_at = datetime.now(UTC)
             await asyncio.to_thread(private_cluster.start)  # returns once the server accepts connections
             started = loop.time()
             # Traffic goes on until requests sent after the restart have succeeded for a while (or the bound passes).
@@ -447,7 +446,7 @@ async def test_a_postgresql_restart_under_traffic_answers_503_then_the_service_a
             # text only after MARKETSYNC_DB_COMMAND_TIMEOUT_S (30 s by default).
             listening = 0
             while not listening and loop.time() < deadline:
-                listening = await _listening_since(private_cluster, restarted_at)
+                listening = await _listening_since_restart(private_cluster)
                 await asyncio.sleep(0.1)
             listening_again = loop.time()
             await _completes(rt, in_flight, deadline)
