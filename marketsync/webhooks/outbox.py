@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import ColumnElement, bindparam, case, exists, null
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.db import EVENTS, wake_workers_on_commit
@@ -14,12 +15,18 @@ __all__ = ["EVENT_TYPES", "record_event"]
 from marketsync.kit import jsonio
 from marketsync.kit.ids import new_id
 from marketsync.models import Event
+from marketsync.models.base import UTCDateTime
+from marketsync.models.webhooks import WebhookSubscription
 
 
 def record_event(
     session: AsyncSession, account_id: str, event_type: str, payload: dict[str, Any], occurred_at: datetime
 ) -> Event:
-    """Freeze the delivery body now: every attempt of every delivery of this event sends these bytes."""
+    """Freeze the delivery body now: every attempt of every delivery of this event sends these bytes.
+
+    An account with no active subscription has the event recorded as dispatched already, decided by its INSERT
+    (docs/decisions/0455): the fan-out has nothing to do for it, and subscriptions receive what occurs from their
+    creation on."""
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type!r}")
     event = Event(
@@ -28,8 +35,15 @@ def record_event(
         type=event_type,
         body=jsonio.dumps(payload),
         occurred_at=occurred_at,
-        dispatched_at=None,
+        dispatched_at=_dispatched_unless_subscribed(account_id, occurred_at),
     )
     session.add(event)
     wake_workers_on_commit(session, EVENTS)  # the fan-out and the first delivery attempt start as this commits
     return event
+
+
+def _dispatched_unless_subscribed(account_id: str, occurred_at: datetime) -> ColumnElement[Any]:
+    """NULL (left for the fan-out) while the account has an active subscription, else `occurred_at`: evaluated by the
+    event's INSERT, in its transaction, so no statement is added to the caller's."""
+    subscribed = exists().where(WebhookSubscription.account_id == account_id, WebhookSubscription.is_active.is_(True))
+    return case((subscribed, null()), else_=bindparam(None, occurred_at, type_=UTCDateTime()))
