@@ -23,6 +23,10 @@ from sqlalchemy import exc as sa_exc
 # transaction that holds row locks a request in flight needs (a claim locks the queued job a push extends): the request
 # would wait with it, once per statement (docs/decisions/0302).
 STATEMENT_MAX_WAIT_S = 0.025
+# After a request is answered, background work waits this long before its next database use: a client sending request
+# after request on one connection has its next one in within it, and would otherwise find background work started in
+# the gap holding the writer (SQLite) or the loop (docs/decisions/0456).
+FOLLOW_UP_GRACE_S = 0.005
 # The key under which a PostgreSQL session's info holds its database's RequestsFirst (the raw driver's statements).
 REQUESTS_FIRST_INFO = "marketsync.requests_first"
 
@@ -41,12 +45,14 @@ class RequestsFirst:
         self.statement_max_wait_s = min(max_wait_s, STATEMENT_MAX_WAIT_S)
         self.in_flight = 0
         self._waiters: set[asyncio.Future[None]] = set()
+        self._last_answered = -float("inf")  # loop time of the last request's end
 
     def request_started(self) -> None:
         self.in_flight += 1
 
     def request_ended(self) -> None:
         self.in_flight -= 1
+        self._last_answered = asyncio.get_running_loop().time()
         if self.in_flight == 0 and self._waiters:
             waiters, self._waiters = self._waiters, set()
             for waiter in waiters:
@@ -70,10 +76,25 @@ class RequestsFirst:
 
     async def pause(self) -> None:
         """Before a database use (`turn`) or between two stretches of background Python outside the database (a long
-        loop): the requests in flight go first, bounded. Inside a database use, or with no request in flight,
+        loop): the requests in flight go first, then a request that follows the last one answered within
+        FOLLOW_UP_GRACE_S; at most the process's bound in all. Inside a database use, or outside the worker,
         nothing."""
-        if self.background_waits() and not _in_database.get():
-            await self.wait()
+        if not _background.get() or _in_database.get() or self.max_wait_s <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.max_wait_s
+        while (left := deadline - loop.time()) > 0:
+            if self.in_flight > 0:
+                await self.wait(left)
+                continue
+            follow_up = self._last_answered + FOLLOW_UP_GRACE_S - loop.time()
+            if follow_up > 0:
+                await asyncio.sleep(min(follow_up, left))
+                continue
+            # A request whose bytes arrived in this turn of the loop is counted once its task has run: let it.
+            await asyncio.sleep(0)
+            if self.in_flight == 0:
+                return
 
     def turn(self) -> _Turn:
         """`async with` around a database use: background work outside any transaction waits there while requests

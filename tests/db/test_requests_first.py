@@ -16,7 +16,13 @@ from sqlalchemy import text
 
 from marketsync.app import create_app
 from marketsync.db import Database, session_driver
-from marketsync.db._requests_first import STATEMENT_MAX_WAIT_S, WriterTurns, mark_background
+from marketsync.db._requests_first import (
+    FOLLOW_UP_GRACE_S,
+    STATEMENT_MAX_WAIT_S,
+    RequestsFirst,
+    WriterTurns,
+    mark_background,
+)
 from marketsync.runtime import Runtime
 from tests.support.server import serve
 
@@ -412,3 +418,41 @@ async def test_a_waiter_cancelled_as_it_is_handed_the_writer_hands_it_on() -> No
     await asyncio.wait_for(second, 1)
     turns.release()
     await asyncio.wait_for(turns.acquire(), 1)
+
+
+async def test_background_work_lets_a_follow_up_request_go_first() -> None:
+    """A client sending request after request on one connection has its next one in just after an answer: background
+    work waits FOLLOW_UP_GRACE_S after the last answer, and a request whose task is already queued when the wait ends
+    is counted before background work goes on (docs/decisions/0456)."""
+    requests_first = RequestsFirst(5.0)
+    loop = asyncio.get_running_loop()
+    order: list[str] = []
+
+    requests_first.request_started()
+    requests_first.request_ended()
+    answered_at = loop.time()
+
+    async def background() -> None:
+        await requests_first.pause()
+        order.append("background")
+
+    async def follow_up() -> None:
+        requests_first.request_started()
+        order.append("request started")
+        await asyncio.sleep(0.05)
+        order.append("request answered")
+        requests_first.request_ended()
+
+    waiting = in_background(background)
+    await asyncio.sleep(0)
+    assert order == [], "background work went on right after an answer"
+    await asyncio.wait_for(waiting, 5)
+    assert loop.time() - answered_at >= FOLLOW_UP_GRACE_S * 0.9
+    assert order == ["background"]
+
+    # Both queued in the same turn of the loop, background work first: the request still goes first.
+    order.clear()
+    waiting = in_background(background)
+    request = asyncio.create_task(follow_up())
+    await asyncio.wait_for(asyncio.gather(waiting, request), 5)
+    assert order == ["request started", "request answered", "background"]
