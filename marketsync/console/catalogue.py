@@ -43,6 +43,10 @@ CATALOGUE_MAX_OFFSET = 1_000_000
 IMPORTS_PAGE = 20
 # Column -> whether it is first sorted descending (prices, stock and times: largest and newest first).
 CATALOGUE_SORTS = {"sku": False, "price": True, "stock": True, "changed": True}
+# Price and stock have no index (every push moves them: docs/decisions/0457): sorting by them reads the whole
+# catalogue, offered up to this many products (its last page 0.2 s on SQLite; beyond, a person searches by SKU).
+SORT_BY_VALUE_MAX_PRODUCTS = 100_000
+SORTED_BY_VALUE = ("price", "stock")
 SkuParameter = Annotated[str, Query(max_length=rules.MAX_SKU_LENGTH)]
 
 
@@ -66,17 +70,26 @@ async def catalogue_page(
             request, "catalogue.html", person, title="Catalogue", products=found, sku=sku, searched=True,
             paged=bool(after), next_after=found[-1].product.sku if more else None, page_size=CATALOGUE_PAGE,
         )  # fmt: skip
-    table, errors = table_of(
-        request, "/app/catalogue", CATALOGUE_SORTS, "sku", page_size=CATALOGUE_PAGE, max_offset=CATALOGUE_MAX_OFFSET
-    )
     products: list[inventory.ProductView] = []
-    if not errors:
-        async with runtime_of(request).db.read() as session:
+    async with runtime_of(request).db.read() as session:
+        held = await inventory.product_count(session, person.account_id)
+        sorts = CATALOGUE_SORTS
+        if held > SORT_BY_VALUE_MAX_PRODUCTS:
+            sorts = {column: first for column, first in CATALOGUE_SORTS.items() if column not in SORTED_BY_VALUE}
+        table, errors = table_of(
+            request, "/app/catalogue", sorts, "sku", page_size=CATALOGUE_PAGE, max_offset=CATALOGUE_MAX_OFFSET
+        )
+        if "sort" in errors and request.query_params.get("sort") in SORTED_BY_VALUE:
+            errors["sort"] = [
+                f"Sorting by price or stock is offered for up to {SORT_BY_VALUE_MAX_PRODUCTS:,} products, and this "
+                f"catalogue holds {held:,}: search by SKU, or sort by SKU or by last change."
+            ]
+        if not errors:
             products, total = await inventory.product_table(
                 session, person.account_id, sort=table.sort, descending=table.descending, limit=CATALOGUE_PAGE,
                 offset=offset,
             )  # fmt: skip
-        table = table.counted(total, len(products))
+            table = table.counted(total, len(products))
     return page(
         request, "catalogue.html", person, 400 if errors else 200, title="Catalogue", products=products, table=table,
         sku=sku, offset=offset, errors=errors, past_the_end=offset > 0 and not products,

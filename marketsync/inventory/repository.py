@@ -331,23 +331,32 @@ async def list_products(
     return list(result.scalars().all())
 
 
-# The app's catalogue table: its sortable columns, each in an index on (account_id, column, ...) (migration 0038;
-# SKU: the unique (account_id, sku_lower, sku), last change: (account_id, modified_at, id)).
+# The app's catalogue table: its sortable columns. SKU and last change walk their index ((account_id, sku_lower, sku),
+# (account_id, modified_at, id)); price and stock have none (every push moves them: docs/decisions/0457) and are sorted
+# whole, ids first (the console offers them up to console.catalogue.SORT_BY_VALUE_MAX_PRODUCTS).
 TABLE_SORTS = {
     "sku": (Product.sku_lower, Product.sku),
     "price": (Product.price, Product.id),
     "stock": (Product.quantity, Product.id),
     "changed": (Product.modified_at, Product.id),
 }
+SORTED_WHOLE = frozenset(("price", "stock"))
 
 
 async def table_of_products(
     session: AsyncSession, account_id: str, *, sort: str, descending: bool, limit: int, offset: int
 ) -> list[Product]:
-    """A page of the app's catalogue sorted by `sort` (TABLE_SORTS): one walk of that column's index."""
+    """A page of the app's catalogue sorted by `sort` (TABLE_SORTS): one walk of that column's index, or for price and
+    stock a sort of the account's (id, value) pairs, the page's rows read by id after it (a deep page then skips
+    pairs, not rows: a third of the time at 100,000 products on SQLite)."""
     order = [column.desc() if descending else column.asc() for column in TABLE_SORTS[sort]]
-    query = select(Product).where(Product.account_id == account_id).order_by(*order)
-    return list((await session.execute(query.limit(limit).offset(offset))).scalars())
+    account = Product.account_id == account_id
+    if sort in SORTED_WHOLE:
+        page_ids = select(Product.id).where(account).order_by(*order).limit(limit).offset(offset)
+        query = select(Product).where(account, Product.id.in_(page_ids)).order_by(*order)
+    else:
+        query = select(Product).where(account).order_by(*order).limit(limit).offset(offset)
+    return list((await session.execute(query)).scalars())
 
 
 async def products_with_key_prefix(

@@ -69,6 +69,7 @@ __all__ = [
     "import_inventory_file",
     "imports_with_failed_rows",
     "list_products",
+    "product_count",
     "product_document",
     "products_page",
     "propagate_to_listings",
@@ -412,6 +413,11 @@ async def list_products(
     )
     total = await repository.count_products(session, account_id, key=key, modified_since=modified_since)
     return await _with_listings(session, account_id, products), total
+
+
+async def product_count(session: AsyncSession, account_id: str) -> int:
+    """The account's products (kept by the triggers: decision 0298)."""
+    return await repository.count_products(session, account_id, key=None, modified_since=None)
 
 
 async def product_table(

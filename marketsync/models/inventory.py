@@ -32,9 +32,7 @@ class Product(Base):
         # SQLite also keeps the UNIQUE (account_id, sku) of its CREATE TABLE).
         Index("uq_products_account_sku_lower_sku", "account_id", "sku_lower", "sku", unique=True),
         Index("ix_products_account_modified", "account_id", "modified_at", "id"),
-        # The app's catalogue sorted by price or by stock (migration 0038).
-        Index("ix_products_account_price", "account_id", "price", "id"),
-        Index("ix_products_account_quantity", "account_id", "quantity", "id"),
+        # No index on price or stock: every push moves both (migration 0039, docs/decisions/0457).
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)

@@ -7,7 +7,10 @@ from __future__ import annotations
 import re
 
 import httpx
+import pytest
+from sqlalchemy import inspect
 
+from marketsync.console import catalogue
 from marketsync.runtime import Runtime
 from tests.console.support import make_person, signed_in
 from tests.inventory.support import add_listing, add_products
@@ -44,3 +47,33 @@ async def test_the_catalogue_sorts_by_its_main_columns_and_counts(rt: Runtime, a
     refused = await person.page("/app/catalogue?sort=colour")
     assert refused.status_code == 400 and 'id="error-sort"' in refused.text
     await person.client.aclose()
+
+
+async def test_price_and_stock_sort_the_whole_catalogue_up_to_their_bound(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Price and stock have no index (every push moves them: docs/decisions/0457): the last page sorted by stock is
+    in order, and over SORT_BY_VALUE_MAX_PRODUCTS the headers are no longer links and the address names the bound."""
+    tenant = await make_tenant(rt, api)
+    specs = [(f"SKU-{n:02d}", f"{(n * 7) % 53}.50", (n * 11) % 17) for n in range(55)]
+    ids = await add_products(rt, tenant.account_id, specs)
+    person = await signed_in(api, await make_person(rt, tenant.account_id, "Staff"))
+    deepest = await person.page("/app/catalogue?sort=stock&dir=desc&offset=50")
+    expected = sorted(((stock, ids[sku], sku) for sku, _, stock in specs), reverse=True)  # ties: the later id first
+    assert SKU_LINK.findall(deepest.text) == [sku for _, _, sku in expected[50:]]
+
+    monkeypatch.setattr(catalogue, "SORT_BY_VALUE_MAX_PRODUCTS", 54)
+    plain = await person.page("/app/catalogue")
+    assert plain.status_code == 200 and 'id="sort-price"' not in plain.text and 'id="sort-stock"' not in plain.text
+    assert '<th scope="col">Price</th>' in plain.text and 'id="sort-changed"' in plain.text
+    refused = await person.page("/app/catalogue?sort=price")
+    assert refused.status_code == 400 and "offered for up to 54 products, and this catalogue holds 55" in refused.text
+    await person.client.aclose()
+
+
+async def test_no_index_of_the_products_holds_price_or_stock(rt: Runtime) -> None:
+    """Every 500-SKU push moves both: an index on either cost the push two writes a product (docs/decisions/0457)."""
+    async with rt.db.read() as session:
+        connection = await session.connection()
+        indexes = await connection.run_sync(lambda sync: inspect(sync).get_indexes("products"))
+    assert indexes and not [index["name"] for index in indexes if {"price", "quantity"} & set(index["column_names"])]
