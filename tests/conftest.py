@@ -90,6 +90,8 @@ def test_settings(database_url: str, var_dir: Path, **overrides: Any) -> Setting
         "webhook_retry_scale": 0.001,
         "webhook_allowed_networks": "127.0.0.0/8,::1/128",
         "order_pull_interval_s": 3600.0,
+        # Runnable at once: tests drive the worker themselves (tests/inventory/test_push.py tests the hold).
+        "propagation_hold_s": 0.0,
     }
     values.update(overrides)
     return Settings(**values)

@@ -374,7 +374,9 @@ async def propagate_to_listings(
     }
     if not per_connection:
         return Propagation([], warnings)
-    job_ids = await jobs.enqueue_price_stock_pushes(session, rt.clock.now(), account_id, per_connection)
+    job_ids = await jobs.enqueue_price_stock_pushes(
+        session, rt.clock.now(), account_id, per_connection, hold_s=rt.settings.propagation_hold_s
+    )
     # A connection only a person can repair (spec: RequiresReauthorization): the job will fail (0027).
     warnings.extend(
         rules.reauthorization_warning(name)

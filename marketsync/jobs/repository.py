@@ -199,25 +199,44 @@ async def added_products(session: AsyncSession, job_id: str) -> list[list[str]]:
 
 
 async def insert_queued(
-    session: AsyncSession, account_id: str, job_type: str, jobs: Sequence[NewJob], now: datetime
+    session: AsyncSession,
+    account_id: str,
+    job_type: str,
+    jobs: Sequence[NewJob],
+    now: datetime,
+    run_after: datetime | None = None,
 ) -> None:
-    """Queue these jobs (Published, runnable now) in one statement, in the caller's transaction."""
+    """Queue these jobs (Published, runnable from `run_after`, default now) in one statement, in the caller's
+    transaction."""
     if not jobs:
         return
     driver = await session_driver(session)
-    stamp = DriverSql(driver.postgres).time_value(now)
+    sql = DriverSql(driver.postgres)
+    stamp = sql.time_value(now)
+    runnable = stamp if run_after is None else sql.time_value(run_after)
     status = JobStatus.PUBLISHED.value
     payloads = [jsonio.dumps(job.payload).decode() for job in jobs]
     insert = statements.INSERT_QUEUED.text(driver.postgres)
     if driver.postgres:
         columns = ([j.id for j in jobs], [j.marketplace_id for j in jobs], payloads)
         totals = [j.progress_total for j in jobs]
-        await driver.execute(insert, (*columns, account_id, job_type, status, stamp, totals))
+        await driver.execute(insert, (*columns, account_id, job_type, status, stamp, totals, runnable))
         return
     await driver.executemany(
         insert,
         [
-            (job.id, account_id, job_type, job.marketplace_id, status, payload, job.progress_total, stamp, stamp, stamp)
+            (
+                job.id,
+                account_id,
+                job_type,
+                job.marketplace_id,
+                status,
+                payload,
+                job.progress_total,
+                runnable,
+                stamp,
+                stamp,
+            )
             for job, payload in zip(jobs, payloads, strict=True)
         ],
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -85,14 +85,20 @@ async def enqueue_price_stock_push(
 
 
 async def enqueue_price_stock_pushes(
-    session: AsyncSession, now: datetime, account_id: str, per_connection: Mapping[str, Sequence[str]]
+    session: AsyncSession,
+    now: datetime,
+    account_id: str,
+    per_connection: Mapping[str, Sequence[str]],
+    *,
+    hold_s: float = 0.0,
 ) -> list[str]:
     """A PriceStockPush per connection for its products, coalesced: when one for the connection is still queued (no
     worker has it yet), the products are added to it instead of a new job being queued (a loop of pushes makes one
     job per connection, not one per push), as a row of their own (docs/decisions/0304). The job reads the catalogue
     when it runs, so it sends the latest values. Returns the jobs' ids in connection id order.
 
-    A fixed number of statements on the raw driver whatever the number of connections (docs/decisions/0260)."""
+    A fixed number of statements on the raw driver whatever the number of connections (docs/decisions/0260). A new
+    job is runnable `hold_s` after `now`: the pushes that follow within it join it (docs/decisions/0458)."""
     chosen: dict[str, str] = {}
     waiting = sorted(per_connection)
     for _ in range(3):  # a worker may claim a queued job between the read and the update: look again
@@ -115,7 +121,8 @@ async def enqueue_price_stock_pushes(
         fresh.append(repository.NewJob(new_id(), marketplace_id, payload.stored(), len(payload.ProductIds)))
         chosen[marketplace_id] = fresh[-1].id
     if fresh:
-        await repository.insert_queued(session, account_id, JobType.PRICE_STOCK_PUSH, fresh, now)
+        run_after = now + timedelta(seconds=hold_s) if hold_s else None
+        await repository.insert_queued(session, account_id, JobType.PRICE_STOCK_PUSH, fresh, now, run_after)
         wake_workers_on_commit(session)
     return [chosen[marketplace_id] for marketplace_id in sorted(per_connection)]
 

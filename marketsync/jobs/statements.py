@@ -47,13 +47,14 @@ _INSERT_COLUMNS = (
     "id, account_id, type, marketplace_id, status, payload, progress_done, progress_total, recovery_count, "
     "run_after, created_at, updated_at"
 )
-# Jobs queued (runnable now). SQLite: one row a run (executemany); PostgreSQL: every row over unnest'ed arrays.
+# Jobs queued, runnable from run_after. SQLite: one row a run (executemany); PostgreSQL: every row over unnest'ed
+# arrays.
 INSERT_QUEUED = Statement(
     "jobs.insert_queued",
     sqlite=f"INSERT INTO jobs ({_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 0, ?, 0, ?, ?, ?)",  # noqa: S608
     postgresql=(
         f"INSERT INTO jobs ({_INSERT_COLUMNS}) "  # noqa: S608
-        "SELECT v.id, $4, $5, v.marketplace_id, $6, v.payload::json, 0, v.total, 0, $7, $7, $7 "
+        "SELECT v.id, $4, $5, v.marketplace_id, $6, v.payload::json, 0, v.total, 0, $9, $7, $7 "
         "FROM unnest($1::varchar[], $2::varchar[], $3::text[], $8::integer[]) AS v(id, marketplace_id, payload, total)"
     ),
 )

@@ -225,7 +225,7 @@ async def _insert_additions(statement: Statement, driver: SessionDriver, session
 async def _insert_queued(statement: Statement, driver: SessionDriver, session: AsyncSession, w: World) -> None:
     job_id, payload, stamp = new_id(), '{"ProductIds": []}', _at(driver)
     if driver.postgres:
-        arguments = ([job_id], [w.connection_id], [payload], w.account_id, PUSH, "Published", stamp, [5])
+        arguments = ([job_id], [w.connection_id], [payload], w.account_id, PUSH, "Published", stamp, [5], stamp)
         await driver.execute(statement.text(driver.postgres), arguments)
     else:
         row = (job_id, w.account_id, PUSH, w.connection_id, "Published", payload, 5, stamp, stamp, stamp)

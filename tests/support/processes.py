@@ -35,6 +35,7 @@ def process_env(rt: Runtime, **overrides: str) -> dict[str, str]:
             "MARKETSYNC_WEBHOOK_RETRY_SCALE": str(settings.webhook_retry_scale),
             "MARKETSYNC_WEBHOOK_ALLOWED_NETWORKS": settings.webhook_allowed_networks,
             "MARKETSYNC_ORDER_PULL_INTERVAL_S": str(settings.order_pull_interval_s),
+            "MARKETSYNC_PROPAGATION_HOLD_S": str(settings.propagation_hold_s),
             "MARKETSYNC_TASK_MODULES": settings.task_modules,
             "MARKETSYNC_LOG_LEVEL": "INFO",
             # Several workers run side by side in a test: their endpoints only when a test asks for a port.
