@@ -403,13 +403,18 @@ async def add_orders(url: str, account_id: str, marketplace_id: str, count: int)
         await rt.close()
 
 
-async def idle_workers(d: Deployment, timeout_s: float = 600) -> None:
-    """Until no job of the tenant is runnable or running (`serve`'s workers idle), at most `timeout_s`."""
+async def idle_workers(d: Deployment) -> None:
+    """Until no job of the tenant is runnable or running (`serve`'s workers idle): at most 10 minutes, and 150 µs more
+    a listing (the demo's connections queue a first listing mirror, which reads every seeded listing: 4,000,000 of them
+    beside a million products)."""
+    timeout_s = 600 + 150e-6 * d.products * len(d.marketplaces)
     deadline = time.monotonic() + timeout_s
     query = "SELECT count(*) FROM jobs WHERE account_id = ? AND status IN ('Published', 'InProcess')"
     tenants = [(d.url, d.account_id)] + ([(d.base.url, d.base.account_id)] if d.base is not None else [])
+    started = time.monotonic()
     while time.monotonic() < deadline:
         if not any([(await fetch(url, query, account))[0][0] for url, account in tenants]):
+            print(f"workers idle after {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
             return
         await asyncio.sleep(0.2)
     raise TimeoutError(f"the workers did not finish the tenant's jobs within {timeout_s:g} s")

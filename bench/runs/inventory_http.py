@@ -84,6 +84,10 @@ SANDBOX_LISTING_COLUMNS = ("connection_id", "listing_id", "sku", "external_sku",
                            "quantity", "feed_updates", "updated_at")  # fmt: skip
 
 
+# What each seeded listing holds at the sandbox marketplace, and the service's listings map with it.
+MARKETPLACE_PRICE, MARKETPLACE_QUANTITY = 100_000, 10
+
+
 def loadavg() -> str:
     with open("/proc/loadavg") as handle:
         return " ".join(handle.read().split()[:3])
@@ -125,8 +129,10 @@ async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, 
     ids = [new_id() for _ in range(count)]
     product_columns = ("id", "account_id", "sku", "sku_lower", "price", "quantity", "title", "modified_at",
                        "created_at")  # fmt: skip
+    # The listings hold what the marketplace holds (seed_marketplace): the seeded catalogue is the mirrored one.
     listing_columns = ("id", "account_id", "product_id", "marketplace_id", "listing_id", "external_sku", "listing_url",
-                       "attributes", "status", "created_at", "updated_at")  # fmt: skip
+                       "attributes", "status", "marketplace_price", "marketplace_quantity", "created_at",
+                       "updated_at")  # fmt: skip
 
     def product_rows(start: int, stop: int, text: bool) -> list[tuple[Any, ...]]:
         return [
@@ -140,7 +146,7 @@ async def seed_service(url: str, account_id: str, marketplaces: list[tuple[str, 
         stamp: Any = now.isoformat(sep=" ", timespec="microseconds") if text else now
         return [
             (new_id(), account_id, ids[i], marketplace_id, *listing_values(i, platform, country), "{}", "Live",
-             stamp, stamp)
+             MARKETPLACE_PRICE, MARKETPLACE_QUANTITY, stamp, stamp)
             for i in range(start, stop)
             for marketplace_id, platform, country in marketplaces[:listings]
         ]  # fmt: skip
@@ -161,7 +167,7 @@ async def seed_marketplace(url: str, marketplaces: list[tuple[str, str, str]], c
     def marketplace_rows(start: int, stop: int, text: bool) -> list[tuple[Any, ...]]:
         stamp: Any = now.isoformat(sep=" ", timespec="microseconds") if text else now
         return [
-            (marketplace_id, listing_id, sku, sku, listing_url, "{}", 100_000, 10, 0, stamp)
+            (marketplace_id, listing_id, sku, sku, listing_url, "{}", MARKETPLACE_PRICE, MARKETPLACE_QUANTITY, 0, stamp)
             for i in range(start, stop)
             for marketplace_id, platform, country in marketplaces[:listings]
             for listing_id, sku, listing_url in (listing_values(i, platform, country),)

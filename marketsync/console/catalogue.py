@@ -85,11 +85,11 @@ async def catalogue_page(
                 f"catalogue holds {held:,}: search by SKU, or sort by SKU or by last change."
             ]
         if not errors:
-            products, total = await inventory.product_table(
+            products = await inventory.product_table(
                 session, person.account_id, sort=table.sort, descending=table.descending, limit=CATALOGUE_PAGE,
                 offset=offset,
             )  # fmt: skip
-            table = table.counted(total, len(products))
+            table = table.counted(held, len(products))
     return page(
         request, "catalogue.html", person, 400 if errors else 200, title="Catalogue", products=products, table=table,
         sku=sku, offset=offset, errors=errors, past_the_end=offset > 0 and not products,

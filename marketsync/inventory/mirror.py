@@ -94,16 +94,19 @@ async def mirror_page(
     recorded within this transaction's own few milliseconds is still overwritten. Returns how many SKUs of the
     inventory moved.
     """
+    owners = await service.data_owners(session, connection.account_id)  # both kinds in one read
+    price_owned, stock_owned = owners["Price"] == "Marketplace", owners["Stock"] == "Marketplace"
     by_listing_id = await repository.listings_for_mirror(session, connection.id, [item.listing_id for item in page])
-    matched = await _matched_products(session, connection, page, by_listing_id)
+    matched, products = await _matched_products(
+        session, connection, page, by_listing_id, compare_known=price_owned or stock_owned
+    )
     by_product = await repository.listings_by_product(
-        session, connection.id, [p.id for item, p in matched if item.listing_id not in by_listing_id]
+        session, connection.id, [product_id for item, product_id in matched if item.listing_id not in by_listing_id]
     )
     recorded = _record_listings(rt, session, connection, matched, by_listing_id, by_product, read_at)
-    owners = await service.data_owners(session, connection.account_id)  # both kinds in one read
-    changes = _owned_changes(
-        recorded, price_owned=owners["Price"] == "Marketplace", stock_owned=owners["Stock"] == "Marketplace"
-    )
+    if not (price_owned or stock_owned):
+        return 0
+    changes = _owned_changes(recorded, products, price_owned=price_owned, stock_owned=stock_owned)
     if not changes:
         return 0
     source = ChangeSource(writer="MasterMirror", channel="Marketplace", user_platform_id=connection.id)
@@ -116,55 +119,61 @@ async def _matched_products(
     connection: MarketplaceConnection,
     page: Sequence[MarketplaceListing],
     by_listing_id: Mapping[str, Listing],
-) -> list[tuple[MarketplaceListing, Product]]:
-    """Each listing of the page with the product it stands for: the one the listings map holds it under, else the
-    product its SKUs name (`rules.listing_product`); listings that stand for no product are left out."""
-    # Only listings the map does not hold yet are matched by SKU (a re-mirror reads no product by SKU).
+    *,
+    compare_known: bool,
+) -> tuple[list[tuple[MarketplaceListing, str]], dict[str, Product]]:
+    """Each listing of the page with the id of the product it stands for: the one the listings map holds it under,
+    else the product its SKUs name (`rules.listing_product`); listings that stand for no product are left out. And
+    the products read: those matched by SKU, and those of known listings if `compare_known` (the marketplace owns a
+    kind, so their values are compared with the page's)."""
+    # Only listings the map does not hold yet are matched by SKU (a re-mirror reads no product by SKU), and a
+    # known listing's product is read only where the page's values may move it: with the merchant owning both
+    # kinds, a re-mirror of a million listings reads no product at all.
     unknown = [item for item in page if item.listing_id not in by_listing_id]
-    products = await repository.products_by_sku(
+    by_sku = await repository.products_by_sku(
         session, connection.account_id, [sku for item in unknown for sku in (item.sku, item.external_sku)]
     )
-    known_products = await repository.products_by_id(session, [row.product_id for row in by_listing_id.values()])
-    matched: list[tuple[MarketplaceListing, Product]] = []
+    products = {product.id: product for product in by_sku}
+    if compare_known:
+        products.update(await repository.products_by_id(session, [row.product_id for row in by_listing_id.values()]))
+    matched: list[tuple[MarketplaceListing, str]] = []
     for item in page:
         row = by_listing_id.get(item.listing_id)
         if row is not None:
-            product = known_products.get(row.product_id)
-        else:
-            product = rules.listing_product((item.sku, item.external_sku), products)
-        if product is not None:
-            matched.append((item, product))
-    return matched
+            matched.append((item, row.product_id))
+        elif (product := rules.listing_product((item.sku, item.external_sku), by_sku)) is not None:
+            matched.append((item, product.id))
+    return matched, products
 
 
 def _record_listings(
     rt: Runtime,
     session: AsyncSession,
     connection: MarketplaceConnection,
-    matched: Sequence[tuple[MarketplaceListing, Product]],
+    matched: Sequence[tuple[MarketplaceListing, str]],
     by_listing_id: Mapping[str, Listing],
     by_product: dict[str, Listing],
     read_at: datetime,
-) -> list[tuple[MarketplaceListing, Product]]:
+) -> list[tuple[MarketplaceListing, str]]:
     """The listings map brought to the page, but for rows recorded since it was asked for; the pairs recorded."""
     now = rt.clock.now()
-    recorded: list[tuple[MarketplaceListing, Product]] = []
-    for item, product in matched:
-        row = by_listing_id.get(item.listing_id) or by_product.get(product.id)
+    recorded: list[tuple[MarketplaceListing, str]] = []
+    for item, product_id in matched:
+        row = by_listing_id.get(item.listing_id) or by_product.get(product_id)
         if row is not None and row.updated_at is not None and row.updated_at > read_at:
             continue  # recorded since the page was asked for: newer than the page
-        recorded.append((item, product))
+        recorded.append((item, product_id))
         if row is None:
             row = Listing(
                 id=new_id(),
                 account_id=connection.account_id,
-                product_id=product.id,
+                product_id=product_id,
                 marketplace_id=connection.id,
                 attributes={},
                 created_at=now,
             )
             session.add(row)
-            by_product[product.id] = row
+            by_product[product_id] = row
         seen = {
             "listing_id": item.listing_id,
             "external_sku": item.external_sku,
@@ -182,11 +191,18 @@ def _record_listings(
 
 
 def _owned_changes(
-    recorded: Sequence[tuple[MarketplaceListing, Product]], *, price_owned: bool, stock_owned: bool
+    recorded: Sequence[tuple[MarketplaceListing, str]],
+    products: Mapping[str, Product],
+    *,
+    price_owned: bool,
+    stock_owned: bool,
 ) -> list[SkuChange]:
     """What the marketplace's values change in the inventory, for the kinds it owns."""
     changes = []
-    for item, product in recorded:
+    for item, product_id in recorded:
+        product = products.get(product_id)
+        if product is None:
+            continue
         price: Decimal | None = item.price if price_owned and item.price is not None else None
         quantity = item.quantity if stock_owned and item.quantity is not None else None
         if (price is not None and price != product.price) or (quantity is not None and quantity != product.quantity):

@@ -424,14 +424,13 @@ async def product_count(session: AsyncSession, account_id: str) -> int:
 
 async def product_table(
     session: AsyncSession, account_id: str, *, sort: str, descending: bool, limit: int, offset: int
-) -> tuple[list[ProductView], int]:
+) -> list[ProductView]:
     """The app's catalogue (docs/decisions/0436-app-tables.md): a page sorted by SKU, price, stock or last change,
-    with its listings, and the account's product count (kept by the triggers: decision 0298)."""
+    with its listings. Its caption's count is `product_count`'s, which the page reads first to choose its sorts."""
     products = await repository.table_of_products(
         session, account_id, sort=sort, descending=descending, limit=limit, offset=offset
     )
-    total = await repository.count_products(session, account_id, key=None, modified_since=None)
-    return await _with_listings(session, account_id, products), total
+    return await _with_listings(session, account_id, products)
 
 
 async def search_products(

@@ -17,7 +17,7 @@ from marketsync.marketplaces.sandbox import state as sandbox_state
 from marketsync.marketplaces.sandbox.connector import SandboxConnector
 from marketsync.models import MarketplaceConnection
 from marketsync.runtime import Runtime
-from tests.inventory.support import jobs_of
+from tests.inventory.support import jobs_of, statements_of
 from tests.marketplaces import support
 from tests.marketplaces.sides import Side
 from tests.support.factories import make_tenant
@@ -193,6 +193,33 @@ async def test_a_remirror_writes_only_the_listings_that_changed_at_the_marketpla
     assert was_same is not None and was_moved is not None
     assert (unchanged.marketplace_quantity, unchanged.updated_at) == (5, was_same.updated_at)
     assert changed.marketplace_quantity == 2 and changed.updated_at > was_moved.updated_at
+
+
+async def test_a_remirror_reads_no_product_while_the_merchant_owns_price_and_stock(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """A re-mirror compares the marketplace's values with the inventory's only where the marketplace owns a kind: with
+    the merchant owning both, a known listing's product is not read (a million-listing mirror read a million products
+    for nothing); once the marketplace owns Stock, it is, and its stock follows the marketplace's."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    await _set_owner(rt, tenant.account_id, "Price", "Merchant")
+    await _set_owner(rt, tenant.account_id, "Stock", "Merchant")
+    product = await support.listed_product(rt, p1, "OWN-1", price="10.00", quantity=5)
+    await _mirror_now(rt, p1)
+    await _sandbox_set(rt, p1, "OWN-1", quantity=2)
+
+    with statements_of(rt) as merchant_owned:
+        await _mirror_now(rt, p1)
+    assert not [s for s, _ in merchant_owned if "FROM products" in s]
+    assert (await support.our_listing(rt, p1, product.id)).marketplace_quantity == 2  # type: ignore[union-attr]
+    assert (await api.get("/api/products/OWN-1", headers=tenant.headers)).json()["Product"]["Quantity"] == 5
+
+    await _set_owner(rt, tenant.account_id, "Stock", "Marketplace")
+    with statements_of(rt) as marketplace_owned:
+        await _mirror_now(rt, p1)
+    assert [s for s, _ in marketplace_owned if "FROM products" in s]
+    assert (await api.get("/api/products/OWN-1", headers=tenant.headers)).json()["Product"]["Quantity"] == 2
 
 
 async def test_the_marketplace_counts_a_listing_pull_once_and_pages_through_every_listing(
