@@ -70,8 +70,9 @@ class Settings(BaseSettings):
     # Workers in the API's process (`serve`) wait at most this long for the requests in flight before their next
     # transaction (marketsync/db/_requests_first.py; 100 ms: docs/decisions/0302); 0: they never wait.
     requests_first_max_wait_s: float = Field(0.1, ge=0, le=5)
-    # A propagation's PriceStockPush waits this long before a worker takes it, so that the pushes that follow join it
-    # (one feed per connection for a loop of pushes, not one per push: docs/decisions/0458); 0: runnable at once.
+    # A propagation's PriceStockPush, and a created product's ListingPublish, wait this long before a worker takes them,
+    # so that the pushes (creates) that follow join them: one feed per connection for a loop of pushes or creates, not
+    # one per request (docs/decisions/0458, 0460); 0: runnable at once, never joined by a create.
     propagation_hold_s: float = Field(1.0, ge=0, le=60)
     # Extra modules imported by workers to register task handlers (plugins, test tasks).
     task_modules: str = ""

@@ -141,8 +141,18 @@ async def queued_never_started(
     went back to the queue (throttled, its feed still processing) has read the catalogue and sent its feed already, so
     products added to it would never be sent. Locked until the caller commits, in one order (PostgreSQL): two pushes
     adding to the same jobs take their locks in the same order, and a worker's claim waits for the additions."""
+    oldest: dict[str, QueuedJob] = {}
+    for job in await every_queued_never_started(session, account_id, marketplace_ids, job_type):
+        oldest.setdefault(job.marketplace_id, job)
+    return oldest
+
+
+async def every_queued_never_started(
+    session: AsyncSession, account_id: str, marketplace_ids: Collection[str], job_type: str
+) -> list[QueuedJob]:
+    """`queued_never_started`, every such job, oldest first; locked alike."""
     if not marketplace_ids:
-        return {}
+        return []
     driver = await session_driver(session)
     status = JobStatus.PUBLISHED.value
     if driver.postgres:
@@ -150,12 +160,10 @@ async def queued_never_started(
     else:
         arguments = (account_id, *marketplace_ids, job_type, status)
     rows = await driver.fetch(statements.QUEUED_NEVER_STARTED.text(driver.postgres, len(marketplace_ids)), arguments)
-    oldest: dict[str, QueuedJob] = {}
-    for job_id, marketplace_id, payload in rows:
-        if marketplace_id not in oldest:
-            stored = payload if isinstance(payload, dict) else jsonio.loads(payload)
-            oldest[marketplace_id] = QueuedJob(job_id, marketplace_id, stored)
-    return oldest
+    return [
+        QueuedJob(job_id, marketplace_id, payload if isinstance(payload, dict) else jsonio.loads(payload))
+        for job_id, marketplace_id, payload in rows
+    ]
 
 
 async def add_to_queued_jobs(session: AsyncSession, additions: Sequence[Addition], now: datetime) -> set[str]:
@@ -186,6 +194,17 @@ async def add_to_queued_jobs(session: AsyncSession, additions: Sequence[Addition
     elif taken:
         await driver.executemany(insert, taken)
     return done
+
+
+async def replace_queued_payload(
+    session: AsyncSession, job_id: str, payload: dict[str, Any], progress_total: int, now: datetime
+) -> bool:
+    """Give a queued job a new payload and total, only if it is still queued and never ran (a worker claims with a
+    status check too): whether it took them."""
+    driver = await session_driver(session)
+    stamp = DriverSql(driver.postgres).time_value(now)
+    arguments = (jsonio.dumps(payload).decode(), progress_total, stamp, job_id)
+    return bool(await driver.fetch(statements.REPLACE_QUEUED_PAYLOAD.text(driver.postgres), arguments))
 
 
 async def added_products(session: AsyncSession, job_id: str) -> list[list[str]]:

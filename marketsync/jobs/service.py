@@ -17,7 +17,16 @@ from marketsync.db import wake_workers_on_commit
 from marketsync.http.errors import NotFound
 from marketsync.jobs import registry, repository
 from marketsync.jobs.run import JobRun
-from marketsync.jobs.types import OPEN, QUEUED, TERMINAL, JobPayload, JobStatus, JobType, PriceStockPushPayload
+from marketsync.jobs.types import (
+    OPEN,
+    QUEUED,
+    TERMINAL,
+    JobPayload,
+    JobStatus,
+    JobType,
+    ListingPublishPayload,
+    PriceStockPushPayload,
+)
 from marketsync.jobs.worker import execute
 from marketsync.kit.ids import new_id
 from marketsync.models import Job
@@ -28,6 +37,7 @@ __all__ = [
     "JobInfo",
     "cancel_queued_for",
     "enqueue",
+    "enqueue_listing_publish",
     "enqueue_price_stock_push",
     "enqueue_price_stock_pushes",
     "failed_since",
@@ -125,6 +135,42 @@ async def enqueue_price_stock_pushes(
         await repository.insert_queued(session, account_id, JobType.PRICE_STOCK_PUSH, fresh, now, run_after)
         wake_workers_on_commit(session)
     return [chosen[marketplace_id] for marketplace_id in sorted(per_connection)]
+
+
+# A held ListingPublish takes creates up to a feed of this many listings; the next create queues another.
+MAX_JOINED_LISTINGS = 500
+
+
+async def enqueue_listing_publish(
+    session: AsyncSession, now: datetime, account_id: str, marketplace_id: str, listing_id: str, *, hold_s: float = 0.0
+) -> str:
+    """A ListingPublish of a created product's listing; the job's id, which is its journey (ListingPublished's
+    JourneyId).
+
+    With a hold (docs/decisions/0460), the job is runnable `hold_s` after `now` and the creates that follow join it:
+    while a ListingPublish of the connection is queued and never ran, the listing joins it (the one holding the listing
+    already, else the newest, up to MAX_JOINED_LISTINGS) and that job's id is returned, so a client creating products in
+    a loop sends the marketplace one feed a second, not one a product. Without a hold, a job of its own, at once."""
+    if hold_s:
+        queued = await repository.every_queued_never_started(
+            session, account_id, [marketplace_id], JobType.LISTING_PUBLISH
+        )
+        holding = [job for job in queued if listing_id in ListingPublishPayload.of(job.payload).ListingIds]
+        for job in holding or queued[-1:]:
+            payload = ListingPublishPayload.of(job.payload)
+            listing_ids = list(dict.fromkeys([*payload.ListingIds, listing_id]))
+            joined = payload.model_copy(update={"ListingIds": listing_ids})
+            if len(listing_ids) <= MAX_JOINED_LISTINGS and await repository.replace_queued_payload(
+                session, job.id, joined.stored(), len(listing_ids), now
+            ):
+                return job.id
+    job_id = new_id()
+    payload = ListingPublishPayload(MarketplaceId=marketplace_id, ListingIds=[listing_id], JourneyId=job_id)
+    run_after = now + timedelta(seconds=hold_s) if hold_s else None
+    new_job = repository.NewJob(job_id, marketplace_id, payload.stored(), 1)
+    await repository.insert_queued(session, account_id, JobType.LISTING_PUBLISH, [new_job], now, run_after)
+    wake_workers_on_commit(session)
+    return job_id
 
 
 async def price_stock_push_products(session: AsyncSession, job_id: str, payload: PriceStockPushPayload) -> list[str]:

@@ -32,6 +32,20 @@ COUNT_ADDITIONS = Statement(
     ),
 )
 
+# A queued job's payload replaced and its total set, if it is still queued and never ran (a create joining a held
+# ListingPublish: docs/decisions/0460).
+REPLACE_QUEUED_PAYLOAD = Statement(
+    "jobs.replace_queued_payload",
+    sqlite=(
+        "UPDATE jobs SET payload = ?, progress_total = ?, progress_done = 0, updated_at = ? "
+        "WHERE id = ? AND status = 'Published' AND started_at IS NULL RETURNING id"
+    ),
+    postgresql=(
+        "UPDATE jobs SET payload = $1::json, progress_total = $2, progress_done = 0, updated_at = $3 "
+        "WHERE id = $4 AND status = 'Published' AND started_at IS NULL RETURNING id"
+    ),
+)
+
 # SQLite: one row a run (executemany); PostgreSQL: every row over unnest'ed arrays.
 INSERT_ADDITIONS = Statement(
     "jobs.insert_additions",

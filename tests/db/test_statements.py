@@ -209,6 +209,15 @@ async def _count_additions(statement: Statement, driver: SessionDriver, session:
     assert (await _one(session, select(Job.progress_total).where(Job.id == w.job_id))) == (3,)
 
 
+@case("jobs.replace_queued_payload")
+async def _replace_queued_payload(statement: Statement, driver: SessionDriver, session: AsyncSession, w: World) -> None:
+    payload = '{"ListingIds": ["a", "b"]}'
+    arguments = (payload, 2, _at(driver), w.job_id)
+    assert [tuple(row) for row in await driver.fetch(statement.text(driver.postgres), arguments)] == [(w.job_id,)]
+    stored = await _one(session, select(Job.payload, Job.progress_total).where(Job.id == w.job_id))
+    assert stored == ({"ListingIds": ["a", "b"]}, 2)
+
+
 @case("jobs.insert_additions")
 async def _insert_additions(statement: Statement, driver: SessionDriver, session: AsyncSession, w: World) -> None:
     addition_id = new_id()

@@ -29,7 +29,6 @@ from marketsync.inventory.service import (
     record_first_values,
 )
 from marketsync.jobs import service as jobs
-from marketsync.jobs.types import ListingPublishPayload
 from marketsync.kinds import ConnectionState, ListingStatus, kind_of, marketplace_name
 from marketsync.kit.ids import new_id
 from marketsync.models import Listing, MarketplaceConnection, Product
@@ -303,7 +302,6 @@ async def write_create(
     id, the job's, and the warnings of the stock's propagation to the product's other listings."""
     now = rt.clock.now()
     product, warnings = await _upsert_product(rt, session, account_id, plan, now)
-    job_id = new_id()  # the journey is the job: ListingPublished's JourneyId matches the JobId create returns
     listing = plan.listing
     if listing is None:
         listing = Listing(
@@ -328,6 +326,11 @@ async def write_create(
         listing.attributes = plan.attributes or {}
         if listing.app_fields and rules.HELD in listing.app_fields:  # this create's category and values supersede it
             listing.app_fields = {k: v for k, v in listing.app_fields.items() if k != rules.HELD}
+    # The journey is the job: ListingPublished's JourneyId matches the JobId create returns (a held job's, which the
+    # creates that follow join: docs/decisions/0460).
+    job_id = await jobs.enqueue_listing_publish(
+        session, now, account_id, plan.connection.id, listing.id, hold_s=rt.settings.propagation_hold_s
+    )
     listing.status = ListingStatus.PENDING
     listing.journey_id = job_id
     listing.last_error = None
@@ -335,8 +338,6 @@ async def write_create(
     if plan.view is not None:
         listing.product_type_view_id = plan.view.id
     await session.flush()
-    payload = ListingPublishPayload(MarketplaceId=plan.connection.id, ListingIds=[listing.id], JourneyId=job_id)
-    jobs.enqueue(session, now, account_id, payload, job_id=job_id, progress_total=1)
     return product.id, job_id, warnings
 
 
