@@ -117,6 +117,7 @@ class QueuedJob(NamedTuple):
     id: str
     marketplace_id: str
     payload: dict[str, Any]
+    added: list[list[str]]  # the products pushes added to it (job_product_additions), each push's list
 
 
 class Addition(NamedTuple):
@@ -161,9 +162,14 @@ async def every_queued_never_started(
         arguments = (account_id, *marketplace_ids, job_type, status)
     rows = await driver.fetch(statements.QUEUED_NEVER_STARTED.text(driver.postgres, len(marketplace_ids)), arguments)
     return [
-        QueuedJob(job_id, marketplace_id, payload if isinstance(payload, dict) else jsonio.loads(payload))
-        for job_id, marketplace_id, payload in rows
+        QueuedJob(job_id, marketplace_id, _json_value(payload), _json_value(added) or [])
+        for job_id, marketplace_id, payload, added in rows
     ]
+
+
+def _json_value(value: Any) -> Any:
+    """A JSON column or expression as the driver returns it: text (SQLite, asyncpg's json) or None."""
+    return jsonio.loads(value) if isinstance(value, (str, bytes)) else value
 
 
 async def add_to_queued_jobs(session: AsyncSession, additions: Sequence[Addition], now: datetime) -> set[str]:

@@ -115,10 +115,19 @@ async def enqueue_price_stock_pushes(
         queued = await repository.queued_never_started(session, account_id, waiting, JobType.PRICE_STOCK_PUSH)
         additions = []
         for marketplace_id, job in queued.items():
-            if PriceStockPushPayload.of(job.payload).AllListings:
+            payload = PriceStockPushPayload.of(job.payload)
+            if payload.AllListings:
                 chosen[marketplace_id] = job.id  # a full resync is queued: it carries these products too
                 continue
-            additions.append(repository.Addition(new_id(), job.id, sorted(set(per_connection[marketplace_id]))))
+            # Only products the job does not hold yet are written (docs/decisions/0461): a loop of pushes over the
+            # same catalogue wrote every push's ids again, once per connection. The job is locked (PostgreSQL) or
+            # the writer held (SQLite), so it is still queued when this commits and takes the products it holds.
+            held = {*payload.ProductIds, *(product for added in job.added for product in added)}
+            new = sorted(set(per_connection[marketplace_id]) - held)
+            if not new:
+                chosen[marketplace_id] = job.id
+                continue
+            additions.append(repository.Addition(new_id(), job.id, new))
         done = await repository.add_to_queued_jobs(session, additions, now)
         chosen.update((job.marketplace_id, job.id) for job in queued.values() if job.id in done)
         waiting = [marketplace_id for marketplace_id in waiting if marketplace_id not in chosen]

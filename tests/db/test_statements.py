@@ -195,7 +195,7 @@ async def _queued_never_started(statement: Statement, driver: SessionDriver, _: 
     else:
         rows = await driver.fetch(sql, (w.account_id, w.connection_id, PUSH, "Published"))
     assert [(row[0], row[1]) for row in rows] == [(w.job_id, w.connection_id)]
-    assert len(rows[0]) == 3  # id, marketplace_id, payload
+    assert len(rows[0]) == 4  # id, marketplace_id, payload, the additions' products
 
 
 @case("jobs.count_additions")

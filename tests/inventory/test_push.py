@@ -7,6 +7,7 @@ from decimal import Decimal
 import httpx
 
 from marketsync.inventory import service
+from marketsync.jobs import repository as job_repository
 from marketsync.jobs import service as job_service
 from marketsync.jobs.types import PriceStockPushPayload
 from marketsync.runtime import Runtime
@@ -436,13 +437,15 @@ async def test_a_loop_of_pushes_queues_one_job_per_connection_not_one_per_push(
         job_ids |= set((await push_ok(api, tenant, [{"Sku": sku, "Quantity": quantity}]))["JobIds"])
     [job] = await jobs_of(rt, tenant.account_id)
     assert job_ids == {job.id}
-    # Each product once, in the order first pushed (LOOP-B, then LOOP-A); the later pushes' products are rows of
-    # their own, not a rewrite of the payload (docs/decisions/0304), and the total counts every product pushed.
+    # Each product once, in the order first pushed (LOOP-B, then LOOP-A); a later push's products are a row of their
+    # own, not a rewrite of the payload (docs/decisions/0304), and only those the job lacks (0461): 28 of the 30
+    # pushes added nothing. The total counts the job's products.
     assert job.payload == {"MarketplaceId": connection.id, "ProductIds": [products[1].id]}
     async with rt.db.read() as session:
         sent = await job_service.price_stock_push_products(session, job.id, PriceStockPushPayload.of(job.payload))
+        assert await job_repository.added_products(session, job.id) == [[products[0].id]]
     assert sent == [products[1].id, products[0].id]
-    assert job.progress_total == 30
+    assert job.progress_total == 2
 
     await Worker(rt).drain()
     [done] = await jobs_of(rt, tenant.account_id)

@@ -23,7 +23,7 @@ from tests.support.factories import make_account, make_connection
 ACCOUNT = "ACCT0".ljust(26, "0")
 
 
-async def test_a_push_adds_only_its_own_products_to_a_queued_job(rt: Runtime) -> None:
+async def test_a_push_adds_only_its_own_products_the_queued_job_lacks(rt: Runtime) -> None:
     account_id = await make_account(rt)
     connection = await make_connection(rt, account_id, "P1", "UK")
     window = [[f"P-{n:05d}" for n in range(250 * push, 250 * push + 500)] for push in range(4)]  # overlapping
@@ -45,10 +45,11 @@ async def test_a_push_adds_only_its_own_products_to_a_queued_job(rt: Runtime) ->
         added = await repository.added_products(session, job_id)
         products = await job_service.price_stock_push_products(session, job_id, PriceStockPushPayload.of(job.payload))
     assert job.payload["ProductIds"] == window[0]  # never rewritten
-    assert added == window[1:]  # a row per push: its own products, each once, sorted
+    # A row per push: the products it named that the job did not hold yet, each once, sorted (docs/decisions/0461).
+    assert added == [pushed[250:] for pushed in window[1:]]
     assert products == [f"P-{n:05d}" for n in range(1250)]  # what the job sends: each product once
-    # While queued, the total counts the products each push added (a product two pushes named, twice).
-    assert (job.progress_done, job.progress_total) == (0, 2000)
+    # While queued, the total counts the job's products, each once.
+    assert (job.progress_done, job.progress_total) == (0, 1250)
 
 
 async def test_the_additions_go_with_their_job(rt: Runtime) -> None:

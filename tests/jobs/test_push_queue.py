@@ -166,5 +166,6 @@ async def test_one_push_to_several_connections_coalesces_each_as_its_queue_allow
         assert job.run_after == job.created_at == job.updated_at
     async with rt.db.read() as session:
         extended = await repository.get_any(session, queued_id)
-    # While queued, the total counts the products each push added: P-1, named by both pushes, twice (0304).
-    assert extended is not None and (extended.progress_done, extended.progress_total) == (0, 4)
+    # While queued, the total counts the job's products, each once: P-1, named by both pushes, was not added again
+    # (0461).
+    assert extended is not None and (extended.progress_done, extended.progress_total) == (0, 3)
