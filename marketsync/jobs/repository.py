@@ -162,14 +162,14 @@ async def every_queued_never_started(
         arguments = (account_id, *marketplace_ids, job_type, status)
     rows = await driver.fetch(statements.QUEUED_NEVER_STARTED.text(driver.postgres, len(marketplace_ids)), arguments)
     return [
-        QueuedJob(job_id, marketplace_id, _json_value(payload), _json_value(added) or [])
+        QueuedJob(
+            job_id,
+            marketplace_id,
+            payload if isinstance(payload, dict) else jsonio.loads(payload),
+            jsonio.loads(f"[{added}]") if added else [],  # the additions' arrays, joined by commas
+        )
         for job_id, marketplace_id, payload, added in rows
     ]
-
-
-def _json_value(value: Any) -> Any:
-    """A JSON column or expression as the driver returns it: text (SQLite, asyncpg's json) or None."""
-    return jsonio.loads(value) if isinstance(value, (str, bytes)) else value
 
 
 async def add_to_queued_jobs(session: AsyncSession, additions: Sequence[Addition], now: datetime) -> set[str]:
