@@ -161,13 +161,20 @@ async def enqueue_listing_publish(
     already, else the newest, up to MAX_JOINED_LISTINGS) and that job's id is returned, so a client creating products in
     a loop sends the marketplace one feed a second, not one a product. Without a hold, a job of its own, at once."""
     if hold_s:
-        queued = await repository.every_queued_never_started(
-            session, account_id, [marketplace_id], JobType.LISTING_PUBLISH
-        )
-        holding = [job for job in queued if listing_id in ListingPublishPayload.of(job.payload).ListingIds]
-        for job in holding or queued[-1:]:
-            payload = ListingPublishPayload.of(job.payload)
-            listing_ids = list(dict.fromkeys([*payload.ListingIds, listing_id]))
+        queued = [
+            (job, ListingPublishPayload.of(job.payload))
+            for job in await repository.every_queued_never_started(
+                session, account_id, [marketplace_id], JobType.LISTING_PUBLISH
+            )
+        ]
+        for job, payload in queued:
+            if listing_id in payload.ListingIds:
+                # Nothing to write (as 0461 for a push): the job is locked (PostgreSQL) or the writer held (SQLite)
+                # until this commits, so it is still queued then and publishes the listing as it is by then.
+                return job.id
+        if queued:
+            job, payload = queued[-1]
+            listing_ids = [*payload.ListingIds, listing_id]
             joined = payload.model_copy(update={"ListingIds": listing_ids})
             if len(listing_ids) <= MAX_JOINED_LISTINGS and await repository.replace_queued_payload(
                 session, job.id, joined.stored(), len(listing_ids), now
