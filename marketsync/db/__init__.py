@@ -36,7 +36,13 @@ from marketsync.db._fast import (
     session_driver,
     session_reader,
 )
-from marketsync.db._requests_first import REQUESTS_FIRST_INFO, RequestsFirst, WriterTurns, mark_background
+from marketsync.db._requests_first import (
+    REQUESTS_FIRST_INFO,
+    SQLITE_WRITER_INFO,
+    RequestsFirst,
+    WriterTurns,
+    mark_background,
+)
 from marketsync.db._wakeups import EVENTS, EVERY_KIND, JOBS, wake_workers_on_commit
 from marketsync.db._wal_checkpoints import WRITE_CONNECTION_PRAGMAS, WalCheckpointer
 from marketsync.db._writer_handoff import WriterHandoff
@@ -207,9 +213,11 @@ class Database:
             _background_statements_wait(self.engine, self.requests_first)
             self.write_engine = self.engine
         # PostgreSQL: the raw driver's statements under a session wait as its SQLAlchemy statements do (_fast.py).
-        info = {} if self.is_sqlite else {REQUESTS_FIRST_INFO: self.requests_first}
+        info: dict[str, Any] = {} if self.is_sqlite else {REQUESTS_FIRST_INFO: self.requests_first}
+        # SQLite: a writer session's statements may run on the loop's thread (_fast.session_driver).
+        writer_info = {SQLITE_WRITER_INFO: True} if self.is_sqlite else info
         self._reader = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False, info=info)
-        self._writer = async_sessionmaker(self.write_engine, expire_on_commit=False, autoflush=False, info=info)
+        self._writer = async_sessionmaker(self.write_engine, expire_on_commit=False, autoflush=False, info=writer_info)
         self.wakeups = wakeups.WakeUps(
             None if self.is_sqlite else self.driver_connect_args(), check_every_s=command_timeout_s
         )

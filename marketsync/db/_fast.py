@@ -26,7 +26,7 @@ from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 from sqlalchemy.sql import Executable, Select
 
-from marketsync.db._requests_first import REQUESTS_FIRST_INFO, RequestsFirst
+from marketsync.db._requests_first import REQUESTS_FIRST_INFO, SQLITE_WRITER_INFO, RequestsFirst, in_background
 
 T = TypeVar("T")
 # A read held up by a locked file falls back to the threaded session path instead of holding the event loop.
@@ -525,12 +525,24 @@ class SessionDriver:
     a hot write path (the price/stock push): hand-written SQL (`?` on SQLite, `$n` on PostgreSQL), no Core
     compilation, no result processing. It runs inside the session's transaction: committed or rolled back with it.
 
+    SQLite, for a request (not background work): the statements run on the event loop's thread, on the sqlite3
+    connection under aiosqlite, as the floor and the service's own reads do (docs/decisions/0462). The writer
+    session's transaction began IMMEDIATE, so it holds SQLite's one writer: a statement never waits for a lock, it
+    only runs, and a push's statements take less than the round trips to aiosqlite's thread they replace.
+    Background work keeps the thread: a long statement of a job never holds the loop from the requests (0281).
+
     SQLAlchemy does not see these statements fail: when one breaks the connection (lost, or interrupted mid-protocol),
     the connection is invalidated here, so the pool discards it instead of handing it to the next request.
     """
 
     def __init__(
-        self, driver: Any, postgres: bool, connection: AsyncConnection, requests_first: RequestsFirst | None = None
+        self,
+        driver: Any,
+        postgres: bool,
+        connection: AsyncConnection,
+        requests_first: RequestsFirst | None = None,
+        *,
+        on_loop: bool = False,
     ) -> None:
         self._driver = driver
         self.postgres = postgres
@@ -538,22 +550,30 @@ class SessionDriver:
         # PostgreSQL: background work waits for the requests in flight before each statement, as its SQLAlchemy
         # statements do (db.py: _background_statements_wait; docs/decisions/0452).
         self._requests_first = requests_first if postgres else None
+        # aiosqlite's own sqlite3 connection; its thread is idle while the session's transaction runs this.
+        self._sqlite_on_loop: sqlite3.Connection | None = driver._conn if on_loop and not postgres else None
 
     async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
         if self.postgres:
             rows: list[Sequence[Any]] = await self._guarded(self._driver.fetch(sql, *arguments))
             return rows
+        if self._sqlite_on_loop is not None:
+            return self._sqlite_on_loop.execute(sql, arguments).fetchall()
         return list(await self._driver.execute_fetchall(sql, arguments))
 
     async def execute(self, sql: str, arguments: Sequence[Any]) -> None:
         if self.postgres:
             await self._guarded(self._driver.execute(sql, *arguments))
+        elif self._sqlite_on_loop is not None:
+            self._sqlite_on_loop.execute(sql, arguments)
         else:
             await self._driver.execute(sql, arguments)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if self.postgres:
             await self._guarded(self._driver.executemany(sql, rows))
+        elif self._sqlite_on_loop is not None:
+            self._sqlite_on_loop.executemany(sql, rows)
         else:
             await self._driver.executemany(sql, rows)
 
@@ -594,7 +614,10 @@ async def session_driver(session: AsyncSession) -> SessionDriver:
             except Exception as exc:  # the connection cannot even begin: lost, or left mid-protocol
                 await _invalidate(connection)
                 raise SessionConnectionLost(str(exc)) from exc
-    return SessionDriver(adapted.driver_connection, postgres, connection, session.info.get(REQUESTS_FIRST_INFO))
+    on_loop = bool(session.info.get(SQLITE_WRITER_INFO)) and not in_background()
+    return SessionDriver(
+        adapted.driver_connection, postgres, connection, session.info.get(REQUESTS_FIRST_INFO), on_loop=on_loop
+    )
 
 
 async def session_reader(session: AsyncSession) -> DriverReader:

@@ -29,6 +29,8 @@ STATEMENT_MAX_WAIT_S = 0.025
 FOLLOW_UP_GRACE_S = 0.005
 # The key under which a PostgreSQL session's info holds its database's RequestsFirst (the raw driver's statements).
 REQUESTS_FIRST_INFO = "marketsync.requests_first"
+# The key marking a SQLite session of the writer engine: its transactions begin IMMEDIATE, holding the one writer.
+SQLITE_WRITER_INFO = "marketsync.sqlite_writer"
 
 _background: ContextVar[bool] = ContextVar("marketsync_background", default=False)
 _in_database: ContextVar[bool] = ContextVar("marketsync_in_database", default=False)
@@ -37,6 +39,11 @@ _in_database: ContextVar[bool] = ContextVar("marketsync_in_database", default=Fa
 def mark_background() -> None:
     """The calling task, and every task it creates from now on, is background work (the worker's loop)."""
     _background.set(True)
+
+
+def in_background() -> bool:
+    """Whether the calling task is background work (a job, a poller, a schedule of the worker's loop)."""
+    return _background.get()
 
 
 class RequestsFirst:

@@ -47,7 +47,7 @@ from marketsync.kit.ids import new_id
 from marketsync.models import Product
 from marketsync.models.inventory import InventoryImport
 from marketsync.runtime import Runtime
-from marketsync.webhooks.outbox import record_event
+from marketsync.webhooks.outbox import record_event, record_event_on_driver
 
 __all__ = [
     "AppliedChange",
@@ -178,7 +178,10 @@ async def _apply_locked(
     outcome.applied = [change for _, change in moves if change.product_id not in outcome.failed]
     if outcome.applied:
         payload = rules.inventory_changed_payload(now, source, outcome.applied)
-        record_event(session, account_id, "InventoryChanged", payload, now)
+        if isolate is False:  # the push's batch on the raw driver: its event too (docs/decisions/0462)
+            await record_event_on_driver(session, account_id, "InventoryChanged", payload, now)
+        else:
+            record_event(session, account_id, "InventoryChanged", payload, now)
     return outcome
 
 

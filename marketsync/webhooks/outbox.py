@@ -8,10 +8,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, bindparam, case, exists, null
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import EVENTS, wake_workers_on_commit
+from marketsync.db import EVENTS, DriverSql, session_driver, wake_workers_on_commit
+from marketsync.webhooks import statements
 from marketsync.webhooks.rules import EVENT_TYPES
 
-__all__ = ["EVENT_TYPES", "record_event"]
+__all__ = ["EVENT_TYPES", "record_event", "record_event_on_driver"]
 from marketsync.kit import jsonio
 from marketsync.kit.ids import new_id
 from marketsync.models import Event
@@ -40,6 +41,20 @@ def record_event(
     session.add(event)
     wake_workers_on_commit(session, EVENTS)  # the fan-out and the first delivery attempt start as this commits
     return event
+
+
+async def record_event_on_driver(
+    session: AsyncSession, account_id: str, event_type: str, payload: dict[str, Any], occurred_at: datetime
+) -> None:
+    """`record_event` as one statement on the raw driver, in the session's transaction, written at once (no ORM
+    flush at commit): the price/stock push's hot path (docs/decisions/0462). The same row, body and wake-up."""
+    if event_type not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {event_type!r}")
+    driver = await session_driver(session)
+    at = DriverSql(driver.postgres).time_value(occurred_at)
+    body = jsonio.dumps(payload)
+    await driver.execute(statements.INSERT_EVENT.text(driver.postgres), (new_id(), account_id, event_type, body, at))
+    wake_workers_on_commit(session, EVENTS)
 
 
 def _dispatched_unless_subscribed(account_id: str, occurred_at: datetime) -> ColumnElement[Any]:

@@ -184,3 +184,20 @@ SUBSCRIPTIONS_SUCCEEDED = Statement(
         "WHERE id = ANY($2::varchar[]) AND is_active"
     ),
 )
+
+# An event, as outbox.record_event writes it through the ORM: dispatched already (at its occurred_at) when the account
+# has no active subscription, decided by the INSERT itself (docs/decisions/0455). The push's hot path writes its
+# InventoryChanged with it on the raw driver (docs/decisions/0462).
+INSERT_EVENT = Statement(
+    "webhooks.insert_event",
+    sqlite=(
+        "INSERT INTO events (id, account_id, type, body, occurred_at, dispatched_at, is_test) VALUES (?1, ?2, ?3, ?4, "
+        "?5, CASE WHEN EXISTS (SELECT 1 FROM webhook_subscriptions WHERE account_id = ?2 AND is_active = 1) "
+        "THEN NULL ELSE ?5 END, 0)"
+    ),
+    postgresql=(
+        "INSERT INTO events (id, account_id, type, body, occurred_at, dispatched_at, is_test) VALUES ($1, $2::varchar, "
+        "$3, $4, $5::timestamp, CASE WHEN EXISTS (SELECT 1 FROM webhook_subscriptions WHERE account_id = $2::varchar "
+        "AND is_active) THEN NULL ELSE $5::timestamp END, false)"
+    ),
+)

@@ -13,7 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 import marketsync
@@ -439,6 +439,22 @@ async def _subscriptions_succeeded(
     await driver.execute(sql, (_at(driver), ids) if driver.postgres else (_at(driver), *ids))
     query = select(WebhookSubscription.consecutive_failures, WebhookSubscription.last_success_at)
     assert (await _one(session, query.where(WebhookSubscription.id == w.subscription_id))) == (0, NOW)
+
+
+@case("webhooks.insert_event")
+async def _insert_event(statement: Statement, driver: SessionDriver, session: AsyncSession, w: World) -> None:
+    async def insert() -> Any:
+        event_id = new_id()
+        arguments = (event_id, w.account_id, "InventoryChanged", b'{"totalChanged":1}', _at(driver))
+        await driver.execute(statement.text(driver.postgres), arguments)
+        query = select(Event.type, Event.body, Event.occurred_at, Event.dispatched_at, Event.is_test)
+        return await _one(session, query.where(Event.id == event_id))
+
+    # The account's subscription is active: left for the fan-out (dispatched_at NULL), as record_event decides.
+    assert tuple(await insert()) == ("InventoryChanged", b'{"totalChanged":1}', NOW, None, False)
+    await session.execute(update(WebhookSubscription).values(is_active=False))
+    # None active: dispatched at once, at its occurred_at (docs/decisions/0455).
+    assert tuple(await insert()) == ("InventoryChanged", b'{"totalChanged":1}', NOW, NOW, False)
 
 
 # --- catalog: category search (parts composed at run time, named slots) -----------------------------------------

@@ -1,0 +1,75 @@
+"""SessionDriver on SQLite: a request's statements run on the event loop's thread, background work's on aiosqlite's
+(docs/decisions/0462); either way they are the session's transaction's, committed or rolled back with it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from marketsync.db import DriverSql, SessionDriver, mark_background, session_driver
+from marketsync.runtime import Runtime
+from tests.support.factories import make_account
+
+
+async def _thread_of_statements(session: AsyncSession) -> tuple[SessionDriver, int]:
+    """The driver, and the thread its next statement runs on (a SQL function answering the caller's thread)."""
+    raw = (await (await session.connection()).get_raw_connection()).driver_connection
+    assert raw is not None
+    raw._conn.create_function("thread_ident", 0, threading.get_ident)
+    driver = await session_driver(session)
+    rows = await driver.fetch("SELECT thread_ident()", ())
+    return driver, int(rows[0][0])
+
+
+async def test_a_requests_statements_run_on_the_loops_thread_and_commit_with_the_session(rt: Runtime) -> None:
+    if not rt.db.is_sqlite:
+        pytest.skip("SQLite only: asyncpg's statements have no thread of their own to skip")
+    account_id = await make_account(rt, name="before")
+    async with rt.db.transaction() as session:
+        driver, thread = await _thread_of_statements(session)
+        assert thread == threading.get_ident()
+        await driver.execute("UPDATE accounts SET name = ? WHERE id = ?", ("after", account_id))
+        await driver.executemany("UPDATE accounts SET name = ? WHERE id = ?", [("after, twice", account_id)])
+    async with rt.db.read() as session:
+        reader = await session_driver(session)
+        assert await reader.fetch("SELECT name FROM accounts WHERE id = ?", (account_id,)) == [("after, twice",)]
+
+
+async def test_a_rolled_back_transaction_keeps_nothing_its_statements_wrote(rt: Runtime) -> None:
+    account_id = await make_account(rt, name="before")
+    with pytest.raises(RuntimeError, match="undo"):
+        async with rt.db.transaction() as session:
+            driver = await session_driver(session)
+            sql = DriverSql(driver.postgres)
+            await driver.execute(f"UPDATE accounts SET name = {sql.bind('after')} WHERE id = {sql.bind(account_id)}",
+                                 sql.params)  # fmt: skip
+            raise RuntimeError("undo")
+    async with rt.db.transaction() as session:
+        driver = await session_driver(session)
+        sql = DriverSql(driver.postgres)
+        rows = await driver.fetch(f"SELECT name FROM accounts WHERE id = {sql.bind(account_id)}", sql.params)
+        assert [tuple(row) for row in rows] == [("before",)]
+
+
+async def test_background_work_keeps_aiosqlites_thread(rt: Runtime) -> None:
+    if not rt.db.is_sqlite:
+        pytest.skip("SQLite only: asyncpg's statements have no thread of their own to skip")
+
+    async def job() -> int:
+        mark_background()
+        async with rt.db.transaction() as session:
+            return (await _thread_of_statements(session))[1]
+
+    assert await asyncio.create_task(job()) != threading.get_ident()
+
+
+async def test_a_read_sessions_statements_keep_aiosqlites_thread(rt: Runtime) -> None:
+    """A read session's transaction is deferred: it holds no lock, and a statement that had to wait for one must not
+    wait on the loop."""
+    if not rt.db.is_sqlite:
+        pytest.skip("SQLite only: asyncpg's statements have no thread of their own to skip")
+    async with rt.db.read() as session:
+        assert (await _thread_of_statements(session))[1] != threading.get_ident()
