@@ -287,7 +287,7 @@ async def listed_on_active_connections(
     sql = statements.LISTED_ON_ACTIVE_CONNECTIONS.text(driver.postgres, len(product_ids))
     if driver.postgres:
         rows = await driver.fetch(sql, (account_id, list(product_ids), active))
-        return {row[0]: ListedOn(row[1], row[2], bool(row[3]), list(row[4])) for row in rows}
+        return {row[0]: ListedOn(row[1], row[2], bool(row[3]), sorted(row[4])) for row in rows}
     rows = await driver.fetch(sql, (account_id, *product_ids, account_id, active))
     # ids are ULIDs: no commas
     return {row[0]: ListedOn(row[1], row[2], bool(row[3]), sorted(row[4].split(","))) for row in rows}

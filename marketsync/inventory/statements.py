@@ -52,8 +52,10 @@ WRITE_PRODUCT_VALUES_IN_SAVEPOINT = Statement(
 
 # The account's active connections listing any of the products, with those products. Read through listings
 # (account_id, product_id): SQLite plans without statistics, and with the account's column alone indexed it read
-# every listing of the account (201 ms a push at 400,000 listings; migration 0020). SQLite's group_concat gives the
-# ids unordered, comma-separated (ids are ULIDs: no commas).
+# every listing of the account (201 ms a push at 400,000 listings; migration 0020). PostgreSQL joins the products as
+# unnest'ed rows: the prepared statement's generic plan then probes that index per product, where `= ANY($2)` compared
+# every listing of the account with each of the 500 ids (a Seq Scan). Both give the ids unordered (SQLite's
+# group_concat comma-separated: ids are ULIDs, no commas); the repository sorts them.
 LISTED_ON_ACTIVE_CONNECTIONS = Statement(
     "inventory.listed_on_active_connections",
     sqlite=(
@@ -63,10 +65,10 @@ LISTED_ON_ACTIVE_CONNECTIONS = Statement(
         "AND c.account_id = ? AND c.state = ? GROUP BY c.id"
     ),
     postgresql=(
-        "SELECT c.id, c.platform, c.country, c.requires_reauthorization, array_agg(l.product_id ORDER BY l.product_id) "
-        "FROM listings l JOIN marketplace_connections c ON c.id = l.marketplace_id "
-        "WHERE l.account_id = $1 AND l.product_id = ANY($2::varchar[]) AND l.listing_id IS NOT NULL "
-        "AND c.account_id = $1 AND c.state = $3 GROUP BY c.id"
+        "SELECT c.id, c.platform, c.country, c.requires_reauthorization, array_agg(l.product_id) "
+        "FROM unnest($2::varchar[]) AS p(id) JOIN listings l ON l.account_id = $1 AND l.product_id = p.id "
+        "JOIN marketplace_connections c ON c.id = l.marketplace_id "
+        "WHERE l.listing_id IS NOT NULL AND c.account_id = $1 AND c.state = $3 GROUP BY c.id"
     ),
 )
 
