@@ -47,14 +47,18 @@ async def record_event_on_driver(
     session: AsyncSession, account_id: str, event_type: str, payload: dict[str, Any], occurred_at: datetime
 ) -> None:
     """`record_event` as one statement on the raw driver, in the session's transaction, written at once (no ORM
-    flush at commit): the price/stock push's hot path (docs/decisions/0462). The same row, body and wake-up."""
+    flush at commit): the price/stock push's hot path (docs/decisions/0462). The same row and body; the workers are
+    woken only for an event left for the fan-out (an account with an active subscription): one dispatched as it is
+    recorded gives the webhook pollers nothing to do."""
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type!r}")
     driver = await session_driver(session)
     at = DriverSql(driver.postgres).time_value(occurred_at)
     body = jsonio.dumps(payload)
-    await driver.execute(statements.INSERT_EVENT.text(driver.postgres), (new_id(), account_id, event_type, body, at))
-    wake_workers_on_commit(session, EVENTS)
+    sql = statements.INSERT_EVENT.text(driver.postgres)
+    [(dispatched_at,)] = await driver.fetch(sql, (new_id(), account_id, event_type, body, at))
+    if dispatched_at is None:
+        wake_workers_on_commit(session, EVENTS)
 
 
 def _dispatched_unless_subscribed(account_id: str, occurred_at: datetime) -> ColumnElement[Any]:

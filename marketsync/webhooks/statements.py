@@ -187,17 +187,19 @@ SUBSCRIPTIONS_SUCCEEDED = Statement(
 
 # An event, as outbox.record_event writes it through the ORM: dispatched already (at its occurred_at) when the account
 # has no active subscription, decided by the INSERT itself (docs/decisions/0455). The push's hot path writes its
-# InventoryChanged with it on the raw driver (docs/decisions/0462).
+# InventoryChanged with it on the raw driver (docs/decisions/0462). It answers the event's dispatched_at (NULL: left for
+# the fan-out), so the workers are woken only then. Not `RETURNING dispatched_at IS NULL`: SQLite 3.40 answers that 0
+# for the NULL this CASE wrote.
 INSERT_EVENT = Statement(
     "webhooks.insert_event",
     sqlite=(
         "INSERT INTO events (id, account_id, type, body, occurred_at, dispatched_at, is_test) VALUES (?1, ?2, ?3, ?4, "
         "?5, CASE WHEN EXISTS (SELECT 1 FROM webhook_subscriptions WHERE account_id = ?2 AND is_active = 1) "
-        "THEN NULL ELSE ?5 END, 0)"
+        "THEN NULL ELSE ?5 END, 0) RETURNING dispatched_at"
     ),
     postgresql=(
         "INSERT INTO events (id, account_id, type, body, occurred_at, dispatched_at, is_test) VALUES ($1, $2::varchar, "
         "$3, $4, $5::timestamp, CASE WHEN EXISTS (SELECT 1 FROM webhook_subscriptions WHERE account_id = $2::varchar "
-        "AND is_active) THEN NULL ELSE $5::timestamp END, false)"
+        "AND is_active) THEN NULL ELSE $5::timestamp END, false) RETURNING dispatched_at"
     ),
 )

@@ -446,15 +446,15 @@ async def _insert_event(statement: Statement, driver: SessionDriver, session: As
     async def insert() -> Any:
         event_id = new_id()
         arguments = (event_id, w.account_id, "InventoryChanged", b'{"totalChanged":1}', _at(driver))
-        await driver.execute(statement.text(driver.postgres), arguments)
+        [(dispatched_at,)] = await driver.fetch(statement.text(driver.postgres), arguments)
         query = select(Event.type, Event.body, Event.occurred_at, Event.dispatched_at, Event.is_test)
-        return await _one(session, query.where(Event.id == event_id))
+        return dispatched_at is None, tuple(await _one(session, query.where(Event.id == event_id)))
 
     # The account's subscription is active: left for the fan-out (dispatched_at NULL), as record_event decides.
-    assert tuple(await insert()) == ("InventoryChanged", b'{"totalChanged":1}', NOW, None, False)
+    assert await insert() == (True, ("InventoryChanged", b'{"totalChanged":1}', NOW, None, False))
     await session.execute(update(WebhookSubscription).values(is_active=False))
     # None active: dispatched at once, at its occurred_at (docs/decisions/0455).
-    assert tuple(await insert()) == ("InventoryChanged", b'{"totalChanged":1}', NOW, NOW, False)
+    assert await insert() == (False, ("InventoryChanged", b'{"totalChanged":1}', NOW, NOW, False))
 
 
 # --- catalog: category search (parts composed at run time, named slots) -----------------------------------------

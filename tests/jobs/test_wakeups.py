@@ -19,9 +19,10 @@ from marketsync.jobs import service as job_service
 from marketsync.jobs.types import JobStatus, payload_for
 from marketsync.jobs.worker import Worker
 from marketsync.runtime import Runtime
-from marketsync.webhooks.outbox import record_event
+from marketsync.webhooks.outbox import record_event, record_event_on_driver
 from tests.support import tasks as test_tasks
 from tests.support.factories import make_account
+from tests.webhooks.support import add_subscription
 
 POLL_S = 30.0  # far beyond every wait below: only a wake-up can explain a prompt start
 
@@ -133,6 +134,19 @@ async def test_a_recorded_event_wakes_the_webhook_pollers_and_a_queued_job_the_q
     assert rt.db.wakeups.take() == {EVENTS}
     await _enqueue(rt, account_id)
     assert rt.db.wakeups.take() == {JOBS}
+
+
+async def test_a_raw_event_wakes_the_webhook_pollers_only_when_it_is_left_for_the_fan_out(rt: Runtime) -> None:
+    """The push's event (record_event_on_driver): dispatched as it is recorded for an account with no active
+    subscription, which gives the pollers nothing to do; left for the fan-out, and waking them, with one."""
+    account_id = await make_account(rt)
+    async with rt.db.transaction() as session:
+        await record_event_on_driver(session, account_id, "InventoryChanged", {"Items": []}, rt.clock.now())
+    assert rt.db.wakeups.take() == frozenset()
+    await add_subscription(rt, account_id, rt.clock.now())
+    async with rt.db.transaction() as session:
+        await record_event_on_driver(session, account_id, "InventoryChanged", {"Items": []}, rt.clock.now())
+    assert rt.db.wakeups.take() == {EVENTS}
 
 
 async def test_a_wake_up_for_events_leaves_the_queue_to_its_own_wake_up_or_the_next_poll(rt: Runtime) -> None:
