@@ -8,6 +8,7 @@ and never block on writers (WAL). On PostgreSQL both factories share one engine.
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -117,6 +118,23 @@ def _switch_to_wal(cursor: Any) -> None:
         time.sleep(0.01)
 
 
+def _began_immediate_on_the_loop(driver: Any) -> bool:
+    """BEGIN IMMEDIATE on the loop's thread, on the sqlite3 connection under aiosqlite, without the round trips to
+    aiosqlite's thread (docs/decisions/0462), when SQLite's write lock is free: it is once this process holds the
+    writer (WriterTurns, WriterHandoff), unless a program outside marketsync writes. The busy handler is off for it,
+    so it never waits on the loop: a lock held elsewhere answers at once, and the caller begins through aiosqlite,
+    whose busy handler waits on aiosqlite's thread."""
+    connection: sqlite3.Connection = driver._conn
+    connection.execute("PRAGMA busy_timeout=0")
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        connection.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+
+
 def _configure_sqlite(engine: AsyncEngine, *, immediate: bool, checkpointer: WalCheckpointer | None = None) -> None:
     """`immediate` and `checkpointer`: the writer engine (its commits wake the process's WAL checkpoints)."""
 
@@ -138,6 +156,8 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool, checkpointer: Wal
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
+        if immediate and _began_immediate_on_the_loop(conn.connection.driver_connection):
+            return
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     if checkpointer is not None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 
 import pytest
@@ -73,3 +74,53 @@ async def test_a_read_sessions_statements_keep_aiosqlites_thread(rt: Runtime) ->
         pytest.skip("SQLite only: asyncpg's statements have no thread of their own to skip")
     async with rt.db.read() as session:
         assert (await _thread_of_statements(session))[1] != threading.get_ident()
+
+
+async def _trace_the_writer(rt: Runtime) -> list[tuple[str, int]]:
+    """Every statement of the writer engine's one connection, with the thread it ran on."""
+    seen: list[tuple[str, int]] = []
+    async with rt.db.write_engine.connect() as connection:
+        raw = (await connection.get_raw_connection()).driver_connection
+        assert raw is not None
+        raw._conn.set_trace_callback(lambda sql: seen.append((sql, threading.get_ident())))
+    return seen
+
+
+async def test_a_write_transaction_begins_on_the_loops_thread(rt: Runtime) -> None:
+    if not rt.db.is_sqlite:
+        pytest.skip("SQLite only: asyncpg's statements have no thread of their own to skip")
+    seen = await _trace_the_writer(rt)
+    async with rt.db.transaction() as session:
+        await session_driver(session)
+    assert ("BEGIN IMMEDIATE", threading.get_ident()) in seen
+
+
+async def test_a_write_lock_held_outside_marketsync_is_waited_for_off_the_loop(rt: Runtime) -> None:
+    """A program outside the writer handoff (the sqlite3 shell) holds SQLite's write lock: the transaction waits for it
+    on aiosqlite's thread, in SQLite's busy handler, and the loop goes on meanwhile."""
+    if not rt.db.is_sqlite or rt.db.sqlite_file is None:
+        pytest.skip("SQLite only: PostgreSQL has no database-wide write lock")
+    account_id = await make_account(rt, name="before")
+    seen = await _trace_the_writer(rt)
+    outside = sqlite3.connect(rt.db.sqlite_file, isolation_level=None)
+    outside.execute("BEGIN IMMEDIATE")
+
+    async def rename() -> None:
+        async with rt.db.transaction() as session:
+            driver = await session_driver(session)
+            await driver.execute("UPDATE accounts SET name = ? WHERE id = ?", ("after", account_id))
+
+    renaming = asyncio.create_task(rename())
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await asyncio.sleep(0.2)
+    assert loop.time() - started < 0.5  # the loop was not held by the wait
+    assert not renaming.done()
+    outside.execute("COMMIT")
+    outside.close()
+    await asyncio.wait_for(renaming, 10)
+    begins = [thread for sql, thread in seen if sql == "BEGIN IMMEDIATE"]
+    assert begins and begins[-1] != threading.get_ident()  # the one that waited ran on aiosqlite's thread
+    async with rt.db.read() as session:
+        reader = await session_driver(session)
+        assert await reader.fetch("SELECT name FROM accounts WHERE id = ?", (account_id,)) == [("after",)]
