@@ -39,13 +39,15 @@ async def health_checks(rt: Runtime) -> None:
 
 # The values a feed applied are recorded this many at a time, each chunk in its own transaction with the job's
 # progress, the last with the job's end: a worker behind coalesces thousands of products into one feed, and
-# recording 10,000 in one transaction held SQLite's one writer for up to 430 ms while the API's pushes waited.
+# recording 10,000 in one transaction held SQLite's one writer for up to 430 ms while the API's pushes waited; 500 a
+# chunk still held a push back on the demo's tenant (docs/decisions/0463).
 # Recording is idempotent: a run resumed after a crash polls the same feed and records the same values again.
-RECORD_CHUNK = 500
+RECORD_CHUNK = 100
 
 # A coalesced feed's lines are compared with what the marketplace holds in stretches of this many, the requests in
-# flight going first between them (`RequestsFirst.pause`): 6,000 lines took the event loop 20-35 ms in one go.
-PAUSE_EVERY_LINES = 500
+# flight going first between them (`RequestsFirst.pause`): 6,000 lines took the event loop 20-35 ms in one go
+# (docs/decisions/0303, 0463).
+PAUSE_EVERY_LINES = 100
 
 # The lines a PriceStockPush sends, in its job state: [listing row id, external SKU, price or None, quantity or None].
 SENT_LINES = "PriceStockLines"
