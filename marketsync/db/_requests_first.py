@@ -25,8 +25,9 @@ from sqlalchemy import exc as sa_exc
 STATEMENT_MAX_WAIT_S = 0.025
 # After a request is answered, background work waits this long before its next database use: a client sending request
 # after request on one connection has its next one in within it, and would otherwise find background work started in
-# the gap holding the writer (SQLite) or the loop (docs/decisions/0456).
-FOLLOW_UP_GRACE_S = 0.005
+# the gap holding the writer (SQLite) or the loop (docs/decisions/0456). 20 ms covers a client that takes a few
+# milliseconds between requests, as one building its next batch, or timing another server in between (0464).
+FOLLOW_UP_GRACE_S = 0.020
 # The key under which a PostgreSQL session's info holds its database's RequestsFirst (the raw driver's statements).
 REQUESTS_FIRST_INFO = "marketsync.requests_first"
 # The key marking a SQLite session of the writer engine: its transactions begin IMMEDIATE, holding the one writer.

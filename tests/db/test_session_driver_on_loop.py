@@ -15,6 +15,11 @@ from marketsync.runtime import Runtime
 from tests.support.factories import make_account
 
 
+def _sqlite_only(rt: Runtime) -> None:
+    if not rt.db.is_sqlite:
+        pytest.skip("SQLite only: asyncpg's statements have no thread of their own to skip")
+
+
 async def _thread_of_statements(session: AsyncSession) -> tuple[SessionDriver, int]:
     """The driver, and the thread its next statement runs on (a SQL function answering the caller's thread)."""
     raw = (await (await session.connection()).get_raw_connection()).driver_connection
@@ -26,8 +31,7 @@ async def _thread_of_statements(session: AsyncSession) -> tuple[SessionDriver, i
 
 
 async def test_a_requests_statements_run_on_the_loops_thread_and_commit_with_the_session(rt: Runtime) -> None:
-    if not rt.db.is_sqlite:
-        pytest.skip("SQLite only: asyncpg's statements have no thread of their own to skip")
+    _sqlite_only(rt)
     account_id = await make_account(rt, name="before")
     async with rt.db.transaction() as session:
         driver, thread = await _thread_of_statements(session)
@@ -56,8 +60,7 @@ async def test_a_rolled_back_transaction_keeps_nothing_its_statements_wrote(rt: 
 
 
 async def test_background_work_keeps_aiosqlites_thread(rt: Runtime) -> None:
-    if not rt.db.is_sqlite:
-        pytest.skip("SQLite only: asyncpg's statements have no thread of their own to skip")
+    _sqlite_only(rt)
 
     async def job() -> int:
         mark_background()
@@ -70,8 +73,7 @@ async def test_background_work_keeps_aiosqlites_thread(rt: Runtime) -> None:
 async def test_a_read_sessions_statements_keep_aiosqlites_thread(rt: Runtime) -> None:
     """A read session's transaction is deferred: it holds no lock, and a statement that had to wait for one must not
     wait on the loop."""
-    if not rt.db.is_sqlite:
-        pytest.skip("SQLite only: asyncpg's statements have no thread of their own to skip")
+    _sqlite_only(rt)
     async with rt.db.read() as session:
         assert (await _thread_of_statements(session))[1] != threading.get_ident()
 
@@ -87,8 +89,7 @@ async def _trace_the_writer(rt: Runtime) -> list[tuple[str, int]]:
 
 
 async def test_a_write_transaction_begins_on_the_loops_thread(rt: Runtime) -> None:
-    if not rt.db.is_sqlite:
-        pytest.skip("SQLite only: asyncpg's statements have no thread of their own to skip")
+    _sqlite_only(rt)
     seen = await _trace_the_writer(rt)
     async with rt.db.transaction() as session:
         await session_driver(session)
