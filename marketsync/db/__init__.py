@@ -56,6 +56,7 @@ __all__ = [
     "EVERY_KIND",
     "JOBS",
     "POSTGRES_UNAVAILABLE",
+    "WRITER_PAGE_CACHE_KIB",
     "Database",
     "DriverReader",
     "DriverSql",
@@ -82,6 +83,9 @@ JSON_COLUMNS: dict[str, Any] = {"json_serializer": jsonio.column_text, "json_des
 
 # How long a SQLite write waits for another process's transaction (SQLite's busy handler, then the handoff's turn).
 BUSY_TIMEOUT_S = 30.0
+# The writer connection's page cache (SQLite's default: 2 MiB). A 500-SKU push dirties pages all over a large
+# catalogue's tables and indexes; with 2 MiB the write spilled them mid-statement (docs/decisions/0465).
+WRITER_PAGE_CACHE_KIB = 64 * 1024
 _NOTIFY = text(f"SELECT pg_notify('{wakeups.CHANNEL}', :kinds)")
 
 
@@ -149,6 +153,8 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool, checkpointer: Wal
         _switch_to_wal(cursor)
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
+        if immediate:
+            cursor.execute(f"PRAGMA cache_size=-{WRITER_PAGE_CACHE_KIB}")
         if checkpointer is not None:
             for pragma in WRITE_CONNECTION_PRAGMAS:
                 cursor.execute(pragma)

@@ -561,21 +561,28 @@ class SessionDriver:
             return self._sqlite_on_loop.execute(sql, arguments).fetchall()
         return list(await self._driver.execute_fetchall(sql, arguments))
 
-    async def execute(self, sql: str, arguments: Sequence[Any]) -> None:
+    async def execute(self, sql: str, arguments: Sequence[Any]) -> int:
+        """Run one statement; answers how many rows it inserted, updated or deleted."""
         if self.postgres:
-            await self._guarded(self._driver.execute(sql, *arguments))
-        elif self._sqlite_on_loop is not None:
-            self._sqlite_on_loop.execute(sql, arguments)
-        else:
-            await self._driver.execute(sql, arguments)
+            status: str = await self._guarded(self._driver.execute(sql, *arguments))
+            # asyncpg answers the command tag: "UPDATE 500", "INSERT 0 1", "SELECT 3".
+            count = status.rpartition(" ")[2]
+            return int(count) if count.isdigit() else 0
+        if self._sqlite_on_loop is not None:
+            return self._sqlite_on_loop.execute(sql, arguments).rowcount
+        cursor = await self._driver.execute(sql, arguments)
+        return int(cursor.rowcount)
 
-    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int | None:
+        """Run one statement per row; answers how many rows they changed in all (None on PostgreSQL: asyncpg's
+        executemany does not count)."""
         if self.postgres:
             await self._guarded(self._driver.executemany(sql, rows))
-        elif self._sqlite_on_loop is not None:
-            self._sqlite_on_loop.executemany(sql, rows)
-        else:
-            await self._driver.executemany(sql, rows)
+            return None
+        if self._sqlite_on_loop is not None:
+            return self._sqlite_on_loop.executemany(sql, rows).rowcount
+        cursor = await self._driver.executemany(sql, rows)
+        return int(cursor.rowcount)
 
     async def _guarded(self, call: Coroutine[Any, Any, T]) -> T:
         first = self._requests_first

@@ -35,6 +35,7 @@ from marketsync.inventory.rules import (
     DATA_OWNERS,
     DataKind,
     DataOwner,
+    RowAddress,
     StoredProduct,
     modification_times,
     prefix_end,
@@ -55,7 +56,7 @@ class ProductWrite(NamedTuple):
     id: str
     price: Decimal | None
     quantity: int
-    rowid: int | None = None  # SQLite's rowid, when the lock read returned it
+    rowid: RowAddress | None = None  # the row's address (SQLite's rowid, PostgreSQL's ctid) from the lock read
 
 
 @dataclass(frozen=True)
@@ -97,11 +98,8 @@ async def lock_products_by_sku_keys(
         return []
     driver = await session_driver(session)
     sql = statements.LOCK_PRODUCTS_BY_SKU_KEYS.text(driver.postgres, len(keys))
-    if driver.postgres:
-        rows = await driver.fetch(sql, (account_id, list(keys)))
-        return [StoredProduct(id, sku, stored_price(price), quantity) for id, sku, price, quantity in rows]
-    rows = await driver.fetch(sql, (account_id, *keys))
-    return [StoredProduct(id, sku, stored_price(price), quantity, rowid) for id, sku, price, quantity, rowid in rows]
+    rows = await driver.fetch(sql, (account_id, list(keys)) if driver.postgres else (account_id, *keys))
+    return [StoredProduct(id, sku, stored_price(price), quantity, at) for id, sku, price, quantity, at in rows]
 
 
 async def products_of_sku_keys(session: AsyncSession, account_id: str, keys: Collection[str]) -> list[StoredProduct]:
@@ -219,20 +217,27 @@ async def _write_batch_raw(session: AsyncSession, writes: Sequence[ProductWrite]
     driver = await session_driver(session)
     times = stored_modification_times(modified_from, len(writes), driver.postgres)
     try:
+        by_address = all(w.rowid is not None for w in writes)
         if driver.postgres:
-            await driver.execute(
-                statements.WRITE_PRODUCT_ROWS.text(driver.postgres),
-                (
-                    [write.id for write in writes],
-                    [storage_price(write.price) for write in writes],
-                    [write.quantity for write in writes],
-                    times,
-                ),
+            columns = (
+                [write.id for write in writes],
+                [storage_price(write.price) for write in writes],
+                [write.quantity for write in writes],
+                times,
             )
-        elif all(w.rowid is not None for w in writes):
-            await driver.executemany(
-                statements.WRITE_PRODUCT_ROWIDS.text(driver.postgres),
-                [(storage_price(w.price), w.quantity, t, w.rowid, w.id) for w, t in zip(writes, times, strict=True)],
+            if by_address:
+                _every_row_found(
+                    await driver.execute(
+                        statements.WRITE_PRODUCT_ROWIDS.text(driver.postgres), ([w.rowid for w in writes], *columns)
+                    ),
+                    writes,
+                )
+            else:
+                await driver.execute(statements.WRITE_PRODUCT_ROWS.text(driver.postgres), columns)
+        elif by_address:
+            rows = [(storage_price(w.price), w.quantity, t, w.rowid, w.id) for w, t in zip(writes, times, strict=True)]
+            _every_row_found(
+                await driver.executemany(statements.WRITE_PRODUCT_ROWIDS.text(driver.postgres), rows), writes
             )
         else:
             await driver.executemany(
@@ -243,6 +248,13 @@ async def _write_batch_raw(session: AsyncSession, writes: Sequence[ProductWrite]
         raise  # the database went away: not one SKU's failure (the request answers 503, nothing written)
     except (sqlite3.Error, asyncpg.PostgresError) as exc:
         raise BatchWriteFailed(str(exc)) from exc
+
+
+def _every_row_found(written: int | None, writes: Sequence[ProductWrite]) -> None:
+    """A write by address found every row it was given, or the batch goes again by id, isolated. Never expected: a
+    row the lock read holds keeps its address (docs/decisions/0466); were it ever moved, no write is lost."""
+    if written != len(writes):
+        raise BatchWriteFailed(f"{written} of {len(writes)} locked rows found at their address")
 
 
 def stored_modification_times(start: datetime, count: int, postgres: bool) -> list[datetime] | list[str]:

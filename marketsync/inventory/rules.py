@@ -72,6 +72,10 @@ class AppliedChange(NamedTuple):
     quantity: int | None
 
 
+# SQLite's rowid or PostgreSQL's ctid (asyncpg's (block, offset)).
+RowAddress = int | tuple[int, int]
+
+
 class StoredProduct(NamedTuple):
     """The stored values of one product, as read (and locked) before a write."""
 
@@ -79,8 +83,9 @@ class StoredProduct(NamedTuple):
     sku: str
     price: Decimal | None
     quantity: int
-    # SQLite's rowid of the row when the push read it: its write then finds the row without an index probe.
-    rowid: int | None = None
+    # The row's address when the push read it (SQLite's rowid, PostgreSQL's ctid): its write then finds the row
+    # without an index probe.
+    rowid: RowAddress | None = None
 
 
 class PushItem(NamedTuple):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from marketsync.db.statements import Statement
 
-# The batch's products by SKU key, locked in id order (PostgreSQL; SQLite has one writer). SQLite also reads the rowid,
-# so the write finds each row without a probe of the id index.
+# The batch's products by SKU key, locked in id order (PostgreSQL; SQLite has one writer). Each row's address comes
+# with it (SQLite's rowid, PostgreSQL's ctid), so the write finds the row without a probe of the id index.
 LOCK_PRODUCTS_BY_SKU_KEYS = Statement(
     "inventory.lock_products_by_sku_keys",
     sqlite=(
@@ -14,8 +14,8 @@ LOCK_PRODUCTS_BY_SKU_KEYS = Statement(
         "ORDER BY id"
     ),
     postgresql=(
-        "SELECT id, sku, price, quantity FROM products WHERE account_id = $1 AND sku_lower = ANY($2::varchar[]) "
-        "ORDER BY id FOR UPDATE"
+        "SELECT id, sku, price, quantity, ctid FROM products WHERE account_id = $1 "
+        "AND sku_lower = ANY($2::varchar[]) ORDER BY id FOR UPDATE"
     ),
 )
 
@@ -30,12 +30,17 @@ WRITE_PRODUCT_ROWS = Statement(
         "AS v(id, price, quantity, modified_at) WHERE p.id = v.id"
     ),
 )
-# The same by rowid (the lock read's): the row without a probe of the id index. `id` is still matched, so a row that
-# is not the one read is never written. PostgreSQL has no rowid: it writes by id (WRITE_PRODUCT_ROWS).
+# The same by the address the lock read returned: the row without a probe of the id index (docs/decisions/0466).
+# `id` is still matched, so a row that is not the one read is never written. A PostgreSQL row locked FOR UPDATE keeps
+# its ctid until this transaction updates it: nothing else may update, delete or move it meanwhile.
 WRITE_PRODUCT_ROWIDS = Statement(
     "inventory.write_product_rowids",
     sqlite="UPDATE products SET price = ?, quantity = ?, modified_at = ? WHERE rowid = ? AND id = ?",
-    postgresql=None,
+    postgresql=(
+        "UPDATE products AS p SET price = v.price, quantity = v.quantity, modified_at = v.modified_at "
+        "FROM unnest($1::tid[], $2::varchar[], $3::bigint[], $4::integer[], $5::timestamp[]) "
+        "AS v(address, id, price, quantity, modified_at) WHERE p.ctid = v.address AND p.id = v.id"
+    ),
 )
 # The batch write of writers that share their transaction (the mirror, product create), in a savepoint on the
 # session's connection (SQLAlchemy's named parameters). SQLite runs it as Core's executemany of one UPDATE

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from marketsync.db import Database
+from marketsync.db import WRITER_PAGE_CACHE_KIB, Database
 from marketsync.db._wal_checkpoints import COALESCE_S, SAFETY_NET_PAGES, WalCheckpointer
 from marketsync.kit import jsonio
 from marketsync.marketplaces.sandbox import state
@@ -80,6 +80,36 @@ async def test_commits_reach_the_sqlite_file_through_the_processs_own_checkpoint
     finally:
         await db.dispose()
     assert db.checkpointer.thread_stopped()
+
+
+async def test_a_write_transaction_keeps_its_pages_in_memory_until_its_commit(tmp_path: Path) -> None:
+    """The writer's page cache (WRITER_PAGE_CACHE_KIB, docs/decisions/0465) holds a transaction that dirties far more
+    than SQLite's default 2 MiB: nothing is spilled to the WAL before the commit, which writes each page once."""
+    path = tmp_path / "marketsync.db"
+    wal = path.with_name(path.name + "-wal")
+    db = Database(f"sqlite:///{path}")
+    try:
+        async with db.transaction() as session:
+            await session.execute(text("CREATE TABLE t (x TEXT)"))
+        before = wal.stat().st_size
+        async with db.transaction() as session:
+            cache = (await session.execute(text("PRAGMA cache_size"))).scalar_one()
+            # About 8 MiB of pages: four times SQLite's default cache.
+            await session.execute(
+                text(
+                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 4000) "
+                    "INSERT INTO t (x) SELECT printf('%.2000c', 'x') FROM n"
+                )
+            )
+            during = wal.stat().st_size
+        after = wal.stat().st_size
+        async with db.read() as session:
+            reader_cache = (await session.execute(text("PRAGMA cache_size"))).scalar_one()
+    finally:
+        await db.dispose()
+    assert cache == -WRITER_PAGE_CACHE_KIB and reader_cache == -2000
+    assert during == before
+    assert after > before + 8_000_000
 
 
 async def test_a_database_that_never_writes_runs_no_checkpoint_thread(tmp_path: Path) -> None:

@@ -254,7 +254,9 @@ async def _lock_by_keys(statement: Statement, driver: SessionDriver, _: AsyncSes
     else:
         rows = await driver.fetch(sql, (w.account_id, "mug-1", "absent"))
     assert [tuple(row[:4]) for row in rows] == [(w.product_id, "Mug-1", money_to_storage(Decimal("9.5")), 3)]
-    assert len(rows[0]) == (4 if driver.postgres else 5)  # SQLite adds the rowid
+    # The row's address comes with it: PostgreSQL's ctid, SQLite's rowid.
+    column, mark = ("ctid", "$1") if driver.postgres else ("rowid", "?")
+    assert rows[0][4] == (await driver.fetch(f"SELECT {column} FROM products WHERE id = {mark}", (w.product_id,)))[0][0]
 
 
 async def _quantity(session: AsyncSession, product_id: str) -> int:
@@ -273,12 +275,17 @@ async def _write_rows(statement: Statement, driver: SessionDriver, session: Asyn
 
 @case("inventory.write_product_rowids")
 async def _write_rowids(statement: Statement, driver: SessionDriver, session: AsyncSession, w: World) -> None:
-    if driver.postgres:  # no rowid: PostgreSQL writes by id (inventory.write_product_rows)
-        with pytest.raises(ValueError, match="no PostgreSQL text"):
-            statement.text(driver.postgres)
-        return
-    [(rowid,)] = await driver.fetch("SELECT rowid FROM products WHERE id = ?", (w.product_id,))
-    await driver.executemany(statement.text(driver.postgres), [(None, 9, _at(driver), rowid, w.product_id)])
+    if driver.postgres:
+        [(address,)] = await driver.fetch("SELECT ctid FROM products WHERE id = $1", (w.product_id,))
+        # A wrong id at the right address writes nothing: only the row that was read is written.
+        await driver.execute(statement.text(True), ([address], ["01WRONGID"], [None], [7], [_at(driver)]))
+        assert await _quantity(session, w.product_id) == 3
+        await driver.execute(statement.text(True), ([address], [w.product_id], [None], [9], [_at(driver)]))
+    else:
+        [(rowid,)] = await driver.fetch("SELECT rowid FROM products WHERE id = ?", (w.product_id,))
+        await driver.executemany(statement.text(False), [(None, 7, _at(driver), rowid, "01WRONGID")])
+        assert await _quantity(session, w.product_id) == 3
+        await driver.executemany(statement.text(False), [(None, 9, _at(driver), rowid, w.product_id)])
     assert await _quantity(session, w.product_id) == 9
 
 

@@ -9,12 +9,14 @@ import json
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from marketsync.db._fast import DriverSql
 from marketsync.inventory import repository, service, statements
+from marketsync.inventory.rules import StoredProduct
 from marketsync.runtime import Runtime
 from tests.inventory.support import (
     add_listing,
@@ -56,6 +58,31 @@ async def test_a_failing_sku_in_a_full_batch_is_failed_and_the_rest_updated_with
     [job] = await jobs_of(rt, tenant.account_id)
     assert body["JobIds"] == [job.id]
     assert job.payload == {"MarketplaceId": p1, "ProductIds": sorted([ids[skus[0]], ids[skus[2]]])}
+
+
+async def test_a_locked_row_missing_at_its_address_sends_the_batch_again_by_id(
+    rt: Runtime, api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write finds each locked row at the address its lock read returned (SQLite's rowid, PostgreSQL's ctid:
+    docs/decisions/0466). Were one ever elsewhere, the write counts one row short: the batch goes again by id,
+    isolated, and no change is lost."""
+    tenant = await make_tenant(rt, api)
+    await add_products(rt, tenant.account_id, [("Addr-1", "1", 1), ("Addr-2", "1", 1)])
+    lock_read = repository.lock_products_by_sku_keys
+
+    async def first_row_elsewhere(*args: Any) -> list[StoredProduct]:
+        rows = await lock_read(*args)
+        assert len(rows) == 2 and None not in {row.rowid for row in rows}
+        return [rows[0]._replace(rowid=rows[1].rowid), rows[1]]
+
+    monkeypatch.setattr(repository, "lock_products_by_sku_keys", first_row_elsewhere)
+    body = await push_ok(api, tenant, [{"Sku": "Addr-1", "Quantity": 5}, {"Sku": "Addr-2", "Quantity": 6}])
+
+    assert [line["Result"] for line in body["Results"]] == ["Updated", "Updated"]
+    after = await stored(rt, tenant.account_id)
+    assert (after["Addr-1"][1], after["Addr-2"][1]) == (5, 6)
+    [event] = payloads(await inventory_events(rt, tenant.account_id))
+    assert event["totalChanged"] == 2
 
 
 async def test_case_variants_and_repeats_collapse_before_the_one_statement(rt: Runtime, api: httpx.AsyncClient) -> None:
