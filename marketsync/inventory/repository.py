@@ -56,7 +56,7 @@ class ProductWrite(NamedTuple):
     id: str
     price: Decimal | None
     quantity: int
-    rowid: RowAddress | None = None  # the row's address (SQLite's rowid, PostgreSQL's ctid) from the lock read
+    address: RowAddress | None = None  # where the lock read found the row (SQLite's rowid, PostgreSQL's ctid)
 
 
 @dataclass(frozen=True)
@@ -217,7 +217,7 @@ async def _write_batch_raw(session: AsyncSession, writes: Sequence[ProductWrite]
     driver = await session_driver(session)
     times = stored_modification_times(modified_from, len(writes), driver.postgres)
     try:
-        by_address = all(w.rowid is not None for w in writes)
+        by_address = all(w.address is not None for w in writes)
         if driver.postgres:
             columns = (
                 [write.id for write in writes],
@@ -228,14 +228,15 @@ async def _write_batch_raw(session: AsyncSession, writes: Sequence[ProductWrite]
             if by_address:
                 _every_row_found(
                     await driver.execute(
-                        statements.WRITE_PRODUCT_ROWIDS.text(driver.postgres), ([w.rowid for w in writes], *columns)
+                        statements.WRITE_PRODUCT_ROWIDS.text(driver.postgres), ([w.address for w in writes], *columns)
                     ),
                     writes,
                 )
             else:
                 await driver.execute(statements.WRITE_PRODUCT_ROWS.text(driver.postgres), columns)
         elif by_address:
-            rows = [(storage_price(w.price), w.quantity, t, w.rowid, w.id) for w, t in zip(writes, times, strict=True)]
+            timed = zip(writes, times, strict=True)
+            rows = [(storage_price(w.price), w.quantity, t, w.address, w.id) for w, t in timed]
             _every_row_found(
                 await driver.executemany(statements.WRITE_PRODUCT_ROWIDS.text(driver.postgres), rows), writes
             )

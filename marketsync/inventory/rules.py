@@ -85,7 +85,7 @@ class StoredProduct(NamedTuple):
     quantity: int
     # The row's address when the push read it (SQLite's rowid, PostgreSQL's ctid): its write then finds the row
     # without an index probe.
-    rowid: RowAddress | None = None
+    address: RowAddress | None = None
 
 
 class PushItem(NamedTuple):

@@ -170,7 +170,7 @@ async def _apply_locked(
             product.id,
             change.price if change.price is not None else product.price,
             change.quantity if change.quantity is not None else product.quantity,
-            product.rowid,
+            product.address,
         )
         for product, change in moves
     ]

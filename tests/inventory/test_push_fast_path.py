@@ -72,8 +72,8 @@ async def test_a_locked_row_missing_at_its_address_sends_the_batch_again_by_id(
 
     async def first_row_elsewhere(*args: Any) -> list[StoredProduct]:
         rows = await lock_read(*args)
-        assert len(rows) == 2 and None not in {row.rowid for row in rows}
-        return [rows[0]._replace(rowid=rows[1].rowid), rows[1]]
+        assert len(rows) == 2 and None not in {row.address for row in rows}
+        return [rows[0]._replace(address=rows[1].address), rows[1]]
 
     monkeypatch.setattr(repository, "lock_products_by_sku_keys", first_row_elsewhere)
     body = await push_ok(api, tenant, [{"Sku": "Addr-1", "Quantity": 5}, {"Sku": "Addr-2", "Quantity": 6}])
