@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.runs.demo_tenant [--backends sqlite,postgresql] [--pushes 60] [--reads 40]
         [--only push,propagate,list,get,orders,search,create] [--extra-products 0[,1000000]] [--profile DIR]
-        [--state FILE]
+        [--os-cache warm|cold|as-is] [--state FILE]
 
 As an outside run measures (issue 42): a fresh database; `marketsync demo --json` (four connected sandbox
 marketplaces with listings, orders, taxonomies, webhooks; its schedules run in `serve`), then `admin dataflow set
@@ -27,6 +27,14 @@ Search and create have absolute goals (issue 42); their figures carry the CPU pr
 the sandbox marketplaces), the floor holding the same SKUs; several sizes are served at once (the growth of
 issue 42 item 3: `--only growth` in bench/all.py). The seeded products count as mirrored (the listing mirror's
 schedule last ran now): the demo's other schedules run.
+
+`--os-cache` (SQLite): before each phase every side's database file is read into the operating system's page cache
+(`warm`, the default), dropped from it (`cold`), or left as the earlier phases and the machine left it (`as-is`).
+Ours holds the whole tenant (orders, listings, the sandbox marketplaces: 7 GB beside a million products) where the
+floor holds only the operation's table (0.5 GB). This machine pages out file pages left untouched for about a minute
+(its kernel runs DAMON's `pageout` on pages idle for 12 aggregation intervals of 5 s) even with 20 GB free: during the
+first listing mirror's minutes ours' products are paged out and the floor's small file stays cached, and what a phase
+then measures is which file the machine kept (docs/decisions/0467-bench-os-cache-state.md). Both sides get the same.
 
 Resumable: each finished backend is kept in `--state` (default var/bench/demo_tenant-KEY.json, keyed by the arguments
 and the commit), and a rerun with the same arguments on the same commit measures only what is missing.
@@ -191,6 +199,8 @@ class Deployment:
     # With --baseline: the same tenant served by another tree's code (side "base"), its own database.
     base: Tenant | None = None
     results: dict[str, Any] = field(default_factory=dict)
+    # Every side's SQLite database file (ours, the baseline's, the floors'): the OS cache's state is set on them.
+    files: list[str] = field(default_factory=list)
 
     @property
     def products(self) -> int:
@@ -345,8 +355,15 @@ async def deployment(backend: str, extra: int, directory: str, args: argparse.Na
         if base is not None:  # the demo's catalogue is the same at every run: the sides push the same SKUs
             assert [row[0] for row in await fetch(base.url, query, base.account_id)] == skus
         d = Deployment(backend, extra, ours.url, skus, ours.account_id, ours.marketplaces, sides, base=base)
+        sides_urls = [ours.url, floor_url, orders_url] + ([base.url] if base is not None else [])
+        d.files = sorted({u.removeprefix("sqlite:///") for u in sides_urls if u.startswith("sqlite:///")})
         d.results.update(
-            backend=backend, extra=extra, products=len(skus), load_before=loadavg(), seeded_s=round(seeded_s, 1)
+            backend=backend,
+            extra=extra,
+            products=len(skus),
+            load_before=loadavg(),
+            seeded_s=round(seeded_s, 1),
+            os_cache=args.os_cache,
         )
         try:
             yield d
@@ -418,6 +435,22 @@ async def idle_workers(d: Deployment) -> None:
             return
         await asyncio.sleep(0.2)
     raise TimeoutError(f"the workers did not finish the tenant's jobs within {timeout_s:g} s")
+
+
+def set_os_cache(files: list[str], state: str) -> float:
+    """Every file read into the OS page cache (`warm`) or dropped from it (`cold`); `as-is` leaves it. Seconds taken."""
+    started = time.monotonic()
+    for path in files if state != "as-is" else []:
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            if state == "cold":
+                os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+            else:
+                while os.read(descriptor, 1 << 20):
+                    pass
+        finally:
+            os.close(descriptor)
+    return time.monotonic() - started
 
 
 # -- alternation, ours paused -------------------------------------------------------------------------------------
@@ -609,6 +642,10 @@ async def run_backend(backend: str, sizes: list[int], args: argparse.Namespace) 
                 for d in deployments:
                     if "--no-workers" not in args.serve_option:
                         await idle_workers(d)
+                for d in deployments:
+                    took = set_os_cache(d.files, args.os_cache)
+                    if d.files and args.os_cache != "as-is":
+                        print(f"{phase}: OS cache {args.os_cache} in {took:.1f} s", file=sys.stderr, flush=True)
                 return profile(phase)
 
             profile = profiler(args.profile, deployments[0], backend) if not many else _no_profile
@@ -687,7 +724,9 @@ def figures_of(results: list[dict[str, Any]], probe: tuple[float, float], many: 
     for r in results:
         size = f"{r['products']:,} products" + (f" ({r['extra']:,} bulk-loaded)" if r["extra"] else "")
         load = f"load {r['load_before']} → {r['load_after']}; CPU probe {probe[0]} → {probe[1]} ms"
-        context = f"demo tenant, {r['backend']}; {size}; {load}"
+        sqlite_cache = r["backend"] == "sqlite" and "os_cache" in r
+        cache = f"; SQLite files {r['os_cache']} in the OS cache" if sqlite_cache else ""
+        context = f"demo tenant, {r['backend']}; {size}{cache}; {load}"
         for key, what, floor_side, ratio_goal in PATHS:
             if key not in r:
                 continue
@@ -745,7 +784,8 @@ def state_path(args: argparse.Namespace) -> Path:
         return Path(args.state)
     # The same arguments on the same commit: a rerun after a change to the code measures afresh.
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    key = json.dumps([args.pushes, args.reads, args.only, args.extra_products, args.baseline, head], sort_keys=True)
+    arguments = [args.pushes, args.reads, args.only, args.extra_products, args.baseline, args.os_cache]
+    key = json.dumps([*arguments, head], sort_keys=True)
     return STATE_DIR / f"demo_tenant-{hashlib.sha256(key.encode()).hexdigest()[:10]}.json"
 
 
@@ -761,6 +801,8 @@ async def main() -> None:
     parser.add_argument("--serve-option", action="append", default=[], help="passed to serve (diagnosis: --no-workers)")
     parser.add_argument("--baseline", metavar="TREE", help="also serve the same tenant with another tree's code (a "
                         "git worktree), side `base`, in the same alternation: an A/B on a noisy machine")  # fmt: skip
+    parser.add_argument("--os-cache", choices=("warm", "cold", "as-is"), default="warm", help="the SQLite files' "
+                        "state in the OS page cache at each phase's start, every side's the same")  # fmt: skip
     parser.add_argument("--state", help="where finished backends are kept (resume)")
     parser.add_argument("--fresh", action="store_true", help="forget what an interrupted run kept")
     args = parser.parse_args()
