@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from sqlalchemy import ColumnElement, and_, event, or_, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import ExceptionContext, make_url
+from sqlalchemy.engine import Connection, ExceptionContext, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
 from sqlalchemy.util import await_only
@@ -38,6 +38,7 @@ from marketsync.db._fast import (
     session_reader,
 )
 from marketsync.db._requests_first import (
+    LOCKS_HELD_INFO,
     REQUESTS_FIRST_INFO,
     SQLITE_WRITER_INFO,
     RequestsFirst,
@@ -70,6 +71,7 @@ __all__ = [
     "insert_for",
     "mark_background",
     "older_than",
+    "on_commit",
     "session_driver",
     "session_reader",
     "wake_workers_on_commit",
@@ -172,6 +174,16 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool, checkpointer: Wal
         @event.listens_for(engine.sync_engine, "checkin")
         def _on_checkin(_dbapi_connection: Any, _record: Any) -> None:
             checkpointer.committed()
+
+
+# The session.info key of the callbacks `on_commit` keeps until the transaction commits.
+_ON_COMMIT = "marketsync.on_commit"
+
+
+def on_commit(session: AsyncSession, callback: Callable[[], None]) -> None:
+    """`callback()` once `session`'s transaction (Database.transaction) has committed; never if it rolls back or the
+    session is not one of its transactions."""
+    session.info.setdefault(_ON_COMMIT, []).append(callback)
 
 
 class Database:
@@ -303,8 +315,11 @@ class Database:
             wake = wakeups.wants_wake_up(session)
             if wake and not self.is_sqlite:  # delivered by PostgreSQL only when this transaction commits
                 await session.execute(_NOTIFY, {"kinds": self.wakeups.notification(wake)})
+            committed = session.info.pop(_ON_COMMIT, ())
         if wake:
             self.wakeups.signal(wake)
+        for callback in committed:
+            callback()
 
     @asynccontextmanager
     async def _sqlite_writer_turn(self) -> AsyncIterator[None]:
@@ -367,12 +382,23 @@ class Database:
 
 def _background_statements_wait(engine: AsyncEngine, requests_first: RequestsFirst) -> None:
     """PostgreSQL: background work waits for the requests in flight before each of its statements too (bounded), so
-    a request resumes without the loop running the workers' work between its own statements."""
+    a request resumes without the loop running the workers' work between its own statements; but not once its
+    transaction may hold row locks a request waits for (0468), which its end releases."""
 
     @event.listens_for(engine.sync_engine, "before_cursor_execute")
-    def _before(*_args: Any) -> None:
-        if requests_first.background_waits():
+    def _before(connection: Connection, _cursor: Any, statement: str, *_args: Any) -> None:
+        if requests_first.statement_waits(connection.info, statement):
             await_only(requests_first.wait(requests_first.statement_max_wait_s))
+
+    @event.listens_for(engine.sync_engine, "commit")
+    @event.listens_for(engine.sync_engine, "rollback")
+    def _ended(connection: Connection) -> None:
+        if not connection.invalidated:  # an invalidated connection's info went with its DBAPI connection
+            connection.info.pop(LOCKS_HELD_INFO, None)
+
+    @event.listens_for(engine.sync_engine.pool, "checkin")
+    def _returned(_dbapi_connection: Any, record: Any) -> None:
+        record.info.pop(LOCKS_HELD_INFO, None)
 
 
 def connection_options(command_timeout_s: float | None) -> dict[str, Any]:

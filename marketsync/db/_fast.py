@@ -548,14 +548,14 @@ class SessionDriver:
         self.postgres = postgres
         self._connection = connection
         # PostgreSQL: background work waits for the requests in flight before each statement, as its SQLAlchemy
-        # statements do (db.py: _background_statements_wait; docs/decisions/0452).
+        # statements do (db.py: _background_statements_wait; docs/decisions/0452, 0468).
         self._requests_first = requests_first if postgres else None
         # aiosqlite's own sqlite3 connection; its thread is idle while the session's transaction runs this.
         self._sqlite_on_loop: sqlite3.Connection | None = driver._conn if on_loop and not postgres else None
 
     async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
         if self.postgres:
-            rows: list[Sequence[Any]] = await self._guarded(self._driver.fetch(sql, *arguments))
+            rows: list[Sequence[Any]] = await self._guarded(sql, self._driver.fetch(sql, *arguments))
             return rows
         if self._sqlite_on_loop is not None:
             return self._sqlite_on_loop.execute(sql, arguments).fetchall()
@@ -564,7 +564,7 @@ class SessionDriver:
     async def execute(self, sql: str, arguments: Sequence[Any]) -> int:
         """Run one statement; answers how many rows it inserted, updated or deleted."""
         if self.postgres:
-            status: str = await self._guarded(self._driver.execute(sql, *arguments))
+            status: str = await self._guarded(sql, self._driver.execute(sql, *arguments))
             # asyncpg answers the command tag: "UPDATE 500", "INSERT 0 1", "SELECT 3".
             count = status.rpartition(" ")[2]
             return int(count) if count.isdigit() else 0
@@ -577,16 +577,27 @@ class SessionDriver:
         """Run one statement per row; answers how many rows they changed in all (None on PostgreSQL: asyncpg's
         executemany does not count)."""
         if self.postgres:
-            await self._guarded(self._driver.executemany(sql, rows))
+            await self._guarded(sql, self._driver.executemany(sql, rows))
             return None
         if self._sqlite_on_loop is not None:
             return self._sqlite_on_loop.executemany(sql, rows).rowcount
         cursor = await self._driver.executemany(sql, rows)
         return int(cursor.rowcount)
 
-    async def _guarded(self, call: Coroutine[Any, Any, T]) -> T:
+    async def execute_rows(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """One statement over many rows, each row the statement's parameters in order: SQLite runs it a row at a time
+        (executemany); PostgreSQL's text takes each column as an array (`unnest($1::type[], ...)`), one statement
+        whatever the number of rows, where asyncpg's executemany runs one per row."""
+        if not rows:
+            return
+        if self.postgres:
+            await self.execute(sql, [list(column) for column in zip(*rows, strict=True)])
+        else:
+            await self.executemany(sql, rows)
+
+    async def _guarded(self, sql: str, call: Coroutine[Any, Any, T]) -> T:
         first = self._requests_first
-        if first is not None and first.background_waits():
+        if first is not None and first.statement_waits(self._connection.info, sql):
             try:
                 await first.wait(first.statement_max_wait_s)
             except BaseException:

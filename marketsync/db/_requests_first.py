@@ -7,7 +7,8 @@ events' webhooks, the sandbox's calls) takes the loop and the writer while the n
 stream of requests; a process without requests (`marketsync worker`) never waits.
 
 On SQLite only the outermost database use of a background task waits: inside a transaction it holds the one writer,
-which a request may be waiting for. On PostgreSQL, with no single writer, background statements wait too (db.py).
+which a request may be waiting for. On PostgreSQL, with no single writer, background statements wait too (db.py),
+until their transaction may hold locks a request waits for (its first write or locking read: docs/decisions/0468).
 """
 
 from __future__ import annotations
@@ -15,14 +16,25 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import re
+from collections.abc import MutableMapping
 from contextvars import ContextVar, Token
+from typing import Any
 
 from sqlalchemy import exc as sa_exc
 
-# PostgreSQL: a background statement waits at most this long, whatever the process's bound. It may run inside a
-# transaction that holds row locks a request in flight needs (a claim locks the queued job a push extends): the request
-# would wait with it, once per statement (docs/decisions/0302).
+# PostgreSQL: a background statement waits at most this long, whatever the process's bound (docs/decisions/0302).
 STATEMENT_MAX_WAIT_S = 0.025
+# The key under which a PostgreSQL connection's info notes that its transaction may hold row locks: a background
+# transaction's statements after its first write or locking read never wait, since a request in flight may be waiting
+# for those locks (a claim locks the queued job a push extends; docs/decisions/0468). Cleared at its end (db.py).
+LOCKS_HELD_INFO = "marketsync.locks_held"
+# A statement that may take locks a request could wait for: a write, a read FOR UPDATE / FOR SHARE, an advisory lock
+# (a claim's turn per connection). A WITH may hold a write.
+_TAKES_ROW_LOCKS = re.compile(
+    r"^\s*(?:INSERT|UPDATE|DELETE|MERGE|WITH)\b|\bFOR\s+(?:NO\s+KEY\s+|KEY\s+)?(?:UPDATE|SHARE)\b|\bpg_advisory",
+    re.IGNORECASE,
+)
 # After a request is answered, background work waits this long before its next database use: a client sending request
 # after request on one connection has its next one in within it, and would otherwise find background work started in
 # the gap holding the writer (SQLite) or the loop (docs/decisions/0456). 20 ms covers a client that takes a few
@@ -69,6 +81,16 @@ class RequestsFirst:
     def background_waits(self) -> bool:
         """Whether background work should wait before its next statement (PostgreSQL: db.py)."""
         return self.in_flight > 0 and self.max_wait_s > 0 and _background.get()
+
+    def statement_waits(self, connection_info: MutableMapping[str, Any], statement: str) -> bool:
+        """PostgreSQL, before a statement on a connection (its info dict): whether it waits for the requests in flight.
+        Only background work outside a transaction that may hold row locks waits (0468); a statement that may take
+        them is noted in `connection_info`, so the rest of its transaction goes on at once."""
+        if not _background.get() or connection_info.get(LOCKS_HELD_INFO):
+            return False
+        if _TAKES_ROW_LOCKS.search(statement):
+            connection_info[LOCKS_HELD_INFO] = True
+        return self.background_waits()
 
     async def wait(self, max_wait_s: float | None = None) -> None:
         """Until no request is in flight, at most `max_wait_s` (default: the process's bound)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -113,11 +114,26 @@ async def cancel_queued_for_marketplace(
 # number of connections, no ORM unit of work. Payloads are JSON text (SQLite stores it so; on PostgreSQL cast to json).
 
 
-class QueuedJob(NamedTuple):
+@dataclass(frozen=True)
+class QueuedJob:
+    """A queued job that never ran, as `jobs.queued_never_started` read it: its payload and additions are parsed only
+    when asked for (a push that knows what the job holds needs neither: docs/decisions/0468)."""
+
     id: str
     marketplace_id: str
-    payload: dict[str, Any]
-    added: list[list[str]]  # the products pushes added to it (job_product_additions), each push's list
+    progress_total: int | None  # a PriceStockPush's products, each counted once (docs/decisions/0461)
+    stored_payload: dict[str, Any] | str
+    stored_added: str | None  # the additions' JSON arrays, joined by commas
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        stored = self.stored_payload
+        return stored if isinstance(stored, dict) else jsonio.loads(stored)
+
+    @property
+    def added(self) -> list[list[str]]:
+        """The products pushes added to it (job_product_additions), each push's list."""
+        return jsonio.loads(f"[{self.stored_added}]") if self.stored_added else []
 
 
 class Addition(NamedTuple):
@@ -161,15 +177,7 @@ async def every_queued_never_started(
     else:
         arguments = (account_id, *marketplace_ids, job_type, status)
     rows = await driver.fetch(statements.QUEUED_NEVER_STARTED.text(driver.postgres, len(marketplace_ids)), arguments)
-    return [
-        QueuedJob(
-            job_id,
-            marketplace_id,
-            payload if isinstance(payload, dict) else jsonio.loads(payload),
-            jsonio.loads(f"[{added}]") if added else [],  # the additions' arrays, joined by commas
-        )
-        for job_id, marketplace_id, payload, added in rows
-    ]
+    return [QueuedJob(job_id, place, total, payload, added) for job_id, place, payload, total, added in rows]
 
 
 async def add_to_queued_jobs(session: AsyncSession, additions: Sequence[Addition], now: datetime) -> set[str]:
@@ -194,11 +202,7 @@ async def add_to_queued_jobs(session: AsyncSession, additions: Sequence[Addition
         for addition in additions
         if addition.job_id in done
     ]
-    insert = statements.INSERT_ADDITIONS.text(driver.postgres)
-    if taken and driver.postgres:
-        await driver.execute(insert, tuple(list(column) for column in zip(*taken, strict=True)))
-    elif taken:
-        await driver.executemany(insert, taken)
+    await driver.execute_rows(statements.INSERT_ADDITIONS.text(driver.postgres), taken)
     return done
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from marketsync.db import wake_workers_on_commit
+from marketsync.db import on_commit, wake_workers_on_commit
 from marketsync.http.errors import NotFound
-from marketsync.jobs import registry, repository
+from marketsync.jobs import held, registry, repository
 from marketsync.jobs.run import JobRun
 from marketsync.jobs.types import (
     OPEN,
@@ -111,38 +111,51 @@ async def enqueue_price_stock_pushes(
     job is runnable `hold_s` after `now`: the pushes that follow within it join it (docs/decisions/0458)."""
     chosen: dict[str, str] = {}
     waiting = sorted(per_connection)
+    database = held.database_of(session)
+    holds: dict[str, frozenset[str]] = {}  # each job's products once this commits
     for _ in range(3):  # a worker may claim a queued job between the read and the update: look again
         queued = await repository.queued_never_started(session, account_id, waiting, JobType.PRICE_STOCK_PUSH)
         additions = []
         for marketplace_id, job in queued.items():
-            payload = PriceStockPushPayload.of(job.payload)
-            if payload.AllListings:
-                chosen[marketplace_id] = job.id  # a full resync is queued: it carries these products too
-                continue
             # Only products the job does not hold yet are written (docs/decisions/0461): a loop of pushes over the
             # same catalogue wrote every push's ids again, once per connection. The job is locked (PostgreSQL) or
             # the writer held (SQLite), so it is still queued when this commits and takes the products it holds.
-            held = {*payload.ProductIds, *(product for added in job.added for product in added)}
-            new = sorted(set(per_connection[marketplace_id]) - held)
+            # This process's last commit may have left them known (0468): else they are read.
+            products = held.HELD.get(database, job.id, job.progress_total)
+            if products is None:
+                payload = PriceStockPushPayload.of(job.payload)
+                if payload.AllListings:
+                    chosen[marketplace_id] = job.id  # a full resync is queued: it carries these products too
+                    continue
+                products = frozenset((*payload.ProductIds, *(product for added in job.added for product in added)))
+            new = sorted(set(per_connection[marketplace_id]) - products)
             if not new:
                 chosen[marketplace_id] = job.id
+                holds[job.id] = products
                 continue
             additions.append(repository.Addition(new_id(), job.id, new))
+            holds[job.id] = held.holding(products, new)
         done = await repository.add_to_queued_jobs(session, additions, now)
+        for addition in additions:
+            if addition.job_id not in done:
+                del holds[addition.job_id]  # claimed meanwhile: no longer queued
         chosen.update((job.marketplace_id, job.id) for job in queued.values() if job.id in done)
         waiting = [marketplace_id for marketplace_id in waiting if marketplace_id not in chosen]
         if len(done) == len(additions):
             break  # every queued job found took the products: the others have none queued
     fresh = []
     for marketplace_id in waiting:
-        products = sorted(set(per_connection[marketplace_id]))
-        payload = PriceStockPushPayload(MarketplaceId=marketplace_id, ProductIds=products)
+        fresh_products = sorted(set(per_connection[marketplace_id]))
+        payload = PriceStockPushPayload(MarketplaceId=marketplace_id, ProductIds=fresh_products)
         fresh.append(repository.NewJob(new_id(), marketplace_id, payload.stored(), len(payload.ProductIds)))
         chosen[marketplace_id] = fresh[-1].id
+        holds[fresh[-1].id] = frozenset(fresh_products)
     if fresh:
         run_after = now + timedelta(seconds=hold_s) if hold_s else None
         await repository.insert_queued(session, account_id, JobType.PRICE_STOCK_PUSH, fresh, now, run_after)
         wake_workers_on_commit(session)
+    if holds and not session.in_nested_transaction():  # a savepoint's work may yet be rolled back alone
+        on_commit(session, lambda: held.HELD.remember(database, holds))
     return [chosen[marketplace_id] for marketplace_id in sorted(per_connection)]
 
 

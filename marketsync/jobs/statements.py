@@ -5,20 +5,21 @@ from __future__ import annotations
 
 from marketsync.db.statements import Statement
 
-# A connection's queued jobs of a type that never ran, with the products pushes added to each: the additions' JSON
-# arrays as stored, joined by commas (NULL when none; the text is not parsed twice). Locked on PostgreSQL until the
-# push commits, in one order.
+# A connection's queued jobs of a type that never ran, with their total and the products pushes added to each: the
+# additions' JSON arrays as stored, joined by commas (NULL when none; parsed once, and only when needed). Locked on
+# PostgreSQL until the push commits, in one order.
 QUEUED_NEVER_STARTED = Statement(
     "jobs.queued_never_started",
     sqlite=(
-        "SELECT id, marketplace_id, payload, (SELECT group_concat(a.product_ids, ',') "
+        "SELECT id, marketplace_id, payload, progress_total, (SELECT group_concat(a.product_ids, ',') "
         "FROM job_product_additions a WHERE a.job_id = jobs.id) FROM jobs WHERE account_id = ? "
         "AND marketplace_id IN ({marks}) AND type = ? AND status = ? AND started_at IS NULL ORDER BY run_after, id"
     ),
     postgresql=(
-        "SELECT id, marketplace_id, payload, (SELECT string_agg(a.product_ids::text, ',') FROM job_product_additions a "
-        "WHERE a.job_id = jobs.id) FROM jobs WHERE account_id = $1 AND marketplace_id = ANY($2::varchar[]) "
-        "AND type = $3 AND status = $4 AND started_at IS NULL ORDER BY run_after, id FOR UPDATE"
+        "SELECT id, marketplace_id, payload, progress_total, (SELECT string_agg(a.product_ids::text, ',') "
+        "FROM job_product_additions a WHERE a.job_id = jobs.id) FROM jobs "
+        "WHERE account_id = $1 AND marketplace_id = ANY($2::varchar[]) AND type = $3 AND status = $4 "
+        "AND started_at IS NULL ORDER BY run_after, id FOR UPDATE"
     ),
 )
 

@@ -148,14 +148,15 @@ async def listing_lines(
 async def record_marketplace_values(
     session: AsyncSession, values: Sequence[tuple[str, Decimal | None, int | None]], now: datetime
 ) -> None:
-    """After a feed was applied: the values the marketplace now holds, per listing row id. One executemany on the raw
-    driver, in id order (two runs of one connection's pushes lock the same rows in the same order): a feed writes 500,
-    and SQLAlchemy's per-row parameter processing cost the event loop the workers share with the API."""
+    """After a feed was applied: the values the marketplace now holds, per listing row id. One statement on the raw
+    driver (SQLite: a row at a time), in id order (two runs of one connection's pushes lock the same rows in the same
+    order): a feed writes 500, and SQLAlchemy's per-row parameter processing cost the event loop the workers share
+    with the API; a statement per row cost PostgreSQL a core beside the API's pushes (0468)."""
     if not values:
         return
     driver = await session_driver(session)
     stamp = DriverSql(driver.postgres).time_value(now)
-    await driver.executemany(
+    await driver.execute_rows(
         statements.RECORD_MARKETPLACE_VALUES.text(driver.postgres),
         [
             (money_to_storage(price), quantity, stamp, row_id)

@@ -355,11 +355,7 @@ async def insert_attempts(session: AsyncSession, rows: Sequence[AttemptRow]) -> 
         )
         for r in rows
     ]
-    insert = statements.INSERT_ATTEMPTS.text(postgres)
-    if postgres:
-        await driver.execute(insert, [list(column) for column in zip(*values, strict=True)])
-    else:
-        await driver.executemany(insert, values)
+    await driver.execute_rows(statements.INSERT_ATTEMPTS.text(postgres), values)
 
 
 async def subscriptions_succeeded(session: AsyncSession, subscription_ids: Collection[str], now: datetime) -> None:

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.app import create_app
 from marketsync.db import Database, session_driver
@@ -24,6 +25,7 @@ from marketsync.db._requests_first import (
     mark_background,
 )
 from marketsync.runtime import Runtime
+from tests.support.factories import make_account
 from tests.support.server import serve
 
 # Long enough that only the end of the request, never the bound, lets the background work through.
@@ -190,17 +192,23 @@ async def test_on_sqlite_background_work_inside_its_transaction_goes_on_while_a_
     await request.task
 
 
+async def select_one(session: AsyncSession) -> None:
+    await session.execute(text("SELECT 1"))
+
+
 async def second_statement_during_a_request(
-    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+    rt: Runtime,
+    held: Callable[[], Awaitable[HeldRequest]],
+    first: Callable[[AsyncSession], Awaitable[None]] = select_one,
 ) -> tuple[asyncio.Task[None], HeldRequest, list[str]]:
-    """A background transaction whose second statement comes while a request is in flight: the background task, the
-    request, and the list the second statement's end is noted in."""
+    """A background transaction that runs `first`, then its second statement while a request is in flight: the
+    background task, the request, and the list the second statement's end is noted in."""
     entered, go = asyncio.Event(), asyncio.Event()
     done: list[str] = []
 
     async def two_statements() -> None:
         async with rt.db.transaction() as session:
-            await session.execute(text("SELECT 1"))
+            await first(session)
             entered.set()
             await go.wait()
             await session.execute(text("SELECT 2"))
@@ -211,6 +219,17 @@ async def second_statement_during_a_request(
     request = await held()
     go.set()
     return background, request, done
+
+
+async def ends_while_the_request_is_in_flight(
+    rt: Runtime, background: asyncio.Task[None], request: HeldRequest, done: list[str]
+) -> None:
+    """The background transaction's second statement ran, and it ended, before the request was answered."""
+    await asyncio.wait_for(background, 2)
+    assert done == ["second statement"]
+    assert rt.db.requests_first.in_flight == 1, "the statement waited for the request's end"
+    request.release.set()
+    await request.task
 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
@@ -265,12 +284,88 @@ async def test_on_postgresql_a_background_statement_waits_no_longer_than_its_own
 ) -> None:
     """Inside a transaction it may hold a row lock the request needs: it waits 25 ms at most, not the bound."""
     assert rt.db.requests_first.statement_max_wait_s == STATEMENT_MAX_WAIT_S < HELD_S
-    background, request, done = await second_statement_during_a_request(rt, held)
+    await ends_while_the_request_is_in_flight(rt, *await second_statement_during_a_request(rt, held))
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+@pytest.mark.parametrize("raw", [False, True], ids=["sqlalchemy", "raw driver"])
+@pytest.mark.parametrize(
+    "lock",
+    [
+        "SELECT id FROM accounts WHERE id = :id FOR UPDATE",
+        "UPDATE accounts SET name = name WHERE id = :id",
+        "SELECT id FROM accounts WHERE id = :id FOR NO KEY UPDATE SKIP LOCKED",
+    ],
+    ids=["for update", "update", "for no key update"],
+)
+async def test_on_postgresql_background_work_holding_row_locks_never_waits_for_the_request_in_flight(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]], lock: str, raw: bool
+) -> None:
+    """The request may be waiting for those locks (a push extending the job a claim locked): waiting for it would hold
+    it back until the bound (docs/decisions/0468)."""
+    rt.db.requests_first.statement_max_wait_s = HELD_S
+    account_id = await make_account(rt)
+
+    async def locks(session: AsyncSession) -> None:
+        if raw:
+            await (await session_driver(session)).fetch(lock.replace(":id", "$1"), (account_id,))
+        else:
+            await session.execute(text(lock), {"id": account_id})
+
+    await ends_while_the_request_is_in_flight(rt, *await second_statement_during_a_request(rt, held, locks))
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+async def test_on_postgresql_a_request_waiting_for_a_row_a_background_transaction_locked_is_not_held_back(
+    rt: Runtime,
+) -> None:
+    """A real request (over HTTP) that locks the row a background transaction of the same process holds is answered
+    as soon as that transaction ends, not after the background statements' waits (0468)."""
+    rt.db.requests_first.statement_max_wait_s = HELD_S
+    account_id = await make_account(rt)
+    app = create_app(rt)
+    locked, go = asyncio.Event(), asyncio.Event()
+
+    @app.get("/test/lock")
+    async def lock_route() -> dict[str, str]:
+        async with rt.db.transaction() as session:
+            await session.execute(text("SELECT id FROM accounts WHERE id = :id FOR UPDATE"), {"id": account_id})
+        return {"status": "locked"}
+
+    async def background_claim() -> None:
+        async with rt.db.transaction() as session:
+            await session.execute(text("SELECT id FROM accounts WHERE id = :id FOR UPDATE"), {"id": account_id})
+            locked.set()
+            await go.wait()
+            for _ in range(3):  # a claim's later statements
+                await session.execute(text("UPDATE accounts SET name = name WHERE id = :id"), {"id": account_id})
+
+    background = in_background(background_claim)
+    await locked.wait()
+    async with serve(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+        request = asyncio.create_task(client.get("/test/lock"))
+        while rt.db.requests_first.in_flight == 0:
+            await asyncio.sleep(0.005)
+        go.set()
+        answer = await asyncio.wait_for(request, 2)
+    assert answer.status_code == 200 and answer.json() == {"status": "locked"}
     await asyncio.wait_for(background, 2)
-    assert done == ["second statement"]
-    assert rt.db.requests_first.in_flight == 1, "the statement waited for the request's end, not its own bound"
-    request.release.set()
-    await request.task
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+async def test_on_postgresql_a_transaction_that_held_locks_leaves_the_next_one_waiting_as_before(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    """The note that a transaction may hold row locks ends with it: the same connection's next background transaction
+    waits again (the pool has one connection in use at a time here)."""
+    account_id = await make_account(rt)
+
+    async def write_and_commit() -> None:
+        async with rt.db.transaction() as session:
+            await session.execute(text("UPDATE accounts SET name = name WHERE id = :id"), {"id": account_id})
+
+    await asyncio.wait_for(in_background(write_and_commit), 5)
+    await test_on_postgresql_background_work_waits_before_each_statement_while_a_request_is_in_flight(rt, held)
 
 
 @pytest.mark.parametrize("settings_overrides", [{"requests_first_max_wait_s": 0.02}])

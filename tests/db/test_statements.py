@@ -195,7 +195,8 @@ async def _queued_never_started(statement: Statement, driver: SessionDriver, _: 
     else:
         rows = await driver.fetch(sql, (w.account_id, w.connection_id, PUSH, "Published"))
     assert [(row[0], row[1]) for row in rows] == [(w.job_id, w.connection_id)]
-    assert len(rows[0]) == 4  # id, marketplace_id, payload, the additions' products
+    assert len(rows[0]) == 5  # id, marketplace_id, payload, progress_total, the additions' products
+    assert isinstance(rows[0][3], int)
 
 
 @case("jobs.count_additions")
@@ -325,7 +326,7 @@ async def _data_flow_owners(statement: Statement, driver: SessionDriver, _: Asyn
 @case("marketplaces.record_marketplace_values")
 async def _record_values(statement: Statement, driver: SessionDriver, session: AsyncSession, w: World) -> None:
     price = money_to_storage(Decimal("8.75"))
-    await driver.executemany(statement.text(driver.postgres), [(price, None, _at(driver), w.listing_row_id)])
+    await driver.execute_rows(statement.text(driver.postgres), [(price, None, _at(driver), w.listing_row_id)])
     query = select(Listing.marketplace_price, Listing.marketplace_quantity).where(Listing.id == w.listing_row_id)
     assert (await _one(session, query)) == (Decimal("8.75"), None)  # a NULL quantity leaves it as it was
 
@@ -333,7 +334,7 @@ async def _record_values(statement: Statement, driver: SessionDriver, session: A
 @case("sandbox.apply_price_stock")
 async def _apply_price_stock(statement: Statement, driver: SessionDriver, session: AsyncSession, w: World) -> None:
     row = (None, 11, _at(driver), w.connection_id, w.sandbox_listing_id)
-    await driver.executemany(statement.text(driver.postgres), [row])
+    await driver.execute_rows(statement.text(driver.postgres), [row])
     query = select(SandboxListing.price, SandboxListing.quantity, SandboxListing.feed_updates).where(
         SandboxListing.listing_id == w.sandbox_listing_id
     )

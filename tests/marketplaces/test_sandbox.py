@@ -214,6 +214,32 @@ async def test_a_feed_interrupted_between_chunks_is_resumed_without_a_line_appli
     assert remote["CHUNK-4"].price == Decimal("10.00") and remote["CHUNK-4"].quantity == 14
 
 
+async def test_a_feed_naming_a_listing_twice_applies_both_lines_in_their_order(
+    rt: Runtime, api: httpx.AsyncClient
+) -> None:
+    """As a marketplace processes a feed's messages in turn: the second line's values win where it gives one, and the
+    listing counts two updates (PostgreSQL writes a batch in one statement, which could write a row only once)."""
+    tenant = await make_tenant(rt, api, marketplaces=(("P1", "UK"),))
+    p1 = tenant.marketplace("P1")
+    lines = await _five_listed(rt, p1)
+    twice = [*lines[:2], PriceStockLine("CHUNK-0", None, 42), PriceStockLine("CHUNK-0", Decimal("7.25"), None)]
+
+    result = await _result(rt, p1, await connector_for(rt, p1).submit_price_stock("twice", twice))
+
+    assert result.status == "Done" and result.processed == 4 and result.errors == []  # type: ignore[attr-defined]
+    remote = await support.sandbox_listings(rt, p1)
+    assert (remote["CHUNK-0"].price, remote["CHUNK-0"].quantity, remote["CHUNK-0"].feed_updates) == (
+        Decimal("7.25"),
+        42,
+        3,
+    )
+    assert (remote["CHUNK-1"].price, remote["CHUNK-1"].quantity, remote["CHUNK-1"].feed_updates) == (
+        Decimal("7.00"),
+        11,
+        1,
+    )
+
+
 async def test_consent_is_granted_at_the_sandbox_itself_and_restores_a_revoked_authorisation(
     rt: Runtime, api: httpx.AsyncClient
 ) -> None:

@@ -448,7 +448,7 @@ def _reference(line: dict[str, Any], key: str) -> str:
 async def _apply_price_stock(
     session: AsyncSession, seller: SandboxSeller, now: datetime, lines: list[dict[str, Any]], faulted: set[int]
 ) -> _LineOutcome:
-    """Check every line, then write the accepted ones in one executemany on the raw driver (at most
+    """Check every line, then write the accepted ones in one statement on the raw driver (at most
     `FEED_CHUNK_LINES` lines; the sandbox runs in the service's process by default, where 500 ORM objects, or Core's
     per-row parameter processing, cost the API's event loop ~20 ms a chunk). `faulted`: indexes within `lines`."""
     table = cast(Table, SandboxListing.__table__)
@@ -481,7 +481,12 @@ async def _apply_price_stock(
             )
         )
     if updates:
-        await driver.executemany(statements.APPLY_PRICE_STOCK.text(driver.postgres), updates)
+        apply = statements.APPLY_PRICE_STOCK.text(driver.postgres)
+        if len({row[4] for row in updates}) == len(updates):
+            await driver.execute_rows(apply, updates)
+        else:  # a listing named twice: each line applied in turn, as the marketplace would
+            for row in updates:
+                await driver.execute_rows(apply, [row])
         # Listings loaded as objects earlier in this transaction (another feed of the same poll) are now stale.
         for loaded in list(session.identity_map.values()):
             if isinstance(loaded, SandboxListing) and loaded.connection_id == seller.connection_id:
