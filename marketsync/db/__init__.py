@@ -43,6 +43,7 @@ from marketsync.db._requests_first import (
     SQLITE_WRITER_INFO,
     RequestsFirst,
     WriterTurns,
+    holds_locks_requests_take,
     mark_background,
 )
 from marketsync.db._wakeups import EVENTS, EVERY_KIND, JOBS, wake_workers_on_commit
@@ -68,6 +69,7 @@ __all__ = [
     "async_url",
     "database_unavailable",
     "dialect_of",
+    "hold_locks_requests_take",
     "insert_for",
     "mark_background",
     "older_than",
@@ -178,6 +180,12 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool, checkpointer: Wal
 
 # The session.info key of the callbacks `on_commit` keeps until the transaction commits.
 _ON_COMMIT = "marketsync.on_commit"
+
+
+async def hold_locks_requests_take(session: AsyncSession) -> None:
+    """The session's transaction has just taken locks the API's requests take too (a claim's queued job, a push's
+    products): on PostgreSQL its later background statements no longer wait for the requests in flight (0468)."""
+    holds_locks_requests_take((await session.connection()).info)
 
 
 def on_commit(session: AsyncSession, callback: Callable[[], None]) -> None:
@@ -383,11 +391,11 @@ class Database:
 def _background_statements_wait(engine: AsyncEngine, requests_first: RequestsFirst) -> None:
     """PostgreSQL: background work waits for the requests in flight before each of its statements too (bounded), so
     a request resumes without the loop running the workers' work between its own statements; but not once its
-    transaction may hold row locks a request waits for (0468), which its end releases."""
+    transaction holds locks the requests take too (0468), which its end releases."""
 
     @event.listens_for(engine.sync_engine, "before_cursor_execute")
-    def _before(connection: Connection, _cursor: Any, statement: str, *_args: Any) -> None:
-        if requests_first.statement_waits(connection.info, statement):
+    def _before(connection: Connection, *_args: Any) -> None:
+        if requests_first.statement_waits(connection.info):
             await_only(requests_first.wait(requests_first.statement_max_wait_s))
 
     @event.listens_for(engine.sync_engine, "commit")

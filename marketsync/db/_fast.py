@@ -555,7 +555,7 @@ class SessionDriver:
 
     async def fetch(self, sql: str, arguments: Sequence[Any]) -> list[Sequence[Any]]:
         if self.postgres:
-            rows: list[Sequence[Any]] = await self._guarded(sql, self._driver.fetch(sql, *arguments))
+            rows: list[Sequence[Any]] = await self._guarded(self._driver.fetch(sql, *arguments))
             return rows
         if self._sqlite_on_loop is not None:
             return self._sqlite_on_loop.execute(sql, arguments).fetchall()
@@ -564,7 +564,7 @@ class SessionDriver:
     async def execute(self, sql: str, arguments: Sequence[Any]) -> int:
         """Run one statement; answers how many rows it inserted, updated or deleted."""
         if self.postgres:
-            status: str = await self._guarded(sql, self._driver.execute(sql, *arguments))
+            status: str = await self._guarded(self._driver.execute(sql, *arguments))
             # asyncpg answers the command tag: "UPDATE 500", "INSERT 0 1", "SELECT 3".
             count = status.rpartition(" ")[2]
             return int(count) if count.isdigit() else 0
@@ -577,7 +577,7 @@ class SessionDriver:
         """Run one statement per row; answers how many rows they changed in all (None on PostgreSQL: asyncpg's
         executemany does not count)."""
         if self.postgres:
-            await self._guarded(sql, self._driver.executemany(sql, rows))
+            await self._guarded(self._driver.executemany(sql, rows))
             return None
         if self._sqlite_on_loop is not None:
             return self._sqlite_on_loop.executemany(sql, rows).rowcount
@@ -595,9 +595,9 @@ class SessionDriver:
         else:
             await self.executemany(sql, rows)
 
-    async def _guarded(self, sql: str, call: Coroutine[Any, Any, T]) -> T:
+    async def _guarded(self, call: Coroutine[Any, Any, T]) -> T:
         first = self._requests_first
-        if first is not None and first.statement_waits(self._connection.info, sql):
+        if first is not None and first.statement_waits(self._connection.info):
             try:
                 await first.wait(first.statement_max_wait_s)
             except BaseException:

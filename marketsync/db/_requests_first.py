@@ -8,7 +8,7 @@ stream of requests; a process without requests (`marketsync worker`) never waits
 
 On SQLite only the outermost database use of a background task waits: inside a transaction it holds the one writer,
 which a request may be waiting for. On PostgreSQL, with no single writer, background statements wait too (db.py),
-until their transaction may hold locks a request waits for (its first write or locking read: docs/decisions/0468).
+but not in a transaction that holds locks the API's requests take too (docs/decisions/0468).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-import re
 from collections.abc import MutableMapping
 from contextvars import ContextVar, Token
 from typing import Any
@@ -25,16 +24,10 @@ from sqlalchemy import exc as sa_exc
 
 # PostgreSQL: a background statement waits at most this long, whatever the process's bound (docs/decisions/0302).
 STATEMENT_MAX_WAIT_S = 0.025
-# The key under which a PostgreSQL connection's info notes that its transaction may hold row locks: a background
-# transaction's statements after its first write or locking read never wait, since a request in flight may be waiting
-# for those locks (a claim locks the queued job a push extends; docs/decisions/0468). Cleared at its end (db.py).
+# The key under which a PostgreSQL connection's info notes that its transaction holds locks the API's requests take
+# too (the queued job a push extends, which a worker's claim locks): its later statements never wait for the requests
+# in flight, which may be waiting for those locks (docs/decisions/0468). Cleared at the transaction's end (db.py).
 LOCKS_HELD_INFO = "marketsync.locks_held"
-# A statement that may take locks a request could wait for: a write, a read FOR UPDATE / FOR SHARE, an advisory lock
-# (a claim's turn per connection). A WITH may hold a write.
-_TAKES_ROW_LOCKS = re.compile(
-    r"^\s*(?:INSERT|UPDATE|DELETE|MERGE|WITH)\b|\bFOR\s+(?:NO\s+KEY\s+|KEY\s+)?(?:UPDATE|SHARE)\b|\bpg_advisory",
-    re.IGNORECASE,
-)
 # After a request is answered, background work waits this long before its next database use: a client sending request
 # after request on one connection has its next one in within it, and would otherwise find background work started in
 # the gap holding the writer (SQLite) or the loop (docs/decisions/0456). 20 ms covers a client that takes a few
@@ -52,6 +45,12 @@ _in_database: ContextVar[bool] = ContextVar("marketsync_in_database", default=Fa
 def mark_background() -> None:
     """The calling task, and every task it creates from now on, is background work (the worker's loop)."""
     _background.set(True)
+
+
+def holds_locks_requests_take(connection_info: MutableMapping[str, Any]) -> None:
+    """The transaction on this connection (its info dict) has taken locks the API's requests take too: until it ends,
+    its statements go on at once rather than make a request that waits for those locks wait longer (0468)."""
+    connection_info[LOCKS_HELD_INFO] = True
 
 
 def in_background() -> bool:
@@ -82,15 +81,10 @@ class RequestsFirst:
         """Whether background work should wait before its next statement (PostgreSQL: db.py)."""
         return self.in_flight > 0 and self.max_wait_s > 0 and _background.get()
 
-    def statement_waits(self, connection_info: MutableMapping[str, Any], statement: str) -> bool:
-        """PostgreSQL, before a statement on a connection (its info dict): whether it waits for the requests in flight.
-        Only background work outside a transaction that may hold row locks waits (0468); a statement that may take
-        them is noted in `connection_info`, so the rest of its transaction goes on at once."""
-        if not _background.get() or connection_info.get(LOCKS_HELD_INFO):
-            return False
-        if _TAKES_ROW_LOCKS.search(statement):
-            connection_info[LOCKS_HELD_INFO] = True
-        return self.background_waits()
+    def statement_waits(self, connection_info: MutableMapping[str, Any]) -> bool:
+        """PostgreSQL, before a statement on a connection (its info dict): whether it waits for the requests in flight
+        (`background_waits`), unless its transaction holds locks requests take (`holds_locks_requests_take`)."""
+        return not connection_info.get(LOCKS_HELD_INFO) and self.background_waits()
 
     async def wait(self, max_wait_s: float | None = None) -> None:
         """Until no request is in flight, at most `max_wait_s` (default: the process's bound)."""

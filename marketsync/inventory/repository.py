@@ -25,6 +25,7 @@ from marketsync.db import (
     DriverReader,
     DriverSql,
     dialect_of,
+    hold_locks_requests_take,
     insert_for,
     older_than,
     session_driver,
@@ -99,6 +100,8 @@ async def lock_products_by_sku_keys(
     driver = await session_driver(session)
     sql = statements.LOCK_PRODUCTS_BY_SKU_KEYS.text(driver.postgres, len(keys))
     rows = await driver.fetch(sql, (account_id, list(keys)) if driver.postgres else (account_id, *keys))
+    if rows:
+        await hold_locks_requests_take(session)  # a background push's (a file import's) locks are a request's too
     return [StoredProduct(id, sku, stored_price(price), quantity, at) for id, sku, price, quantity, at in rows]
 
 
@@ -121,7 +124,10 @@ async def lock_products_by_id(session: AsyncSession, account_id: str, ids: Colle
         .order_by(Product.id)
         .with_for_update()
     )
-    return _stored(result.all())
+    rows = result.all()
+    if rows:
+        await hold_locks_requests_take(session)
+    return _stored(rows)
 
 
 _WRITE_VALUES = (

@@ -11,7 +11,7 @@ from sqlalchemy import ColumnElement, and_, case, exists, func, or_, select, typ
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from marketsync.db import DriverSql, dialect_of, insert_for, older_than, session_driver
+from marketsync.db import DriverSql, dialect_of, hold_locks_requests_take, insert_for, older_than, session_driver
 from marketsync.jobs import statements
 from marketsync.jobs.types import QUEUED, JobStatus, JobType
 from marketsync.kit import jsonio
@@ -177,6 +177,8 @@ async def every_queued_never_started(
     else:
         arguments = (account_id, *marketplace_ids, job_type, status)
     rows = await driver.fetch(statements.QUEUED_NEVER_STARTED.text(driver.postgres, len(marketplace_ids)), arguments)
+    if rows:
+        await hold_locks_requests_take(session)
     return [QueuedJob(job_id, place, total, payload, added) for job_id, place, payload, total, added in rows]
 
 
@@ -368,6 +370,7 @@ async def claim_next(
         row = (await session.execute(candidate)).first()
         if row is None:
             continue
+        await hold_locks_requests_take(session)  # the queued job a push extends: its next statements never wait
         job_id, job_type, marketplace_id = row
         in_line = recovered or job_type not in ONE_AT_A_TIME or marketplace_id is None
         if not in_line and not await _first_in_line(session, job_type, str(marketplace_id)):

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from marketsync.app import create_app
-from marketsync.db import Database, session_driver
+from marketsync.db import Database, hold_locks_requests_take, session_driver
 from marketsync.db._requests_first import (
     FOLLOW_UP_GRACE_S,
     STATEMENT_MAX_WAIT_S,
@@ -24,8 +24,11 @@ from marketsync.db._requests_first import (
     WriterTurns,
     mark_background,
 )
+from marketsync.jobs import repository as job_repository
+from marketsync.jobs import service as job_service
+from marketsync.jobs.types import JobType
 from marketsync.runtime import Runtime
-from tests.support.factories import make_account
+from tests.support.factories import make_account, make_connection
 from tests.support.server import serve
 
 # Long enough that only the end of the request, never the bound, lets the background work through.
@@ -221,6 +224,16 @@ async def second_statement_during_a_request(
     return background, request, done
 
 
+async def waits_for_the_request_s_end(background: asyncio.Task[None], request: HeldRequest, done: list[str]) -> None:
+    """The background transaction's second statement waited until the request was answered, then ran."""
+    await settled()
+    assert done == [], "a background statement ran while a request was in flight"
+    request.release.set()
+    await request.task
+    await asyncio.wait_for(background, 10)
+    assert done == ["second statement"]
+
+
 async def ends_while_the_request_is_in_flight(
     rt: Runtime, background: asyncio.Task[None], request: HeldRequest, done: list[str]
 ) -> None:
@@ -238,13 +251,7 @@ async def test_on_postgresql_background_work_waits_before_each_statement_while_a
 ) -> None:
     """No single writer there: the loop, not a lock, is what a request waits for, so background statements wait too."""
     rt.db.requests_first.statement_max_wait_s = HELD_S
-    background, request, done = await second_statement_during_a_request(rt, held)
-    await settled()
-    assert done == [], "a background statement ran while a request was in flight"
-    request.release.set()
-    await request.task
-    await asyncio.wait_for(background, 10)
-    assert done == ["second statement"]
+    await waits_for_the_request_s_end(*await second_statement_during_a_request(rt, held))
 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
@@ -287,32 +294,56 @@ async def test_on_postgresql_a_background_statement_waits_no_longer_than_its_own
     await ends_while_the_request_is_in_flight(rt, *await second_statement_during_a_request(rt, held))
 
 
+async def queued_push(rt: Runtime) -> tuple[str, str]:
+    """A queued PriceStockPush: (account id, connection id)."""
+    account_id = await make_account(rt)
+    connection = await make_connection(rt, account_id, "P1", "UK")
+    async with rt.db.transaction() as session:
+        await job_service.enqueue_price_stock_push(session, rt.clock.now(), account_id, connection.id, ["P-0"])
+    return account_id, connection.id
+
+
+async def claims(rt: Runtime, session: AsyncSession) -> None:
+    assert await job_repository.claim_next(session, "w", rt.clock.now(), 30, [JobType.PRICE_STOCK_PUSH]) is not None
+
+
+async def extends(rt: Runtime, session: AsyncSession) -> None:
+    account_id, connection_id = await queued_push(rt)
+    queued = await job_repository.queued_never_started(session, account_id, [connection_id], JobType.PRICE_STOCK_PUSH)
+    assert list(queued) == [connection_id]
+
+
 @pytest.mark.parametrize("backend", ["postgresql"])
-@pytest.mark.parametrize("raw", [False, True], ids=["sqlalchemy", "raw driver"])
-@pytest.mark.parametrize(
-    "lock",
-    [
-        "SELECT id FROM accounts WHERE id = :id FOR UPDATE",
-        "UPDATE accounts SET name = name WHERE id = :id",
-        "SELECT id FROM accounts WHERE id = :id FOR NO KEY UPDATE SKIP LOCKED",
-    ],
-    ids=["for update", "update", "for no key update"],
-)
-async def test_on_postgresql_background_work_holding_row_locks_never_waits_for_the_request_in_flight(
-    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]], lock: str, raw: bool
+@pytest.mark.parametrize("locks", [claims, extends], ids=["a claim", "a push's queued-job lock read"])
+async def test_on_postgresql_background_work_holding_locks_requests_take_never_waits_for_the_request_in_flight(
+    rt: Runtime,
+    held: Callable[[], Awaitable[HeldRequest]],
+    locks: Callable[[Runtime, AsyncSession], Awaitable[None]],
 ) -> None:
-    """The request may be waiting for those locks (a push extending the job a claim locked): waiting for it would hold
-    it back until the bound (docs/decisions/0468)."""
+    """A request may be waiting for those locks (a push extending the job a claim locked): waiting for it would hold
+    it back until the bound, 25 ms a statement (docs/decisions/0468)."""
+    rt.db.requests_first.statement_max_wait_s = HELD_S
+    if locks is claims:
+        await queued_push(rt)
+
+    async def first(session: AsyncSession) -> None:
+        await locks(rt, session)
+
+    await ends_while_the_request_is_in_flight(rt, *await second_statement_during_a_request(rt, held, first))
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])
+async def test_on_postgresql_background_work_that_only_wrote_still_waits_for_the_request_in_flight(
+    rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
+) -> None:
+    """A write of rows no request locks (a mirror's page, a feed's lines) keeps the loop for the request (0468)."""
     rt.db.requests_first.statement_max_wait_s = HELD_S
     account_id = await make_account(rt)
 
-    async def locks(session: AsyncSession) -> None:
-        if raw:
-            await (await session_driver(session)).fetch(lock.replace(":id", "$1"), (account_id,))
-        else:
-            await session.execute(text(lock), {"id": account_id})
+    async def writes(session: AsyncSession) -> None:
+        await session.execute(text("UPDATE accounts SET name = name WHERE id = :id"), {"id": account_id})
 
-    await ends_while_the_request_is_in_flight(rt, *await second_statement_during_a_request(rt, held, locks))
+    await waits_for_the_request_s_end(*await second_statement_during_a_request(rt, held, writes))
 
 
 @pytest.mark.parametrize("backend", ["postgresql"])
@@ -335,6 +366,7 @@ async def test_on_postgresql_a_request_waiting_for_a_row_a_background_transactio
     async def background_claim() -> None:
         async with rt.db.transaction() as session:
             await session.execute(text("SELECT id FROM accounts WHERE id = :id FOR UPDATE"), {"id": account_id})
+            await hold_locks_requests_take(session)  # as a claim does (jobs/repository.py)
             locked.set()
             await go.wait()
             for _ in range(3):  # a claim's later statements
@@ -356,13 +388,14 @@ async def test_on_postgresql_a_request_waiting_for_a_row_a_background_transactio
 async def test_on_postgresql_a_transaction_that_held_locks_leaves_the_next_one_waiting_as_before(
     rt: Runtime, held: Callable[[], Awaitable[HeldRequest]]
 ) -> None:
-    """The note that a transaction may hold row locks ends with it: the same connection's next background transaction
-    waits again (the pool has one connection in use at a time here)."""
+    """The note that a transaction holds locks requests take ends with it: the same connection's next background
+    transaction waits again (the pool has one connection in use at a time here)."""
     account_id = await make_account(rt)
 
     async def write_and_commit() -> None:
         async with rt.db.transaction() as session:
-            await session.execute(text("UPDATE accounts SET name = name WHERE id = :id"), {"id": account_id})
+            await session.execute(text("SELECT id FROM accounts WHERE id = :id FOR UPDATE"), {"id": account_id})
+            await hold_locks_requests_take(session)
 
     await asyncio.wait_for(in_background(write_and_commit), 5)
     await test_on_postgresql_background_work_waits_before_each_statement_while_a_request_is_in_flight(rt, held)
