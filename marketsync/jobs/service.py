@@ -109,40 +109,9 @@ async def enqueue_price_stock_pushes(
 
     A fixed number of statements on the raw driver whatever the number of connections (docs/decisions/0260). A new
     job is runnable `hold_s` after `now`: the pushes that follow within it join it (docs/decisions/0458)."""
-    chosen: dict[str, str] = {}
-    waiting = sorted(per_connection)
     database = held.database_of(session)
     holds: dict[str, frozenset[str]] = {}  # each job's products once this commits
-    for _ in range(3):  # a worker may claim a queued job between the read and the update: look again
-        queued = await repository.queued_never_started(session, account_id, waiting, JobType.PRICE_STOCK_PUSH)
-        additions = []
-        for marketplace_id, job in queued.items():
-            # Only products the job does not hold yet are written (docs/decisions/0461): a loop of pushes over the
-            # same catalogue wrote every push's ids again, once per connection. The job is locked (PostgreSQL) or
-            # the writer held (SQLite), so it is still queued when this commits and takes the products it holds.
-            # This process's last commit may have left them known (0468): else they are read.
-            products = held.HELD.get(database, job.id, job.progress_total)
-            if products is None:
-                payload = PriceStockPushPayload.of(job.payload)
-                if payload.AllListings:
-                    chosen[marketplace_id] = job.id  # a full resync is queued: it carries these products too
-                    continue
-                products = frozenset((*payload.ProductIds, *(product for added in job.added for product in added)))
-            new = sorted(set(per_connection[marketplace_id]) - products)
-            if not new:
-                chosen[marketplace_id] = job.id
-                holds[job.id] = products
-                continue
-            additions.append(repository.Addition(new_id(), job.id, new))
-            holds[job.id] = held.holding(products, new)
-        done = await repository.add_to_queued_jobs(session, additions, now)
-        for addition in additions:
-            if addition.job_id not in done:
-                del holds[addition.job_id]  # claimed meanwhile: no longer queued
-        chosen.update((job.marketplace_id, job.id) for job in queued.values() if job.id in done)
-        waiting = [marketplace_id for marketplace_id in waiting if marketplace_id not in chosen]
-        if len(done) == len(additions):
-            break  # every queued job found took the products: the others have none queued
+    chosen, waiting = await _join_queued_pushes(session, now, account_id, per_connection, database, holds)
     fresh = []
     for marketplace_id in waiting:
         fresh_products = sorted(set(per_connection[marketplace_id]))
@@ -157,6 +126,58 @@ async def enqueue_price_stock_pushes(
     if holds and not session.in_nested_transaction():  # a savepoint's work may yet be rolled back alone
         on_commit(session, lambda: held.HELD.remember(database, holds))
     return [chosen[marketplace_id] for marketplace_id in sorted(per_connection)]
+
+
+async def _join_queued_pushes(
+    session: AsyncSession,
+    now: datetime,
+    account_id: str,
+    per_connection: Mapping[str, Sequence[str]],
+    database: str,
+    holds: dict[str, frozenset[str]],
+) -> tuple[dict[str, str], list[str]]:
+    """The connections' queued PriceStockPushes that take the products (connection id -> job id), and the connections
+    left with none queued. `holds` gets what each job holds once this commits."""
+    chosen: dict[str, str] = {}
+    waiting = sorted(per_connection)
+    for _ in range(3):  # a worker may claim a queued job between the read and the update: look again
+        queued = await repository.queued_never_started(session, account_id, waiting, JobType.PRICE_STOCK_PUSH)
+        additions = []
+        for marketplace_id, job in queued.items():
+            # Only products the job does not hold yet are written (docs/decisions/0461): a loop of pushes over the
+            # same catalogue wrote every push's ids again, once per connection. The job is locked (PostgreSQL) or
+            # the writer held (SQLite), so it is still queued when this commits and takes the products it holds.
+            products = _products_held(database, job)
+            if products is None:
+                chosen[marketplace_id] = job.id  # a full resync is queued: it carries these products too
+                continue
+            new = sorted(set(per_connection[marketplace_id]) - products)
+            holds[job.id] = held.holding(products, new) if new else products
+            if new:
+                additions.append(repository.Addition(new_id(), job.id, new))
+            else:
+                chosen[marketplace_id] = job.id
+        done = await repository.add_to_queued_jobs(session, additions, now)
+        for addition in additions:
+            if addition.job_id not in done:
+                del holds[addition.job_id]  # claimed meanwhile: no longer queued
+        chosen.update((job.marketplace_id, job.id) for job in queued.values() if job.id in done)
+        waiting = [marketplace_id for marketplace_id in waiting if marketplace_id not in chosen]
+        if len(done) == len(additions):
+            break  # every queued job found took the products: the others have none queued
+    return chosen, waiting
+
+
+def _products_held(database: str, job: repository.QueuedJob) -> frozenset[str] | None:
+    """The products a queued PriceStockPush holds, known from this process's last commit (0468) or read; None for a
+    full resync (AllListings)."""
+    known = held.HELD.get(database, job.id, job.progress_total)
+    if known is not None:
+        return known
+    payload = PriceStockPushPayload.of(job.payload)
+    if payload.AllListings:
+        return None
+    return frozenset((*payload.ProductIds, *(product for added in job.added for product in added)))
 
 
 # A held ListingPublish takes creates up to a feed of this many listings; the next create queues another.
