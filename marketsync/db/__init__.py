@@ -43,7 +43,7 @@ from marketsync.db._requests_first import (
     SQLITE_WRITER_INFO,
     RequestsFirst,
     WriterTurns,
-    holds_locks_requests_take,
+    in_background,
     mark_background,
 )
 from marketsync.db._wakeups import EVENTS, EVERY_KIND, JOBS, wake_workers_on_commit
@@ -184,8 +184,10 @@ _ON_COMMIT = "marketsync.on_commit"
 
 async def hold_locks_requests_take(session: AsyncSession) -> None:
     """The session's transaction has just taken locks the API's requests take too (a claim's queued job, a push's
-    products): on PostgreSQL its later background statements no longer wait for the requests in flight (0468)."""
-    holds_locks_requests_take((await session.connection()).info)
+    products): on PostgreSQL its later background statements no longer wait for the requests in flight (0468). A
+    request's own transaction never waits: nothing to note (the push's hot path)."""
+    if in_background():
+        (await session.connection()).info[LOCKS_HELD_INFO] = True
 
 
 def on_commit(session: AsyncSession, callback: Callable[[], None]) -> None:
@@ -313,6 +315,7 @@ class Database:
         """A write session committed once at the edge, rolled back on any exception. Work it queued (a job, an
         event) wakes the workers as it commits (marketsync/db/_wakeups.py)."""
         wake: frozenset[str] = frozenset()
+        committed: list[Callable[[], None]] = []
         async with (
             self.requests_first.turn(),
             self._sqlite_writer_turn(),

@@ -47,12 +47,6 @@ def mark_background() -> None:
     _background.set(True)
 
 
-def holds_locks_requests_take(connection_info: MutableMapping[str, Any]) -> None:
-    """The transaction on this connection (its info dict) has taken locks the API's requests take too: until it ends,
-    its statements go on at once rather than make a request that waits for those locks wait longer (0468)."""
-    connection_info[LOCKS_HELD_INFO] = True
-
-
 def in_background() -> bool:
     """Whether the calling task is background work (a job, a poller, a schedule of the worker's loop)."""
     return _background.get()
@@ -83,7 +77,7 @@ class RequestsFirst:
 
     def statement_waits(self, connection_info: MutableMapping[str, Any]) -> bool:
         """PostgreSQL, before a statement on a connection (its info dict): whether it waits for the requests in flight
-        (`background_waits`), unless its transaction holds locks requests take (`holds_locks_requests_take`)."""
+        (`background_waits`), unless its transaction holds locks requests take (db.hold_locks_requests_take)."""
         return not connection_info.get(LOCKS_HELD_INFO) and self.background_waits()
 
     async def wait(self, max_wait_s: float | None = None) -> None:

@@ -14,7 +14,6 @@ total, and the push reads the products from the database as before.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Collection
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -45,17 +44,10 @@ class HeldProducts:
         while len(self._held) > MAX_JOBS:
             self._held.popitem(last=False)
 
-    def forget(self) -> None:
-        self._held.clear()
-
 
 def database_of(session: AsyncSession) -> str:
     """The database a session writes to, as a key (its URL, the password hidden)."""
     return str(session.get_bind().engine.url)
-
-
-def holding(held: Collection[str], new: Collection[str]) -> frozenset[str]:
-    return frozenset(held).union(new)
 
 
 # This process's.

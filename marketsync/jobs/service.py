@@ -152,7 +152,7 @@ async def _join_queued_pushes(
                 chosen[marketplace_id] = job.id  # a full resync is queued: it carries these products too
                 continue
             new = sorted(set(per_connection[marketplace_id]) - products)
-            holds[job.id] = held.holding(products, new) if new else products
+            holds[job.id] = products.union(new)
             if new:
                 additions.append(repository.Addition(new_id(), job.id, new))
             else:
