@@ -490,7 +490,9 @@ async def alternate(sides: list[Side], call: Call, rounds: int, warmup: int) -> 
 def summary(timings: dict[str, list[float]]) -> dict[str, dict[str, float]]:
     if os.environ.get("BENCH_RAW"):
         print({name: [round(x, 1) for x in t] for name, t in timings.items()}, file=sys.stderr)
-    return {name: {"p50": statistics.median(t), "p99": percentile(t, 0.99), "n": len(t)} for name, t in timings.items()}
+    # Every timing kept, in round order: the growth step pairs each round's sides (paired_growth).
+    return {name: {"p50": statistics.median(t), "p99": percentile(t, 0.99), "n": len(t), "t": [round(x, 4) for x in t]}
+            for name, t in timings.items()}  # fmt: skip
 
 
 def named(d: Deployment, many: bool, *names: str) -> list[Side]:
@@ -718,9 +720,22 @@ SERIES = {"push": "500-SKU push", "walk": "products ModifiedSince walk, page of 
           "propagate": "500-SKU push propagating"}  # fmt: skip
 
 
+def paired_growth(small: dict[str, Any], large: dict[str, Any], floor_side: str) -> dict[str, float]:
+    """Ours' growth over the floor's, round by round: in round r, (ours large / ours small) / (floor large / floor
+    small), the four requests timed one after the other within a few tens of milliseconds. The median and quartiles
+    over the rounds. A minute in which the machine is slower moves the four alike and cancels out, which the ratio of
+    four medians (each over different minutes' requests) does not; both are reported."""
+    rounds = zip(small["ours"]["t"], large["ours"]["t"], small[floor_side]["t"], large[floor_side]["t"], strict=True)
+    ratios = sorted((ours_l / ours_s) / (floor_l / floor_s) for ours_s, ours_l, floor_s, floor_l in rounds)
+    q1, median, q3 = statistics.quantiles(ratios, n=4)
+    return {"median": round(median, 3), "q1": round(q1, 3), "q3": round(q3, 3), "rounds": len(ratios)}
+
+
 def figures_of(results: list[dict[str, Any]], probe: tuple[float, float], many: bool) -> list[dict[str, Any]]:
     figures = []
     by_backend = {(r["backend"], r["products"]): r for r in results}
+    largest = {r["backend"]: max(s["products"] for s in results if s["backend"] == r["backend"]) for r in results}
+    smallest = {r["backend"]: min(s["products"] for s in results if s["backend"] == r["backend"]) for r in results}
     for r in results:
         size = f"{r['products']:,} products" + (f" ({r['extra']:,} bulk-loaded)" if r["extra"] else "")
         load = f"load {r['load_before']} → {r['load_after']}; CPU probe {probe[0]} → {probe[1]} ms"
@@ -761,6 +776,9 @@ def figures_of(results: list[dict[str, Any]], probe: tuple[float, float], many: 
             if many:
                 figure["series"] = f"{SERIES[key]} ({r['backend']}, demo tenant)"
                 figure["rows"] = r["products"]
+                small = by_backend[(r["backend"], smallest[r["backend"]])]
+                if floor_side is not None and r["products"] == largest[r["backend"]] and r is not small:
+                    figure["paired_growth"] = paired_growth(small[key], r[key], floor_side)
             figures.append(figure)
     return figures
 
