@@ -322,6 +322,8 @@ def main() -> None:
         found, note = run_one(name, arguments)
         note += f", CPU probe {before} → {cpu_probe_ms()} ms"
         print(note, flush=True)
+        if not found and name in ledger:
+            continue  # a step that failed keeps the figures of its last run that gave some (its note says when)
         when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         ledger[name] = {"figures": found, "note": note, "when": when}
     page = render(ledger)

@@ -554,16 +554,23 @@ async def bench_list(sides: list[Side], reads: int, products: int) -> dict[str, 
     return await alternate(sides, call, reads, 3)
 
 
-async def bench_walk(sides: list[Side], reads: int) -> dict[str, list[float]]:
-    """A ModifiedSince walk, Limit 200, from the oldest product (the growth step's walk)."""
-    cursors = {side.name: "2000-01-01T00:00:00Z" for side in sides}
+async def bench_walk(sides: list[Side], reads: int, products: dict[str, int]) -> dict[str, list[float]]:
+    """A ModifiedSince walk, Limit 200, from the oldest product (the growth step's walk); a side's walk starts again
+    from the oldest before its page would come short (`products`: each side's catalogue)."""
+    start = "2000-01-01T00:00:00Z"
+    cursors = {side.name: start for side in sides}
+    walked = dict.fromkeys(cursors, 0)
 
     async def call(side: Side, _round: int) -> None:
         body = orjson.dumps({"ModifiedSince": cursors[side.name], "Limit": 200})
         response = await side.client.post("/api/products/List", content=body)
         page = response.json()
         assert response.status_code == 200 and len(page["Products"]) == 200, page
+        # Each page after the first repeats the last one's last product (ModifiedSince is inclusive).
+        walked[side.name] += 199
         cursors[side.name] = page["Products"][-1]["LastModifiedDate"]
+        if walked[side.name] + 400 > products[side.name]:
+            cursors[side.name], walked[side.name] = start, 0
 
     return await alternate(sides, call, reads, 2)
 
@@ -665,7 +672,8 @@ async def run_backend(backend: str, sizes: list[int], args: argparse.Namespace) 
                     split(deployments, many, "list", await bench_list(sides(*ours("floor")), args.reads, smallest))
             if "walk" in only:
                 with await settled("walk"):
-                    split(deployments, many, "walk", await bench_walk(sides(*ours("floor")), args.reads))
+                    catalogues = per_side(lambda d: d.products, *ours("floor"))
+                    split(deployments, many, "walk", await bench_walk(sides(*ours("floor")), args.reads, catalogues))
             if "get" in only:
                 with await settled("get"):
                     split(deployments, many, "get", await bench_get(sides(*ours("floor", "no-op")), skus, args.reads))
