@@ -281,7 +281,7 @@ def growth_table(figures: list[dict[str, Any]]) -> list[str]:
         "timed one after the other, its median over the rounds and, in brackets, the middle half; a slower minute",
         "moves the four alike, where the ratio of medians before it compares requests of different minutes:",
         "",
-        "| series | rows | ours | growth | floor | floor's growth | ours' growth / floor's | the same, round by round |",
+        "| series | rows | ours | growth | floor | floor's growth | ours' growth / floor's | the same, by round |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for series, by_rows in sizes.items():
