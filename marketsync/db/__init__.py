@@ -57,6 +57,7 @@ __all__ = [
     "EVENTS",
     "EVERY_KIND",
     "JOBS",
+    "MMAP_SIZE_BYTES",
     "POSTGRES_UNAVAILABLE",
     "WRITER_PAGE_CACHE_KIB",
     "Database",
@@ -90,6 +91,10 @@ BUSY_TIMEOUT_S = 30.0
 # The writer connection's page cache (SQLite's default: 2 MiB). A 500-SKU push dirties pages all over a large
 # catalogue's tables and indexes; with 2 MiB the write spilled them mid-statement (docs/decisions/0465).
 WRITER_PAGE_CACHE_KIB = 64 * 1024
+# Every SQLite connection reads the file through a memory map up to this size (SQLite's own ceiling as built here):
+# a page not in the connection's cache is read where the OS page cache holds it, not copied by a system call. A
+# million-product push reads and writes pages all over the file (docs/decisions/0469).
+MMAP_SIZE_BYTES = 0x7FFF0000
 _NOTIFY = text(f"SELECT pg_notify('{wakeups.CHANNEL}', :kinds)")
 
 
@@ -157,6 +162,7 @@ def _configure_sqlite(engine: AsyncEngine, *, immediate: bool, checkpointer: Wal
         _switch_to_wal(cursor)
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA mmap_size={MMAP_SIZE_BYTES}")
         if immediate:
             cursor.execute(f"PRAGMA cache_size=-{WRITER_PAGE_CACHE_KIB}")
         if checkpointer is not None:

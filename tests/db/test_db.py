@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from marketsync.db import WRITER_PAGE_CACHE_KIB, Database
+from marketsync.db import MMAP_SIZE_BYTES, WRITER_PAGE_CACHE_KIB, Database
 from marketsync.db._wal_checkpoints import COALESCE_S, SAFETY_NET_PAGES, WalCheckpointer
 from marketsync.kit import jsonio
 from marketsync.marketplaces.sandbox import state
@@ -110,6 +110,31 @@ async def test_a_write_transaction_keeps_its_pages_in_memory_until_its_commit(tm
     assert cache == -WRITER_PAGE_CACHE_KIB and reader_cache == -2000
     assert during == before
     assert after > before + 8_000_000
+
+
+async def test_every_connection_reads_the_file_through_a_memory_map(tmp_path: Path) -> None:
+    """The writer and the readers map the file (MMAP_SIZE_BYTES, docs/decisions/0469), and what one writes through
+    the map the other reads, the WAL's newer pages included."""
+    path = tmp_path / "marketsync.db"
+    db = Database(f"sqlite:///{path}")
+    try:
+        async with db.transaction() as session:
+            writer_map = (await session.execute(text("PRAGMA mmap_size"))).scalar_one()
+            await session.execute(text("CREATE TABLE t (x INTEGER)"))
+            await session.execute(
+                text("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000) "
+                     "INSERT INTO t (x) SELECT i FROM n")
+            )  # fmt: skip
+        async with db.transaction() as session:
+            await session.execute(text("UPDATE t SET x = -x WHERE x % 2 = 0"))
+        async with db.read() as session:
+            reader_map = (await session.execute(text("PRAGMA mmap_size"))).scalar_one()
+            total = (await session.execute(text("SELECT sum(x), count(*) FROM t"))).one()
+    finally:
+        await db.dispose()
+    assert writer_map == reader_map == MMAP_SIZE_BYTES
+    # 1 - 2 + 3 - ... - 5000: the odd numbers kept, the even ones negated by the second transaction.
+    assert tuple(total) == (-2500, 5000)
 
 
 async def test_a_database_that_never_writes_runs_no_checkpoint_thread(tmp_path: Path) -> None:
