@@ -26,7 +26,9 @@ Search and create have absolute goals (issue 42); their figures carry the CPU pr
 `--extra-products N[,M]`: the demo tenant plus N bulk-loaded products, each listed on the four connections (and at
 the sandbox marketplaces), the floor holding the same SKUs; several sizes are served at once (the growth of
 issue 42 item 3: `--only growth` in bench/all.py). The seeded products count as mirrored (the listing mirror's
-schedule last ran now): the demo's other schedules run.
+schedule last ran now): the demo's other schedules run. Every timing is kept in round order, and the largest size's
+figures carry `paired_growth`: ours' growth over the floor's taken round by round (its median and middle half),
+beside the ratio of the medians.
 
 `--os-cache` (SQLite): before each phase every side's database file is read into the operating system's page cache
 (`warm`, the default), dropped from it (`cold`), or left as the earlier phases and the machine left it (`as-is`).
