@@ -489,7 +489,7 @@ async def alternate(sides: list[Side], call: Call, rounds: int, warmup: int) -> 
     return timings
 
 
-def summary(timings: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+def summary(timings: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
     if os.environ.get("BENCH_RAW"):
         print({name: [round(x, 1) for x in t] for name, t in timings.items()}, file=sys.stderr)
     # Every timing kept, in round order: the growth step pairs each round's sides (paired_growth).
@@ -733,8 +733,8 @@ SERIES = {"push": "500-SKU push", "walk": "products ModifiedSince walk, page of 
 def paired_growth(small: dict[str, Any], large: dict[str, Any], floor_side: str) -> dict[str, float]:
     """Ours' growth over the floor's, round by round: in round r, (ours large / ours small) / (floor large / floor
     small), the four requests timed one after the other within a few tens of milliseconds. The median and quartiles
-    over the rounds. A minute in which the machine is slower moves the four alike and cancels out, which the ratio of
-    four medians (each over different minutes' requests) does not; both are reported."""
+    over the rounds: a slower minute moves the four alike and cancels out; what is left is how far single requests
+    scatter. The goal is read on the ratio of the medians (figures_of); this is reported beside it."""
     rounds = zip(small["ours"]["t"], large["ours"]["t"], small[floor_side]["t"], large[floor_side]["t"], strict=True)
     ratios = sorted((ours_l / ours_s) / (floor_l / floor_s) for ours_s, ours_l, floor_s, floor_l in rounds)
     q1, median, q3 = statistics.quantiles(ratios, n=4)
