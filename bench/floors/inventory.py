@@ -58,6 +58,8 @@ POSTGRES_SCHEMA = (
     "CREATE INDEX listings_product ON listings (product_id)",
 )
 PRICE_SCALE = 10_000
+# Commits within this window share one checkpoint, as the service's (marketsync/db/_wal_checkpoints.py, decision 0470).
+CHECKPOINT_COALESCE_S = 0.2
 # A ModifiedSince page counts at most this many products (the service's rule, docs/decisions/0241).
 COUNT_AHEAD = 10_000
 EMPTY_OUTCOMES = {"Updated": 0, "Unchanged": 0, "NotFound": 0, "Ambiguous": 0, "Failed": 0}
@@ -89,7 +91,8 @@ class SqliteFloor:
         self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
-        # As the service does (decision 0275): no commit runs the WAL checkpoint, a thread does it just after.
+        # As the service does (decisions 0275, 0470): no commit runs the WAL checkpoint, a thread does it after, the
+        # commits of CHECKPOINT_COALESCE_S sharing one.
         self.db.execute("PRAGMA wal_autocheckpoint=10000")
         self.committed = threading.Event()
         threading.Thread(target=self._checkpoints, args=(path,), daemon=True).start()
@@ -98,7 +101,7 @@ class SqliteFloor:
         db = sqlite3.connect(path, isolation_level=None)
         while True:
             self.committed.wait()
-            time.sleep(0.005)
+            time.sleep(CHECKPOINT_COALESCE_S)
             self.committed.clear()
             db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 

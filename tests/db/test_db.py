@@ -157,6 +157,33 @@ async def test_closing_just_after_a_commit_stops_the_checkpoint_thread_at_once(t
     assert checkpointer.thread_stopped()
 
 
+async def test_commits_within_the_window_share_one_checkpoint(tmp_path: Path) -> None:
+    """A stream of commits is checkpointed once per COALESCE_S, not once a commit (decision 0470): commits before
+    and during the window give one checkpoint, no sooner than the window after the first; a later commit, another."""
+    checkpointer = WalCheckpointer(str(tmp_path / "marketsync.db"))
+    try:
+        first_commit = time.monotonic()
+        for _ in range(3):
+            checkpointer.committed()
+        time.sleep(COALESCE_S / 4)
+        checkpointer.committed()
+        assert _checkpoints_reach(checkpointer, 1)
+        assert time.monotonic() - first_commit >= COALESCE_S
+        time.sleep(COALESCE_S * 2)
+        assert checkpointer.checkpoints == 1
+        checkpointer.committed()
+        assert _checkpoints_reach(checkpointer, 2)
+    finally:
+        checkpointer.close()
+
+
+def _checkpoints_reach(checkpointer: WalCheckpointer, count: int, within_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while checkpointer.checkpoints < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return checkpointer.checkpoints == count
+
+
 async def test_json_columns_are_written_with_orjson_and_read_back_whole(rt: Runtime) -> None:
     """db.JSON_COLUMNS: the engines' JSON serializer is jsonio's (the raw-driver writers store the same text)."""
     lines = [{"Reference": "SKU-é", "Price": "12.50", "Quantity": 3, "Nested": {"1": [None, True]}}]
