@@ -42,8 +42,7 @@ class WalCheckpointer:
         self.path = path
         self.checkpoints = 0
         self._pending = threading.Event()
-        self._stopping = False
-        self._closing = threading.Event()
+        self._closing = threading.Event()  # set by close(): also ends a window's wait at once
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 
@@ -59,15 +58,14 @@ class WalCheckpointer:
         return self._thread is None or not self._thread.is_alive()
 
     def close(self) -> None:
-        self._stopping = True
-        self._closing.set()  # ends the window's wait at once
+        self._closing.set()
         self._pending.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
 
     def _start(self) -> None:
         with self._start_lock:
-            if self._thread is None and not self._stopping:
+            if self._thread is None and not self._closing.is_set():
                 self._thread = threading.Thread(target=self._run, name="sqlite-wal-checkpoints", daemon=True)
                 self._thread.start()
 
@@ -77,12 +75,9 @@ class WalCheckpointer:
             connection.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
             while True:
                 self._pending.wait()
-                if self._stopping:
+                if self._closing.wait(COALESCE_S):  # close() came before or during the window
                     return
-                self._closing.wait(COALESCE_S)
                 self._pending.clear()
-                if self._stopping:  # close() came during the sleep: its wake-up was just cleared
-                    return
                 self._checkpoint(connection)
         finally:
             connection.close()
